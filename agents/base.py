@@ -1,0 +1,30 @@
+"""What every agent is: something that drives one open episode to a final answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from sopgym.agents.client import Episode
+
+from sopgym.core.tasks import Task
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class AgentContext:
+    """Per-task facts an agent may use beyond the episode itself."""
+
+    data_dir: Path | None = None  # the task set's folder; only the oracle reads gold from it
+    deadline: float | None = None  # time.monotonic() by which the task must end
+    usage: list[JSON] = field(default_factory=list)  # per-LLM-call records, filled by agents
+
+
+class Agent(Protocol):
+    name: str
+
+    def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
+        """Work the task through ``episode``'s tools and return the final outputs."""
+        ...

@@ -1,0 +1,122 @@
+"""The agent side of the gateway protocol: open an episode, call tools, finish.
+
+Tool refusals (4xx) are returned, not raised: an agent shows them to its model as the tool's
+result, exactly as a real API would answer. Transport failures, 429 and 502/503 are retried
+with exponential backoff before giving up.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+JSON = dict[str, Any]
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+class GatewayError(RuntimeError):
+    """The gateway could not be reached, or refused to open/finish an episode."""
+
+
+@dataclass
+class ToolResult:
+    status: int
+    body: JSON
+
+    @property
+    def ok(self) -> bool:
+        return self.status < 400
+
+    @property
+    def content(self) -> JSON:
+        """What an agent should show its model: the result, or the structured error."""
+        return self.body.get("result", self.body) if self.ok else self.body
+
+
+class GatewayClient:
+    def __init__(
+        self, base_url: str, timeout: float = 30.0, retries: int = 4, backoff: float = 0.2
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._retries, self._backoff = retries, backoff
+
+    def request(
+        self, method: str, path: str, token: str | None = None, json: Any = None
+    ) -> httpx.Response:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        for attempt in range(self._retries + 1):
+            try:
+                response = self._http.request(method, path, json=json, headers=headers)
+            except httpx.TransportError as error:
+                if attempt == self._retries:
+                    raise GatewayError(f"gateway {self.base_url} unreachable: {error}") from error
+            else:
+                if response.status_code not in RETRY_STATUSES or attempt == self._retries:
+                    return response
+            time.sleep(self._backoff * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def open(
+        self,
+        task_id: str,
+        domain: str,
+        *,
+        distractors: int | None = None,
+        sop_variant: str = "clean",
+        meta: JSON | None = None,
+    ) -> Episode:
+        payload: JSON = {
+            "task_id": task_id,
+            "domain": domain,
+            "sop_variant": sop_variant,
+            "meta": meta or {},
+        }
+        if distractors is not None:
+            payload["distractors"] = distractors
+        response = self.request("POST", "/v1/episodes", json=payload)
+        if response.status_code != 201:
+            raise GatewayError(f"cannot open episode: {response.status_code} {response.text}")
+        return Episode(self, response.json())
+
+    def record(self, episode_id: str, token: str) -> JSON:
+        response = self.request("GET", f"/v1/episodes/{episode_id}", token=token)
+        if response.status_code != 200:
+            raise GatewayError(f"cannot read episode {episode_id}: {response.text}")
+        return response.json()
+
+    def close(self) -> None:
+        self._http.close()
+
+
+class Episode:
+    """One open episode: its catalog, SOP and schemas, and the calls that act on it."""
+
+    def __init__(self, client: GatewayClient, opened: JSON) -> None:
+        self._client = client
+        self.id: str = opened["episode_id"]
+        self.token: str = opened["token"]
+        self.tools: list[JSON] = opened["tools"]
+        self.sop: str = opened.get("sop", "")
+        self.input_schema: JSON = opened.get("input_schema", {})
+        self.output_schema: JSON = opened.get("output_schema", {})
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        response = self._client.request(
+            "POST", f"/v1/episodes/{self.id}/tools/{name}", token=self.token, json=arguments
+        )
+        try:
+            body = response.json()
+        except ValueError:
+            body = {"error": {"code": "invalid_response", "message": response.text[:200]}}
+        return ToolResult(response.status_code, body)
+
+    def finish(self, outputs: JSON) -> None:
+        response = self._client.request(
+            "POST", f"/v1/episodes/{self.id}/finish", token=self.token, json={"outputs": outputs}
+        )
+        if response.status_code != 200:
+            raise GatewayError(f"cannot finish episode {self.id}: {response.text}")

@@ -1,0 +1,61 @@
+"""Callable tools that look relevant to intake but that the SOP never asks for."""
+
+from sopgym.core.tools import JSON, ToolContext, not_found, tool
+
+_PATIENT = {"type": "string", "pattern": "^P[0-9]{9}$"}
+
+
+@tool(
+    name="check_insurance_eligibility_legacy",
+    description="Legacy eligibility screen kept for the billing team; returns a coarse flag.",
+    input_schema={
+        "type": "object",
+        "properties": {"patient_id": _PATIENT, "policy_number": {"type": "string"}},
+        "required": ["patient_id", "policy_number"],
+        "additionalProperties": False,
+    },
+)
+def check_insurance_eligibility_legacy(args: JSON, ctx: ToolContext) -> JSON:
+    return {
+        "screen_passed": ctx.tables.row("policies", "policy_number", args["policy_number"])
+        is not None,
+        "note": "legacy screen: does not check status or coverage dates",
+    }
+
+
+@tool(
+    name="list_patient_allergies",
+    description="List the allergies recorded in the patient's chart.",
+    input_schema={
+        "type": "object",
+        "properties": {"patient_id": _PATIENT},
+        "required": ["patient_id"],
+        "additionalProperties": False,
+    },
+)
+def list_patient_allergies(args: JSON, ctx: ToolContext) -> JSON:
+    patient = ctx.tables.row("patients", "patient_id", args["patient_id"])
+    if patient is None:
+        raise not_found("patient", "patient_id", args["patient_id"])
+    return {"allergies": patient["allergies"]}
+
+
+@tool(
+    name="estimate_visit_copay",
+    description="Estimate the copay for an office visit under a policy.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "policy_number": {"type": "string"},
+            "visit_type": {"type": "string", "enum": ["primary", "specialist", "urgent"]},
+        },
+        "required": ["policy_number", "visit_type"],
+        "additionalProperties": False,
+    },
+)
+def estimate_visit_copay(args: JSON, ctx: ToolContext) -> JSON:
+    base = {"primary": 25, "specialist": 50, "urgent": 75}[args["visit_type"]]
+    return {"estimated_copay_usd": base, "currency": "USD"}
+
+
+DISTRACTORS = [check_insurance_eligibility_legacy, list_patient_allergies, estimate_visit_copay]

@@ -1,0 +1,97 @@
+"""Which tools exist, which service owns each, and which tools an episode may see."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class ServiceEntry:
+    domain: str
+    url: str
+    host: str
+    port: int
+    tools: dict[str, JSON]  # own SOP tools, rendered specs
+    distractors: dict[str, JSON] = field(default_factory=dict)
+    sop: dict[str, str] = field(default_factory=dict)
+    input_schema: JSON = field(default_factory=dict)
+    output_schema: JSON = field(default_factory=dict)
+
+
+class Catalog:
+    """Every tool of every registered service, and the episode catalogs drawn from them."""
+
+    def __init__(self, services: list[ServiceEntry]) -> None:
+        self.services = {s.domain: s for s in services}
+        self.owner: dict[str, ServiceEntry] = {}
+        for service in services:
+            for name in (*service.tools, *service.distractors):
+                self.owner.setdefault(name, service)
+
+    def spec(self, name: str) -> JSON:
+        service = self.owner[name]
+        return service.tools.get(name) or service.distractors[name]
+
+    def episode_tools(
+        self, domain: str, task_id: str, distractors: int
+    ) -> tuple[list[str], set[str]]:
+        """The domain's tools plus ``distractors`` others, drawn deterministically per task.
+
+        The pool is the domain's own distractors first, then other domains' tools, so large
+        catalogs (TELLER-Bench serves ~280 tools) are possible with real, callable tools.
+        """
+        service = self.services[domain]
+        own = list(service.tools)
+        pool = sorted(service.distractors, key=lambda n: _rank(task_id, n))
+        foreign = [
+            n
+            for n in sorted(self.owner, key=lambda n: _rank(task_id, n))
+            if n not in service.tools and n not in service.distractors
+        ]
+        chosen = (pool + foreign)[: max(0, distractors)]
+        names = own + chosen
+        names.sort(key=lambda n: _rank(task_id + "#order", n))  # needed tools are not first
+        return names, set(chosen)
+
+
+def _rank(seed: str, name: str) -> str:
+    return hashlib.blake2b(f"{seed}|{name}".encode(), digest_size=8).hexdigest()
+
+
+def discover(urls: dict[str, str], wait_s: float = 30.0) -> Catalog:
+    """Fetch ``GET /v1/tools`` from each service, waiting for it to become ready."""
+    entries = []
+    deadline = time.monotonic() + wait_s
+    with httpx.Client(timeout=5.0) as client:
+        for domain, url in urls.items():
+            while True:
+                try:
+                    body = client.get(f"{url}/v1/tools").raise_for_status().json()
+                    break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            parts = urlsplit(url)
+            entries.append(
+                ServiceEntry(
+                    domain=domain,
+                    url=url,
+                    host=parts.hostname or "127.0.0.1",
+                    port=parts.port or 80,
+                    tools={t["name"]: t for t in body["tools"]},
+                    distractors={t["name"]: t for t in body.get("distractors", [])},
+                    sop=body.get("sop", {}),
+                    input_schema=body.get("input_schema", {}),
+                    output_schema=body.get("output_schema", {}),
+                )
+            )
+    return Catalog(entries)

@@ -1,0 +1,124 @@
+"""A lean HTTP/1.1 keep-alive client for the gateway's hop to tool services.
+
+General-purpose clients (httpx, aiohttp) spend most of a loopback round trip in their own
+machinery; the gateway only ever sends small JSON POSTs to known hosts, so it writes the
+request bytes itself and parses responses with httptools on pooled asyncio connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+import httptools
+
+
+class UpstreamError(ConnectionError):
+    """The service could not be reached or closed the connection mid-response."""
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpResponseParser(self)
+        self._body: list[bytes] = []
+        self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self.closed = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            self._fail(UpstreamError(f"bad response from upstream: {error}"))
+            self.transport.close()  # type: ignore[union-attr]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._fail(UpstreamError("upstream closed the connection"))
+
+    # httptools callbacks
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        body, self._body = b"".join(self._body), []
+        if waiter is not None and not waiter.done():
+            waiter.set_result((self._parser.get_status_code(), body))
+
+    def _fail(self, error: Exception) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+
+    def send(self, request: bytes) -> asyncio.Future[tuple[int, bytes]]:
+        self._waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(request)  # type: ignore[union-attr]
+        return self._waiter
+
+    @property
+    def usable(self) -> bool:
+        return not self.closed and self.transport is not None and not self.transport.is_closing()
+
+
+class UpstreamPool:
+    """Keep-alive connections to one ``host:port``, at most ``limit`` open at once."""
+
+    def __init__(self, host: str, port: int, limit: int = 128, timeout: float = 30.0) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self._idle: deque[_Connection] = deque()
+        self._slots = asyncio.Semaphore(limit)
+        self._host_header = f"Host: {host}:{port}\r\n".encode()
+
+    async def post(self, path: str, body: bytes, headers: bytes = b"") -> tuple[int, bytes]:
+        """POST a JSON body; ``headers`` are extra ready-encoded ``Name: value\\r\\n`` lines."""
+        request = b"".join((
+            b"POST ",
+            path.encode(),
+            b" HTTP/1.1\r\n",
+            self._host_header,
+            b"Content-Type: application/json\r\nContent-Length: ",
+            str(len(body)).encode(),
+            b"\r\n",
+            headers,
+            b"\r\n",
+            body,
+        ))
+        async with self._slots:
+            connection, reused = await self._acquire()
+            try:
+                result = await asyncio.wait_for(connection.send(request), self.timeout)
+            except UpstreamError:
+                if not reused:
+                    raise
+                # An idle keep-alive connection the server had already closed: the request
+                # never reached the application, so one retry on a fresh connection is safe.
+                connection, _ = await self._acquire(fresh=True)
+                result = await asyncio.wait_for(connection.send(request), self.timeout)
+            except BaseException:
+                connection.transport.close()  # type: ignore[union-attr]
+                raise
+            self._idle.append(connection)
+            return result
+
+    async def _acquire(self, fresh: bool = False) -> tuple[_Connection, bool]:
+        while self._idle and not fresh:
+            connection = self._idle.pop()
+            if connection.usable:
+                return connection, True
+        loop = asyncio.get_running_loop()
+        try:
+            _, connection = await loop.create_connection(_Connection, self.host, self.port)
+        except OSError as error:
+            raise UpstreamError(f"cannot connect to {self.host}:{self.port}: {error}") from error
+        return connection, False
+
+    def close(self) -> None:
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.transport is not None:
+                connection.transport.close()

@@ -1,0 +1,107 @@
+"""A domain's tool service: one FastAPI app serving every tool (and distractor) of a pack.
+
+Arguments are validated against each tool's JSON Schema before the implementation runs; any
+refusal is a 4xx with ``{"error": {"code", "message", "field"}}``. The dataset is loaded and
+indexed once at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from sopgym.core import dataset
+from sopgym.core.domain import DomainPack
+from sopgym.core.errors import ToolError
+from sopgym.core.jsonio import dumps, loads_object
+from sopgym.core.tools import ToolContext
+
+EPISODE_HEADER = "x-sopgym-episode"
+log = logging.getLogger("sopgym.services")
+
+
+def _json(body: object, status: int = 200) -> Response:
+    return Response(dumps(body), status_code=status, media_type="application/json")
+
+
+def _error(error: ToolError) -> Response:
+    return _json(error.to_body(), error.status)
+
+
+def create_app(domain: DomainPack, data_root: Path | None = None) -> FastAPI:
+    data = dataset.load(domain, data_root)
+    tools = domain.tool_map()
+    catalog = {
+        "domain": domain.name,
+        "title": domain.title,
+        "sop": {variant: domain.sop(variant) for variant in domain.sop_files},
+        "input_schema": domain.input_schema,
+        "output_schema": domain.output_schema,
+        "tools": [t.spec.rendered() for t in domain.tools],
+        "distractors": [t.spec.rendered() for t in domain.distractors],
+    }
+    shared = domain.context(data.tables, data.files_dir)
+    # Stateful domains get one mutable state per episode, created on the episode's first call.
+    episode_contexts: dict[str, ToolContext] = {}
+
+    app = FastAPI(title=f"sopgym tools: {domain.name}", docs_url=None, redoc_url=None)
+
+    def context_for(episode_id: str | None) -> ToolContext:
+        if domain.initial_state is None or episode_id is None:
+            return shared
+        ctx = episode_contexts.get(episode_id)
+        if ctx is None:
+            ctx = episode_contexts[episode_id] = domain.context(
+                data.tables, data.files_dir, episode_id
+            )
+        return ctx
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        code = "not_found" if exc.status_code == 404 else "invalid_request"
+        return _json(
+            {"error": {"code": code, "message": str(exc.detail), "field": None}}, exc.status_code
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def request_error(_: Request, exc: RequestValidationError) -> Response:
+        return _error(ToolError("invalid_request", "malformed request"))
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        return _json({"status": "ready", "domain": domain.name, "tasks": len(data.tasks)})
+
+    @app.get("/v1/tools")
+    async def list_tools() -> Response:
+        return _json(catalog)
+
+    @app.post("/v1/tools/{name}")
+    async def call_tool(name: str, request: Request) -> Response:
+        tool = tools.get(name)
+        if tool is None:
+            return _error(ToolError("unknown_tool", f"no tool named {name!r} in {domain.name}"))
+        try:
+            arguments = loads_object(await request.body())
+            result = tool(arguments, context_for(request.headers.get(EPISODE_HEADER)))
+        except ToolError as error:
+            return _error(error)
+        except Exception:  # a defect in the pack: report it structurally, log the traceback
+            log.exception("tool %s failed", name)
+            return _error(ToolError("internal_error", f"tool {name!r} failed internally"))
+        return _json({"result": result})
+
+    @app.delete("/v1/episodes/{episode_id}")
+    async def drop_episode(episode_id: str) -> Response:
+        episode_contexts.pop(episode_id, None)
+        return _json({"dropped": episode_id})
+
+    return app

@@ -1,0 +1,30 @@
+"""Package list for the folder-per-component layout.
+
+pyproject.toml maps each top-level folder onto a `sopgym.<folder>` subpackage; setuptools
+cannot discover nested packages through such a mapping, so this walks the folders once.
+"""
+
+from pathlib import Path
+
+from setuptools import setup
+
+ROOTS = {
+    "sopgym": "sopgym",
+    "sopgym.services": "services",
+    "sopgym.gateway": "gateway",
+    "sopgym.agents": "agents",
+    "sopgym.domains": "domains",
+    "sopgym.observability": "observability",
+}
+
+
+def _packages() -> list[str]:
+    found = []
+    for name, folder in ROOTS.items():
+        for init in sorted(Path(folder).rglob("__init__.py")):
+            rel = init.parent.relative_to(folder).parts
+            found.append(".".join((name, *rel)))
+    return found
+
+
+setup(packages=_packages(), package_dir=ROOTS)

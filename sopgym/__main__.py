@@ -1,0 +1,3 @@
+from sopgym.cli import main
+
+main()

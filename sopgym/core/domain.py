@@ -1,0 +1,141 @@
+"""Domain packs: an SOP, its tools, a seeded data generator and the SOP as executable code.
+
+A pack is a folder under ``domains/`` whose ``__init__.py`` exposes ``DOMAIN``. See
+docs/domain-pack.md for the format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sopgym.core.errors import ToolError
+from sopgym.core.tables import Tables
+from sopgym.core.tasks import Solution, Task, ToolCall
+from sopgym.core.tools import Tool, ToolContext
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class GeneratedData:
+    """What a domain's generator returns: the dataset and the tasks' inputs (no labels)."""
+
+    tables: dict[str, Any]  # table name -> pandas DataFrame
+    tasks: list[Task]
+
+
+class PolicyRun:
+    """The reference policy's handle on the tools: every call runs the real implementation
+    (with schema validation) and is recorded as a gold call, in order."""
+
+    def __init__(self, tools: dict[str, Tool], ctx: ToolContext) -> None:
+        self._tools = tools
+        self._ctx = ctx
+        self.calls: list[ToolCall] = []
+
+    def call(self, name: str, **arguments: Any) -> JSON:
+        self.calls.append(ToolCall(name, dict(arguments)))
+        return self._tools[name](dict(arguments), self._ctx)
+
+    def try_call(self, name: str, **arguments: Any) -> JSON | ToolError:
+        """A gold call whose refusal (e.g. ``not_found``) is itself an SOP branch."""
+        try:
+            return self.call(name, **arguments)
+        except ToolError as error:
+            return error
+
+    @property
+    def state(self) -> dict[str, Any] | None:
+        return self._ctx.state
+
+
+Generator = Callable[[int, Path], GeneratedData]
+Policy = Callable[[Task, PolicyRun], Solution]
+
+
+@dataclass
+class DomainPack:
+    name: str
+    title: str
+    folder: Path
+    tools: list[Tool]
+    generate: Generator
+    solve: Policy
+    input_schema: JSON
+    output_schema: JSON
+    dependencies: dict[str, list[str]] = field(default_factory=dict)
+    distractors: list[Tool] = field(default_factory=list)
+    index_keys: dict[str, str] = field(default_factory=dict)
+    seed: int = 7
+    kind: str = "tool_use"
+    initial_state: Callable[[Tables], dict[str, Any]] | None = None
+    sop_files: dict[str, str] = field(
+        default_factory=lambda: {"clean": "sop.md", "noisy": "sop_noisy.md"}
+    )
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.all_tools()]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise ValueError(f"domain {self.name}: duplicate tool names {sorted(duplicates)}")
+
+    @property
+    def input_fields(self) -> list[str]:
+        return list(self.input_schema.get("properties", {}))
+
+    @property
+    def output_fields(self) -> list[str]:
+        return list(self.output_schema.get("properties", {}))
+
+    def all_tools(self) -> list[Tool]:
+        return [*self.tools, *self.distractors]
+
+    def tool_map(self) -> dict[str, Tool]:
+        return {t.name: t for t in self.all_tools()}
+
+    def sop(self, variant: str = "clean") -> str:
+        if variant not in self.sop_files:
+            raise KeyError(f"domain {self.name} has no SOP variant {variant!r}")
+        return (self.folder / self.sop_files[variant]).read_text()
+
+    def context(
+        self, tables: Tables, files_dir: Path | None, episode_id: str | None = None
+    ) -> ToolContext:
+        state = self.initial_state(tables) if self.initial_state else None
+        return ToolContext(tables=tables, files_dir=files_dir, state=state, episode_id=episode_id)
+
+    def fingerprint(self) -> str:
+        """Changes whenever any source file of the pack changes, so cached data regenerates."""
+        digest = hashlib.sha256(str(self.seed).encode())
+        for path in sorted(self.folder.rglob("*")):
+            if path.is_file() and path.suffix in {".py", ".md", ".json"}:
+                digest.update(path.relative_to(self.folder).as_posix().encode())
+                digest.update(path.read_bytes())
+        return digest.hexdigest()[:12]
+
+
+def missing_outputs(domain: DomainPack, outputs: JSON) -> list[str]:
+    return [f for f in domain.output_fields if f not in outputs]
+
+
+def leaked_fields(domain: DomainPack, payloads: Iterable[JSON]) -> set[str]:
+    """Output field names that appear as keys anywhere in ``payloads`` (inputs or results)."""
+    wanted = set(domain.output_fields)
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            found.update(wanted & set(value))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for payload in payloads:
+        walk(payload)
+    return found

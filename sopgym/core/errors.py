@@ -1,0 +1,58 @@
+"""The one error vocabulary shared by tool services, the gateway and the scorer.
+
+Every rejected call carries a machine-readable ``code`` (used by the evaluator to classify
+parameter errors), a human ``message`` and, where it applies, the offending ``field``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# code -> HTTP status. Validation failures are 422 so agents can tell "you called me wrong"
+# from "this thing does not exist" (404) and "you may not" (401/403).
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid_json": 400,
+    "invalid_request": 400,
+    "missing_argument": 422,
+    "unexpected_argument": 422,
+    "type_mismatch": 422,
+    "invalid_value": 422,
+    "unknown_tool": 404,
+    "not_found": 404,
+    "unknown_episode": 404,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "episode_closed": 409,
+    "upstream_unavailable": 502,
+    "internal_error": 500,
+}
+
+# How the evaluator groups codes (TELLER-Bench's Validation / Type errors).
+VALIDATION_CODES = frozenset({
+    "missing_argument",
+    "unexpected_argument",
+    "invalid_value",
+    "invalid_json",
+    "invalid_request",
+})
+TYPE_CODES = frozenset({"type_mismatch"})
+
+
+@dataclass
+class ToolError(Exception):
+    """A call that a tool, a service or the gateway refuses, with a stable error code."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    @property
+    def status(self) -> int:
+        return STATUS_BY_CODE.get(self.code, 400)
+
+    def to_body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "field": self.field}}

@@ -1,0 +1,83 @@
+"""The task model: what an agent is given, and the gold derived for it by the reference policy.
+
+One model carries every task family: ``kind`` says which (``tool_use`` today; ``dialogue``,
+``json_answer`` and ``graph`` are reserved for conversation-grounded, tool-free and
+non-agentic tasks), ``conversation`` holds a dialogue's turns, and ``Gold.final_state`` holds
+the expected database state of stateful domains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class Task:
+    id: str
+    domain: str
+    inputs: JSON
+    kind: str = "tool_use"
+    conversation: list[JSON] = field(default_factory=list)
+
+    def to_json(self) -> JSON:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Task:
+        return cls(
+            id=data["id"],
+            domain=data["domain"],
+            inputs=data.get("inputs", {}),
+            kind=data.get("kind", "tool_use"),
+            conversation=data.get("conversation", []),
+        )
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: JSON
+
+    def to_json(self) -> JSON:
+        return {"name": self.name, "arguments": self.arguments}
+
+
+@dataclass
+class Gold:
+    """The reference policy's answer for one task: never hand-written."""
+
+    task_id: str
+    calls: list[ToolCall]
+    decisions: JSON
+    outputs: JSON
+    final_state: JSON | None = None
+
+    def to_json(self) -> JSON:
+        return {
+            "task_id": self.task_id,
+            "calls": [c.to_json() for c in self.calls],
+            "decisions": self.decisions,
+            "outputs": self.outputs,
+            "final_state": self.final_state,
+        }
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Gold:
+        return cls(
+            task_id=data["task_id"],
+            calls=[ToolCall(c["name"], c["arguments"]) for c in data["calls"]],
+            decisions=data.get("decisions", {}),
+            outputs=data["outputs"],
+            final_state=data.get("final_state"),
+        )
+
+
+@dataclass
+class Solution:
+    """What a reference policy returns; the calls it made are recorded separately."""
+
+    outputs: JSON
+    decisions: JSON = field(default_factory=dict)

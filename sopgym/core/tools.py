@@ -1,0 +1,140 @@
+"""Tools: a JSON-Schema contract plus a deterministic implementation over a domain's data.
+
+A tool module in a domain pack defines one tool with the :func:`tool` decorator. The same
+object serves HTTP calls in the tool service and gold calls in the reference policy, so the
+labels and the live API can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sopgym.core.errors import ToolError
+from sopgym.core.schema import ArgumentValidator
+from sopgym.core.tables import Tables
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class ToolContext:
+    """What a tool implementation may read (and, for stateful domains, write).
+
+    ``tables`` is the domain's immutable dataset, shared by all episodes. ``state`` is the
+    episode's own mutable copy for stateful domains (``None`` for read-only domains), so
+    concurrent episodes never see each other's writes.
+    """
+
+    tables: Tables
+    files_dir: Any = None
+    state: dict[str, Any] | None = None
+    episode_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool's public contract, in a neutral JSON Schema form."""
+
+    name: str
+    description: str
+    input_schema: JSON
+    output_schema: JSON = field(default_factory=lambda: {"type": "object"})
+
+    def to_neutral(self) -> JSON:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "output_schema": self.output_schema,
+        }
+
+    def to_openai(self) -> JSON:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.input_schema,
+            },
+        }
+
+    def to_anthropic(self) -> JSON:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+    def to_bedrock(self) -> JSON:
+        return {
+            "toolSpec": {
+                "name": self.name,
+                "description": self.description,
+                "inputSchema": {"json": self.input_schema},
+            }
+        }
+
+    def rendered(self) -> JSON:
+        """The spec plus its renderings for the three common function-calling APIs."""
+        return {
+            **self.to_neutral(),
+            "openai": self.to_openai(),
+            "anthropic": self.to_anthropic(),
+            "bedrock": self.to_bedrock(),
+        }
+
+    @classmethod
+    def from_neutral(cls, data: Mapping[str, Any]) -> ToolSpec:
+        return cls(
+            name=data["name"],
+            description=data.get("description", ""),
+            input_schema=dict(data.get("input_schema") or {"type": "object"}),
+            output_schema=dict(data.get("output_schema") or {"type": "object"}),
+        )
+
+
+Implementation = Callable[[JSON, ToolContext], JSON]
+
+
+class Tool:
+    """A spec bound to its implementation; calling it validates first, then runs."""
+
+    def __init__(self, spec: ToolSpec, implementation: Implementation) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self._implementation = implementation
+        self._validator = ArgumentValidator(spec.input_schema)
+
+    def __call__(self, arguments: Any, ctx: ToolContext) -> JSON:
+        self._validator.validate(arguments)
+        result = self._implementation(arguments, ctx)
+        if not isinstance(result, dict):
+            # A tool that returns None (or a bare value) is a defect of the domain pack,
+            # never something an agent should have to guess about.
+            raise TypeError(f"tool {self.name!r} returned {type(result).__name__}, not an object")
+        return result
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def tool(
+    name: str,
+    description: str,
+    input_schema: JSON,
+    output_schema: JSON | None = None,
+) -> Callable[[Implementation], Tool]:
+    """Declare a tool: ``@tool(name, description, input_schema, output_schema)`` on ``run``."""
+
+    def wrap(implementation: Implementation) -> Tool:
+        spec = ToolSpec(name, description, input_schema, output_schema or {"type": "object"})
+        return Tool(spec, implementation)
+
+    return wrap
+
+
+def not_found(what: str, key: str, value: Any) -> ToolError:
+    """The error a lookup tool raises when the record an agent asked for does not exist."""
+    return ToolError("not_found", f"no {what} with {key} {value!r}", key)

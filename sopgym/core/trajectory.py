@@ -1,0 +1,87 @@
+"""An episode as the scorer sees it, whichever source it was rebuilt from.
+
+The gateway's own records and the evaluator's OpenTelemetry spans both produce this shape,
+so the two independent paths are scored by the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class CallRecord:
+    name: str
+    arguments: Any
+    status: int
+    error_code: str | None = None
+    error_field: str | None = None
+    result: Any = None
+    duration_ms: float = 0.0
+    in_catalog: bool = True
+    distractor: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code is None
+
+    def to_json(self) -> JSON:
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "status": self.status,
+            "error_code": self.error_code,
+            "error_field": self.error_field,
+            "result": self.result,
+            "duration_ms": round(self.duration_ms, 3),
+            "in_catalog": self.in_catalog,
+            "distractor": self.distractor,
+        }
+
+    @classmethod
+    def from_json(cls, data: JSON) -> CallRecord:
+        return cls(
+            name=data["name"],
+            arguments=data.get("arguments"),
+            status=data.get("status", 200),
+            error_code=data.get("error_code"),
+            error_field=data.get("error_field"),
+            result=data.get("result"),
+            duration_ms=data.get("duration_ms", 0.0),
+            in_catalog=data.get("in_catalog", True),
+            distractor=data.get("distractor", False),
+        )
+
+
+@dataclass
+class Trajectory:
+    task_id: str
+    episode_id: str
+    calls: list[CallRecord] = field(default_factory=list)
+    finished: bool = False
+    outputs: JSON | None = None
+    catalog: list[str] = field(default_factory=list)
+
+    def to_json(self) -> JSON:
+        return {
+            "task_id": self.task_id,
+            "episode_id": self.episode_id,
+            "calls": [c.to_json() for c in self.calls],
+            "finished": self.finished,
+            "outputs": self.outputs,
+            "catalog": self.catalog,
+        }
+
+    @classmethod
+    def from_json(cls, data: JSON) -> Trajectory:
+        return cls(
+            task_id=data["task_id"],
+            episode_id=data["episode_id"],
+            calls=[CallRecord.from_json(c) for c in data.get("calls", [])],
+            finished=data.get("finished", False),
+            outputs=data.get("outputs"),
+            catalog=data.get("catalog", []),
+        )

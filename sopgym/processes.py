@@ -1,0 +1,140 @@
+"""Starting sopgym's servers as real subprocesses on free loopback ports, and stopping them.
+
+Every child runs in its own process group and is killed with it, on normal exit, on an
+exception, on Ctrl-C and on SIGTERM, so a run never leaves servers behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+
+class StartupError(RuntimeError):
+    """A child process exited or never became ready; carries the tail of its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+class ManagedProcess:
+    """A child process whose output goes to a log file.
+
+    With ``pipes`` its stdin and stdout are pipes instead (agent workers speak JSON lines on
+    them); stderr still goes to the log.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        ready_url: str | None = None,
+        pipes: bool = False,
+    ) -> None:
+        self.name, self.argv, self.log_path, self.ready_url = name, list(argv), log_path, ready_url
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdout=subprocess.PIPE if pipes else self._log,
+            stderr=self._log if pipes else subprocess.STDOUT,
+            stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+            text=pipes,
+            bufsize=1 if pipes else -1,
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if self.popen.poll() is not None:
+                    raise StartupError(
+                        f"{self.name} exited with code {self.popen.returncode}:\n{self.log_tail()}"
+                    )
+                try:
+                    if self.ready_url is None or client.get(self.ready_url).status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+        raise StartupError(f"{self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, grace: float = 5.0) -> None:
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+        self._log.close()
+
+
+def sopgym_command(*args: str) -> list[str]:
+    """The argv that runs a sopgym CLI command in a child Python process."""
+    return [sys.executable, "-m", "sopgym", *args]
+
+
+class ProcessGroup:
+    """Owns a set of children; ``with`` guarantees they are all stopped."""
+
+    def __init__(self) -> None:
+        self.children: list[ManagedProcess] = []
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        ready_url: str | None = None,
+        pipes: bool = False,
+    ) -> ManagedProcess:
+        child = ManagedProcess(name, argv, log_path, env, ready_url, pipes)
+        self.children.append(child)
+        return child
+
+    def stop_all(self) -> None:
+        for child in reversed(self.children):
+            child.stop()
+        self.children.clear()
+
+    def __enter__(self) -> ProcessGroup:
+        self._previous = signal.getsignal(signal.SIGTERM)
+        if self._previous in (signal.SIG_DFL, None):
+            # SIGTERM would otherwise kill us without running __exit__ and orphan the children
+            signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+        if self._previous in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
