@@ -13,6 +13,7 @@ _PATIENT = {"type": "string", "pattern": "^P[0-9]{9}$"}
         "properties": {"patient_id": _PATIENT, "policy_number": {"type": "string"}},
         "required": ["patient_id", "policy_number"],
         "additionalProperties": False,
+        "examples": [{"patient_id": "P100000000", "policy_number": "AET-100000"}],
     },
 )
 def check_insurance_eligibility_legacy(args: JSON, ctx: ToolContext) -> JSON:
@@ -31,6 +32,7 @@ def check_insurance_eligibility_legacy(args: JSON, ctx: ToolContext) -> JSON:
         "properties": {"patient_id": _PATIENT},
         "required": ["patient_id"],
         "additionalProperties": False,
+        "examples": [{"patient_id": "P100000000"}],
     },
 )
 def list_patient_allergies(args: JSON, ctx: ToolContext) -> JSON:
@@ -51,6 +53,7 @@ def list_patient_allergies(args: JSON, ctx: ToolContext) -> JSON:
         },
         "required": ["policy_number", "visit_type"],
         "additionalProperties": False,
+        "examples": [{"policy_number": "AET-100000", "visit_type": "primary"}],
     },
 )
 def estimate_visit_copay(args: JSON, ctx: ToolContext) -> JSON:
