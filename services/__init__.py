@@ -1,0 +1,1 @@
+"""sopgym's servers other than the gateway: one folder per service (tools, model, ...)."""

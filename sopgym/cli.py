@@ -211,7 +211,7 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
     """Serve one domain's tools over HTTP."""
     import uvicorn
 
-    from sopgym.services.app import create_app
+    from sopgym.services.tools.app import create_app
 
     app = create_app(_domain(domain), data_root)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from sopgym.core.registry import domain_names, load_domain
-from sopgym.services.app import create_app
+from sopgym.services.tools.app import create_app
 from tests.helpers import DATA_ROOT, domain_data
 
 _CLIENTS: dict[str, TestClient] = {}
