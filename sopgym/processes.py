@@ -94,6 +94,20 @@ class ManagedProcess:
         self._log.close()
 
 
+def _detach_but_die_with_parent() -> None:
+    """Own process group (so a group kill reaches the child's own children), yet die with us.
+
+    On Linux, PR_SET_PDEATHSIG makes the kernel SIGTERM the child when its parent dies, even
+    by SIGKILL, so servers are never orphaned. Elsewhere only the process group is set.
+    """
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+
+
 def sopgym_command(*args: str) -> list[str]:
     """The argv that runs a sopgym CLI command in a child Python process."""
     return [sys.executable, "-m", "sopgym", *args]

@@ -1,0 +1,105 @@
+"""Run folders: resume after SIGKILL, whole lines only, clear CLI errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from tests.helpers import DATA_ROOT, domain_data
+
+SUMMARY_KEYS = ("tasks", "completed", "correct", "ecr", "c_tsr", "tsr", "tool_precision",
+                "tool_recall", "tool_f1", "errors", "domains", "missing")
+
+
+def sopgym(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sopgym", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def run_args(runs: Path, *extra: str) -> list[str]:
+    return ["run", "patient_intake", "--agent", "oracle", "--runs-dir", str(runs),
+            "--data-root", str(DATA_ROOT), *extra]
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_summary(tmp_path: Path) -> None:
+    tasks = len(domain_data("patient_intake").tasks)
+    reference = sopgym(*run_args(tmp_path, "--run-id", "straight", "--workers", "2"))
+    assert reference.wait(300) == 0, reference.stderr.read()
+
+    victim = sopgym(*run_args(tmp_path, "--run-id", "killed", "--workers", "1"))
+    results = tmp_path / "killed" / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if results.exists() and results.read_bytes().count(b"\n") >= 10:
+            break
+        time.sleep(0.02)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    done_before = results.read_bytes().count(b"\n")
+    assert 10 <= done_before < tasks, "the run must be killed mid-way"
+    _wait_for_orphans_to_exit(victim.pid)
+
+    resumed = sopgym(*run_args(tmp_path, "--resume", "killed"))
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+
+    lines = results.read_bytes().split(b"\n")
+    assert lines[-1] == b""  # ends with a newline: no torn line
+    rows = [orjson.loads(line) for line in lines[:-1]]
+    assert sorted(r["task_id"] for r in rows) == sorted(t.id for t in
+                                                        domain_data("patient_intake").tasks)
+    straight = orjson.loads((tmp_path / "straight" / "summary.json").read_bytes())
+    killed = orjson.loads((tmp_path / "killed" / "summary.json").read_bytes())
+    assert {k: killed[k] for k in SUMMARY_KEYS} == {k: straight[k] for k in SUMMARY_KEYS}
+    assert killed["tsr"] == 1.0
+
+
+def _wait_for_orphans_to_exit(parent: int) -> None:
+    """Children die with the runner (PR_SET_PDEATHSIG); wait until none is left."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == parent]
+        if not alive:
+            return
+        time.sleep(0.1)
+    for p in alive:
+        os.kill(int(p.name), signal.SIGKILL)
+    raise AssertionError("children outlived the killed runner")
+
+
+def _ppid(proc: Path) -> int:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def test_resume_repairs_a_torn_last_line(tmp_path: Path) -> None:
+    first = sopgym(*run_args(tmp_path, "--run-id", "torn", "--limit", "6"))
+    assert first.wait(300) == 0
+    results = tmp_path / "torn" / "results.jsonl"
+    rows = results.read_bytes().splitlines()
+    results.write_bytes(b"\n".join(rows[:4]) + b"\n" + rows[4][:25])  # a line cut mid-way
+    again = sopgym(*run_args(tmp_path, "--resume", "torn"))
+    assert again.wait(300) == 0, again.stderr.read()
+    repaired = results.read_bytes()
+    assert repaired.endswith(b"\n")
+    assert len([orjson.loads(r) for r in repaired.splitlines()]) == 6
+    summary = orjson.loads((tmp_path / "torn" / "summary.json").read_bytes())
+    assert (summary["tasks"], summary["tsr"]) == (6, 1.0)
+
+
+def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
+    for args in (["run", "no_such_domain", "--runs-dir", str(tmp_path)],
+                 ["run", "--resume", "nothing-here", "--runs-dir", str(tmp_path)],
+                 ["run", "--agent", "nobody", "--runs-dir", str(tmp_path)]):
+        process = sopgym(*args)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 2, (args, err)
+        assert "Traceback" not in err and "Error:" in err, err
