@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sopgym.agents.client import Episode
-
 from sopgym.core.tasks import Task
 
 JSON = dict[str, Any]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.client import Episode
-
 from sopgym.core.dataset import load_tasks
 from sopgym.core.tasks import Gold, Task
 

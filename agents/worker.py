@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
+
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.agents.client import GatewayClient
-
 from sopgym.core.tasks import Task
 
 JSON = dict[str, Any]

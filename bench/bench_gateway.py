@@ -49,7 +49,7 @@ def sequential(url: str, path: str, headers: dict[str, str], calls: int) -> list
 
 
 def wrk(url: str, path: str, headers: dict[str, str], connections: int, duration: int) -> float:
-    lines = [f'wrk.method = "POST"', f"wrk.body = '{json.dumps(ARGS)}'",
+    lines = ['wrk.method = "POST"', f"wrk.body = '{json.dumps(ARGS)}'",
              'wrk.headers["Content-Type"] = "application/json"']
     lines += [f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items()]
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:

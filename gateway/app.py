@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from sopgym.gateway.catalog import Catalog
-from sopgym.gateway.episodes import Episode, EpisodeStore
-from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.core.trajectory import CallRecord
+from sopgym.gateway.catalog import Catalog
+from sopgym.gateway.episodes import Episode, EpisodeStore
+from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 
 JSON = dict[str, Any]
 Scope = dict[str, Any]

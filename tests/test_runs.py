@@ -46,7 +46,7 @@ def test_sigkill_then_resume_gives_the_uninterrupted_summary(tmp_path: Path) -> 
     _wait_for_orphans_to_exit(victim.pid)
 
     resumed = sopgym(*run_args(tmp_path, "--resume", "killed"))
-    out, err = resumed.communicate(timeout=300)
+    _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
 
     lines = results.read_bytes().split(b"\n")
@@ -100,6 +100,6 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
                  ["run", "--resume", "nothing-here", "--runs-dir", str(tmp_path)],
                  ["run", "--agent", "nobody", "--runs-dir", str(tmp_path)]):
         process = sopgym(*args)
-        out, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=60)
         assert process.returncode == 2, (args, err)
         assert "Traceback" not in err and "Error:" in err, err

@@ -21,7 +21,8 @@ def trajectory(calls: list[CallRecord], outputs: dict | None, finished: bool = T
 
 @pytest.mark.parametrize(("predicted", "gold", "match"), [
     (" Approve ", "approve", True), ("12.50", 12.5, True), ("1,200", 1200, True),
-    (12.504, 12.5, True), (12.51, 12.5, False), ("true", True, True), (["b", "a"], ["a", "b"], True),
+    (12.504, 12.5, True), (12.51, 12.5, False), ("true", True, True),
+    (["b", "a"], ["a", "b"], True),
     ("approve", "deny", False), (None, "approve", False),
 ])
 def test_values_match(predicted: object, gold: object, match: bool) -> None:

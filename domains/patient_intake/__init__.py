@@ -2,11 +2,10 @@
 
 from pathlib import Path
 
+from sopgym.core.domain import DomainPack
 from sopgym.domains.patient_intake.generator import generate
 from sopgym.domains.patient_intake.policy import solve
 from sopgym.domains.patient_intake.tools import DISTRACTORS, TOOLS
-
-from sopgym.core.domain import DomainPack
 
 _TEXT = {"type": "string", "minLength": 1}
 
