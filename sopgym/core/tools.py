@@ -138,3 +138,36 @@ def tool(
 def not_found(what: str, key: str, value: Any) -> ToolError:
     """The error a lookup tool raises when the record an agent asked for does not exist."""
     return ToolError("not_found", f"no {what} with {key} {value!r}", key)
+
+
+def arguments_schema(
+    properties: JSON, *, required: list[str] | None = None, examples: list[JSON] | None = None
+) -> JSON:
+    """A closed input schema: unknown arguments are refused, and every listed argument is
+    required unless ``required`` says otherwise. ``examples`` are valid argument sets (every
+    distractor needs one, since no gold call exercises it)."""
+    schema: JSON = {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties) if required is None else required,
+        "additionalProperties": False,
+    }
+    if examples:
+        schema["examples"] = examples
+    return schema
+
+
+def result_schema(properties: JSON) -> JSON:
+    """An output schema in which every listed key is always present (possibly null)."""
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def require_row(
+    ctx: ToolContext, table: str, key: str, value: Any, what: str | None = None
+) -> dict[str, Any]:
+    """The row of ``table`` whose ``key`` is ``value``; an unknown key is refused as
+    ``not_found`` (the caller's mistake, never an SOP branch)."""
+    row = ctx.tables.row(table, key, value)
+    if row is None:
+        raise not_found(what or table.rstrip("s"), key, value)
+    return row
