@@ -134,3 +134,8 @@ def test_key_columns_are_unique(name: str) -> None:
     data = domain_data(name)
     fresh = Tables({n: data.tables.frame(n) for n in data.tables.names})
     fresh.index_all(data.domain.index_keys)  # raises DuplicateKeyError on a repeated key
+
+
+def test_the_suite_has_at_least_sop_benchs_task_count() -> None:
+    builtin = [n for n in DOMAINS if "/" not in n]
+    assert sum(len(domain_data(n).tasks) for n in builtin) >= 1811  # SOP-Bench's total
