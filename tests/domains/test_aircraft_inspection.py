@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Task, ToolCall
+from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("aircraft_inspection")
 TAIL, DEPARTURE, LAST_CHECK = "N100AA", "2026-05-10", "2026-04-10"
@@ -399,9 +399,7 @@ def test_report_lists_every_discrepancy_in_sop_order() -> None:
     ],
 )
 def test_unknown_records_are_not_found(tool: str, arguments: dict) -> None:
-    with pytest.raises(ToolError) as error:
-        DOMAIN.tool_map()[tool](arguments, DOMAIN.context(world(), None))
-    assert error.value.code == "not_found"
+    assert_refused(DOMAIN, DOMAIN.context(world(), None), tool, arguments, "not_found")
 
 
 def test_unregistered_serial_is_a_fact_not_an_error() -> None:

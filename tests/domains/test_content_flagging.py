@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Task
@@ -23,6 +22,7 @@ from sopgym.domains.content_flagging.policy import (
     severity_tier,
     trust_tier,
 )
+from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("content_flagging")
 
@@ -80,154 +80,173 @@ def _solve(ctx: ToolContext, n: int, **inputs: Any) -> tuple[dict, PolicyRun]:
     return DOMAIN.solve(task, run).outputs, run
 
 
-def test_clean_account_and_minor_spam_is_allowed(ctx: ToolContext) -> None:
-    # BPI 0.00; UTS 50+10+15 = 75; CSI: spam 20*(0.5+0.30) = 16, trust -5 -> 1.1
-    outputs, run = _solve(
-        ctx,
+# Each case: (n, inputs, expected outputs, {(call index, argument): value the policy passed}).
+CASES = [
+    pytest.param(
+        # BPI 0.00; UTS 50+10+15 = 75; CSI: spam 20*(0.5+0.30) = 16, trust -5 -> 1.1
         1,
-        device_fingerprint="a" * 16,
-        ip_address="10.20.1.1",
-        captcha_outcome="passed",
-        posts_last_hour=2,
-        avg_action_interval_seconds=12.0,
-        account_age_days=800,
-        identity_verified=True,
-        prior_violations=0,
-        successful_appeals=0,
-        violation_category="spam",
-        classifier_confidence=0.30,
-        report_count=1,
-        audience_reach=200,
-    )
-    assert outputs == {
-        "bot_risk": "human",
-        "trust_tier": "high",
-        "severity_tier": "minor",
-        "moderation_action": "allow",
-        "account_outcome": "no_change",
-    }
-    assert [c.name for c in run.calls] == [t.name for t in DOMAIN.tools]
-    assert run.calls[3].arguments["action"] == "allow"
-
-
-def test_bot_escalation_and_missing_signal_defaults(ctx: ToolContext) -> None:
-    # captcha absent -> not_presented 0.15; posts 0.30; timing 0.25; shared emulator 0.30;
-    # datacenter 0.15 -> capped 1.00. UTS 50-15-30-40 -> 0. CSI: spam at the default
-    # confidence 0.5 -> 20, reports +5, reach +5, low trust +10 -> 4.0 moderate.
-    # Matrix moderate/low = remove, likely bot -> ban.
-    outputs, run = _solve(
-        ctx,
+        {
+            "device_fingerprint": "a" * 16,
+            "ip_address": "10.20.1.1",
+            "captcha_outcome": "passed",
+            "posts_last_hour": 2,
+            "avg_action_interval_seconds": 12.0,
+            "account_age_days": 800,
+            "identity_verified": True,
+            "prior_violations": 0,
+            "successful_appeals": 0,
+            "violation_category": "spam",
+            "classifier_confidence": 0.30,
+            "report_count": 1,
+            "audience_reach": 200,
+        },
+        {
+            "bot_risk": "human",
+            "trust_tier": "high",
+            "severity_tier": "minor",
+            "moderation_action": "allow",
+            "account_outcome": "no_change",
+        },
+        {(3, "action"): "allow"},
+        id="clean-account-minor-spam-is-allowed",
+    ),
+    pytest.param(
+        # captcha absent -> not_presented 0.15; posts 0.30; timing 0.25; shared emulator 0.30;
+        # datacenter 0.15 -> capped 1.00. UTS 50-15-30-40 -> 0. CSI: spam at the default
+        # confidence 0.5 -> 20, reports +5, reach +5, low trust +10 -> 4.0 moderate.
+        # Matrix moderate/low = remove, likely bot -> ban.
         2,
-        flag_source="user_report",
-        device_fingerprint="b" * 16,
-        ip_address="52.10.9.9",
-        posts_last_hour=80,
-        avg_action_interval_seconds=0.3,
-        account_age_days=10,
-        identity_verified=False,
-        prior_violations=3,
-        successful_appeals=0,
-        violation_category="spam",
-        report_count=4,
-        audience_reach=5000,
-    )
-    assert outputs == {
-        "bot_risk": "likely_bot",
-        "trust_tier": "low",
-        "severity_tier": "moderate",
-        "moderation_action": "ban",
-        "account_outcome": "banned",
-    }
-    assert run.calls[0].arguments["captcha_outcome"] == "not_presented"
-    assert run.calls[2].arguments["classifier_confidence"] == 0.5
-    assert run.calls[1].arguments["bot_probability_index"] == 1.0
-    assert run.calls[2].arguments["user_trust_score"] == 0
-
-
-def test_third_strike_suspends_the_account(ctx: ToolContext) -> None:
-    # BPI .10+.10+.15+.10+.05 (unlisted range) = 0.50; UTS 50+10+5-20 = 45;
-    # CSI: hate speech 55*1.2 = 66, reports +10, reach +5 -> 8.1 severe -> remove.
-    # The user already has 2 active strikes; this one makes 3.
-    outputs, _ = _solve(
-        ctx,
+        {
+            "flag_source": "user_report",
+            "device_fingerprint": "b" * 16,
+            "ip_address": "52.10.9.9",
+            "posts_last_hour": 80,
+            "avg_action_interval_seconds": 0.3,
+            "account_age_days": 10,
+            "identity_verified": False,
+            "prior_violations": 3,
+            "successful_appeals": 0,
+            "violation_category": "spam",
+            "report_count": 4,
+            "audience_reach": 5000,
+        },
+        {
+            "bot_risk": "likely_bot",
+            "trust_tier": "low",
+            "severity_tier": "moderate",
+            "moderation_action": "ban",
+            "account_outcome": "banned",
+        },
+        {
+            (0, "captcha_outcome"): "not_presented",
+            (2, "classifier_confidence"): 0.5,
+            (1, "bot_probability_index"): 1.0,
+            (2, "user_trust_score"): 0,
+        },
+        id="bot-escalation-and-missing-signal-defaults",
+    ),
+    pytest.param(
+        # BPI .10+.10+.15+.10+.05 (unlisted range) = 0.50; UTS 50+10+5-20 = 45;
+        # CSI: hate speech 55*1.2 = 66, reports +10, reach +5 -> 8.1 severe -> remove.
+        # The user already has 2 active strikes; this one makes 3.
         3,
-        device_fingerprint="c" * 16,
-        ip_address="230.1.2.3",
-        captcha_outcome="passed_after_retry",
-        posts_last_hour=20,
-        avg_action_interval_seconds=1.5,
-        account_age_days=400,
-        identity_verified=False,
-        prior_violations=0,
-        successful_appeals=1,
-        violation_category="hate_speech",
-        classifier_confidence=0.70,
-        report_count=12,
-        audience_reach=20000,
-        user_id="U1000002",
-        flag_id="FLG-300002",
-        content_id="C20000003",
-    )
-    assert outputs == {
-        "bot_risk": "suspicious",
-        "trust_tier": "medium",
-        "severity_tier": "severe",
-        "moderation_action": "remove",
-        "account_outcome": "suspended",
-    }
-
-
-def test_warning_adds_a_strike(ctx: ToolContext) -> None:
-    # unregistered device 0.10 -> BPI 0.10; UTS 50+15+15-4 = 76;
-    # CSI: harassment 40*1.1 = 44, +5 +5 -5 -> 4.9 moderate -> warn.
-    outputs, run = _solve(
-        ctx,
+        {
+            "device_fingerprint": "c" * 16,
+            "ip_address": "230.1.2.3",
+            "captcha_outcome": "passed_after_retry",
+            "posts_last_hour": 20,
+            "avg_action_interval_seconds": 1.5,
+            "account_age_days": 400,
+            "identity_verified": False,
+            "prior_violations": 0,
+            "successful_appeals": 1,
+            "violation_category": "hate_speech",
+            "classifier_confidence": 0.70,
+            "report_count": 12,
+            "audience_reach": 20000,
+            "user_id": "U1000002",
+            "flag_id": "FLG-300002",
+            "content_id": "C20000003",
+        },
+        {
+            "bot_risk": "suspicious",
+            "trust_tier": "medium",
+            "severity_tier": "severe",
+            "moderation_action": "remove",
+            "account_outcome": "suspended",
+        },
+        {},
+        id="third-strike-suspends-the-account",
+    ),
+    pytest.param(
+        # unregistered device 0.10 -> BPI 0.10; UTS 50+15+15-4 = 76;
+        # CSI: harassment 40*1.1 = 44, +5 +5 -5 -> 4.9 moderate -> warn.
         4,
-        device_fingerprint="d" * 16,
-        ip_address="10.20.3.4",
-        captcha_outcome="passed",
-        posts_last_hour=5,
-        avg_action_interval_seconds=8.0,
-        account_age_days=2000,
-        identity_verified=True,
-        prior_violations=0,
-        successful_appeals=0,
-        violation_category="harassment",
-        classifier_confidence=0.60,
-        report_count=5,
-        audience_reach=2000,
-    )
-    assert (outputs["moderation_action"], outputs["account_outcome"]) == ("warn", "strike_added")
-    assert run.calls[2].arguments["user_trust_score"] == 76
-
-
-def test_critical_content_from_a_medium_trust_account_is_a_ban(ctx: ToolContext) -> None:
-    # BPI .10+.05 = 0.15; UTS 50-10+10-6 = 44; CSI: violent threat 65*1.45 = 94.25 -> 94,
-    # +15 +10 -> capped 10.0 critical. Matrix critical/medium = ban (no bot escalation).
-    outputs, _ = _solve(
-        ctx,
+        {
+            "device_fingerprint": "d" * 16,
+            "ip_address": "10.20.3.4",
+            "captcha_outcome": "passed",
+            "posts_last_hour": 5,
+            "avg_action_interval_seconds": 8.0,
+            "account_age_days": 2000,
+            "identity_verified": True,
+            "prior_violations": 0,
+            "successful_appeals": 0,
+            "violation_category": "harassment",
+            "classifier_confidence": 0.60,
+            "report_count": 5,
+            "audience_reach": 2000,
+        },
+        {
+            "bot_risk": "human",
+            "trust_tier": "high",
+            "severity_tier": "moderate",
+            "moderation_action": "warn",
+            "account_outcome": "strike_added",
+        },
+        {(2, "user_trust_score"): 76},
+        id="warning-adds-a-strike",
+    ),
+    pytest.param(
+        # BPI .10+.05 = 0.15; UTS 50-10+10-6 = 44; CSI: violent threat 65*1.45 = 94.25 -> 94,
+        # +15 +10 -> capped 10.0 critical. Matrix critical/medium = ban (no bot escalation).
         5,
-        device_fingerprint="a" * 16,
-        ip_address="100.64.0.1",
-        captcha_outcome="passed",
-        posts_last_hour=15,
-        avg_action_interval_seconds=3.0,
-        account_age_days=200,
-        identity_verified=False,
-        prior_violations=1,
-        successful_appeals=2,
-        violation_category="violent_threat",
-        classifier_confidence=0.95,
-        report_count=120,
-        audience_reach=500000,
-    )
-    assert outputs == {
-        "bot_risk": "human",
-        "trust_tier": "medium",
-        "severity_tier": "critical",
-        "moderation_action": "ban",
-        "account_outcome": "banned",
-    }
+        {
+            "device_fingerprint": "a" * 16,
+            "ip_address": "100.64.0.1",
+            "captcha_outcome": "passed",
+            "posts_last_hour": 15,
+            "avg_action_interval_seconds": 3.0,
+            "account_age_days": 200,
+            "identity_verified": False,
+            "prior_violations": 1,
+            "successful_appeals": 2,
+            "violation_category": "violent_threat",
+            "classifier_confidence": 0.95,
+            "report_count": 120,
+            "audience_reach": 500000,
+        },
+        {
+            "bot_risk": "human",
+            "trust_tier": "medium",
+            "severity_tier": "critical",
+            "moderation_action": "ban",
+            "account_outcome": "banned",
+        },
+        {},
+        id="critical-content-from-a-medium-trust-account-is-a-ban",
+    ),
+]
+
+
+@pytest.mark.parametrize(("n", "inputs", "expected", "passed"), CASES)
+def test_policy_cases(
+    ctx: ToolContext, n: int, inputs: dict[str, Any], expected: dict, passed: dict
+) -> None:
+    outputs, run = _solve(ctx, n, **inputs)
+    assert outputs == expected
+    assert [c.name for c in run.calls] == [t.name for t in DOMAIN.tools]
+    assert {(i, k): run.calls[i].arguments[k] for i, k in passed} == passed
 
 
 @pytest.mark.parametrize(
@@ -266,12 +285,6 @@ def test_tier_boundaries() -> None:
     ]
 
 
-def _refusal(ctx: ToolContext, tool: str, **arguments: Any) -> ToolError:
-    with pytest.raises(ToolError) as caught:
-        DOMAIN.tool_map()[tool](arguments, ctx)
-    return caught.value
-
-
 BOT_ARGS = {
     "user_id": "U1000001",
     "device_fingerprint": "a" * 16,
@@ -279,6 +292,22 @@ BOT_ARGS = {
     "captcha_outcome": "passed",
     "posts_last_hour": 1,
     "avg_action_interval_seconds": 9.0,
+}
+TRUST_ARGS = {
+    "user_id": "U1000001",
+    "bot_probability_index": 0.2,
+    "account_age_days": 5,
+    "identity_verified": False,
+    "prior_violations": 0,
+    "successful_appeals": 0,
+}
+SEVERITY_ARGS = {
+    "content_id": "C20000001",
+    "violation_category": "spam",
+    "classifier_confidence": 0.5,
+    "report_count": 0,
+    "audience_reach": 0,
+    "user_trust_score": 50,
 }
 RECORD_ARGS = {
     "flag_id": "FLG-300001",
@@ -290,53 +319,55 @@ RECORD_ARGS = {
 }
 
 
-def test_unknown_records_are_not_found(ctx: ToolContext) -> None:
-    error = _refusal(ctx, "compute_bot_probability", **{**BOT_ARGS, "user_id": "U9999999"})
-    assert (error.code, error.field) == ("not_found", "user_id")
-    error = _refusal(
-        ctx,
-        "compute_user_trust_score",
-        user_id="U9999999",
-        bot_probability_index=0.2,
-        account_age_days=5,
-        identity_verified=False,
-        prior_violations=0,
-        successful_appeals=0,
-    )
-    assert (error.code, error.field) == ("not_found", "user_id")
-    error = _refusal(
-        ctx,
-        "compute_content_severity",
-        content_id="C29999999",
-        violation_category="spam",
-        classifier_confidence=0.5,
-        report_count=0,
-        audience_reach=0,
-        user_trust_score=50,
-    )
-    assert (error.code, error.field) == ("not_found", "content_id")
-    error = _refusal(ctx, "record_moderation_action", **{**RECORD_ARGS, "flag_id": "FLG-999999"})
-    assert (error.code, error.field) == ("not_found", "flag_id")
-
-
-def test_domain_specific_invalid_values(ctx: ToolContext) -> None:
-    error = _refusal(ctx, "compute_bot_probability", **{**BOT_ARGS, "ip_address": "10.20.300.1"})
-    assert (error.code, error.field) == ("invalid_value", "ip_address")
-    error = _refusal(ctx, "record_moderation_action", **{**RECORD_ARGS, "user_id": "U1000002"})
-    assert (error.code, error.field) == ("invalid_value", "user_id")
-    error = _refusal(
-        ctx,
-        "compute_user_trust_score",
-        **{
-            "user_id": "U1000001",
-            "bot_probability_index": 1.5,
-            "account_age_days": 5,
-            "identity_verified": False,
-            "prior_violations": 0,
-            "successful_appeals": 0,
-        },
-    )
-    assert (error.code, error.field) == ("invalid_value", "bot_probability_index")
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "field"),
+    [
+        (
+            "compute_bot_probability",
+            {**BOT_ARGS, "user_id": "U9999999"},
+            "not_found",
+            "user_id",
+        ),
+        (
+            "compute_user_trust_score",
+            {**TRUST_ARGS, "user_id": "U9999999"},
+            "not_found",
+            "user_id",
+        ),
+        (
+            "compute_content_severity",
+            {**SEVERITY_ARGS, "content_id": "C29999999"},
+            "not_found",
+            "content_id",
+        ),
+        (
+            "record_moderation_action",
+            {**RECORD_ARGS, "flag_id": "FLG-999999"},
+            "not_found",
+            "flag_id",
+        ),
+        (
+            "compute_bot_probability",
+            {**BOT_ARGS, "ip_address": "10.20.300.1"},
+            "invalid_value",
+            "ip_address",
+        ),
+        (  # the flag was raised on another user
+            "record_moderation_action",
+            {**RECORD_ARGS, "user_id": "U1000002"},
+            "invalid_value",
+            "user_id",
+        ),
+        (
+            "compute_user_trust_score",
+            {**TRUST_ARGS, "bot_probability_index": 1.5},
+            "invalid_value",
+            "bot_probability_index",
+        ),
+    ],
+)
+def test_refusals(ctx: ToolContext, tool: str, arguments: dict, code: str, field: str) -> None:
+    assert_refused(DOMAIN, ctx, tool, arguments, code, field)
 
 
 def test_allow_adds_no_strike(ctx: ToolContext) -> None:

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Task
 from sopgym.domains.customer_service import rules
+from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("customer_service")
 ACCOUNT, OTHER = "AC-3100000", "AC-3104133"
@@ -400,9 +400,7 @@ def test_retest_decides_the_escalation(after: dict, effective: str, escalation: 
     ],
 )
 def test_lookups_of_unknown_records_are_refused(tool: str, arguments: dict, code: str) -> None:
-    with pytest.raises(ToolError) as error:
-        call(world(), tool, **arguments)
-    assert error.value.code == code
+    assert_refused(DOMAIN, DOMAIN.context(world(), None), tool, arguments, code)
 
 
 @pytest.mark.parametrize(
@@ -410,9 +408,9 @@ def test_lookups_of_unknown_records_are_refused(tool: str, arguments: dict, code
     [("run_line_test", {}), ("execute_remote_action", {"action": "remote_reboot"})],
 )
 def test_an_offline_device_cannot_be_reached(tool: str, extra: dict) -> None:
-    with pytest.raises(ToolError) as error:
-        call(world(device={"online": False}), tool, device_id=DEVICE, **extra)
-    assert (error.value.code, error.value.field) == ("invalid_value", "device_id")
+    ctx = DOMAIN.context(world(device={"online": False}), None)
+    arguments = {"device_id": DEVICE, **extra}
+    assert_refused(DOMAIN, ctx, tool, arguments, "invalid_value", "device_id")
 
 
 def test_unknown_session_token_is_a_fact_not_an_error() -> None:

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task
+from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("dangerous_goods")
 PRODUCT = "PRD-400000"
@@ -254,24 +254,38 @@ def _ctx():
     return DOMAIN.context(_tables(sds={}, guideline={}), None)
 
 
-def test_unknown_product_is_not_found() -> None:
-    tool = DOMAIN.tool_map()["get_safety_data_sheet"]
-    with pytest.raises(ToolError) as error:
-        tool({"product_id": "PRD-999999"}, _ctx())
-    assert (error.value.code, error.value.field) == ("not_found", "product_id")
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "field"),
+    [
+        ("get_safety_data_sheet", {"product_id": "PRD-999999"}, "not_found", "product_id"),
+        (
+            "file_hazard_classification",
+            {"product_id": "PRD-999999", "class_code": "A", "cumulative_score": 6},
+            "not_found",
+            None,
+        ),
+        (  # a score for an undetermined class, or none for a decided one
+            "file_hazard_classification",
+            {"product_id": PRODUCT, "class_code": "UNDETERMINED", "cumulative_score": 7},
+            "invalid_value",
+            "cumulative_score",
+        ),
+        (
+            "file_hazard_classification",
+            {"product_id": PRODUCT, "class_code": "B", "cumulative_score": 0},
+            "invalid_value",
+            "cumulative_score",
+        ),
+    ],
+)
+def test_refusals(tool: str, arguments: dict, code: str, field: str | None) -> None:
+    assert_refused(DOMAIN, _ctx(), tool, arguments, code, field)
 
 
-def test_filing_checks_product_and_score_consistency() -> None:
-    tool = DOMAIN.tool_map()["file_hazard_classification"]
-    ctx = _ctx()
-    with pytest.raises(ToolError) as error:
-        tool({"product_id": "PRD-999999", "class_code": "A", "cumulative_score": 6}, ctx)
-    assert error.value.code == "not_found"
-    for code, score in (("UNDETERMINED", 7), ("B", 0)):
-        with pytest.raises(ToolError) as error:
-            tool({"product_id": PRODUCT, "class_code": code, "cumulative_score": score}, ctx)
-        assert (error.value.code, error.value.field) == ("invalid_value", "cumulative_score")
-    held = tool({"product_id": PRODUCT, "class_code": "UNDETERMINED", "cumulative_score": 0}, ctx)
+def test_undetermined_filing_is_held() -> None:
+    held = DOMAIN.tool_map()["file_hazard_classification"](
+        {"product_id": PRODUCT, "class_code": "UNDETERMINED", "cumulative_score": 0}, _ctx()
+    )
     assert held["register_status"] == "on_hold"
 
 

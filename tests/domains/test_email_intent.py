@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Task
 from sopgym.core.tools import ToolContext
+from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("email_intent")
 SELLER, OTHER = "S100000", "S100001"
@@ -276,46 +276,62 @@ def test_feature_extraction_details(ctx: ToolContext) -> None:
     assert claims["prohibited_claims"] == ["cures", "fda approved", "miracle"]
 
 
-def _refusal(ctx: ToolContext, tool: str, **arguments: Any) -> ToolError:
-    with pytest.raises(ToolError) as caught:
-        DOMAIN.tool_map()[tool](arguments, ctx)
-    return caught.value
-
-
-def test_unknown_seller_and_product_are_not_found(ctx: ToolContext) -> None:
-    error = _refusal(
-        ctx,
-        "extract_email_features",
-        email_id="EM-400003",
-        seller_id="S999999",
-        subject="a",
-        body="b",
-    )
-    assert (error.code, error.field) == ("not_found", "seller_id")
-    error = _refusal(ctx, "get_product_listing", seller_id="S999999", product_id=pid("1"))
-    assert (error.code, error.field) == ("not_found", "seller_id")
-    error = _refusal(ctx, "get_inventory_status", seller_id=SELLER, product_id="B0ZZZZZZZ9")
-    assert (error.code, error.field) == ("not_found", "product_id")
-    error = _refusal(
-        ctx, "check_pricing_rules", seller_id=SELLER, product_id="B0ZZZZZZZ9", requested_price=9.5
-    )
-    assert (error.code, error.field) == ("not_found", "product_id")
-
-
-def test_other_sellers_data_is_forbidden(ctx: ToolContext) -> None:
-    error = _refusal(
-        ctx, "check_pricing_rules", seller_id=SELLER, product_id=pid("4"), requested_price=9.5
-    )
-    assert (error.code, error.field) == ("forbidden", "product_id")
-    error = _refusal(ctx, "get_inventory_status", seller_id=SELLER, product_id=pid("4"))
-    assert (error.code, error.field) == ("forbidden", "product_id")
-
-
-def test_non_positive_price_is_invalid(ctx: ToolContext) -> None:
-    error = _refusal(
-        ctx, "check_pricing_rules", seller_id=SELLER, product_id=pid("1"), requested_price=0
-    )
-    assert (error.code, error.field) == ("invalid_value", "requested_price")
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "field"),
+    [
+        pytest.param(
+            "extract_email_features",
+            {"email_id": "EM-400003", "seller_id": "S999999", "subject": "a", "body": "b"},
+            "not_found",
+            "seller_id",
+            id="features-unknown-seller",
+        ),
+        pytest.param(
+            "get_product_listing",
+            {"seller_id": "S999999", "product_id": pid("1")},
+            "not_found",
+            "seller_id",
+            id="listing-unknown-seller",
+        ),
+        pytest.param(
+            "get_inventory_status",
+            {"seller_id": SELLER, "product_id": "B0ZZZZZZZ9"},
+            "not_found",
+            "product_id",
+            id="inventory-unknown-product",
+        ),
+        pytest.param(
+            "check_pricing_rules",
+            {"seller_id": SELLER, "product_id": "B0ZZZZZZZ9", "requested_price": 9.5},
+            "not_found",
+            "product_id",
+            id="pricing-unknown-product",
+        ),
+        pytest.param(
+            "check_pricing_rules",
+            {"seller_id": SELLER, "product_id": pid("4"), "requested_price": 9.5},
+            "forbidden",
+            "product_id",
+            id="pricing-other-sellers-product",
+        ),
+        pytest.param(
+            "get_inventory_status",
+            {"seller_id": SELLER, "product_id": pid("4")},
+            "forbidden",
+            "product_id",
+            id="inventory-other-sellers-product",
+        ),
+        pytest.param(
+            "check_pricing_rules",
+            {"seller_id": SELLER, "product_id": pid("1"), "requested_price": 0},
+            "invalid_value",
+            "requested_price",
+            id="non-positive-price",
+        ),
+    ],
+)
+def test_refusals(ctx: ToolContext, tool: str, arguments: dict, code: str, field: str) -> None:
+    assert_refused(DOMAIN, ctx, tool, arguments, code, field)
 
 
 def test_unknown_product_listing_is_a_fact_not_an_error(ctx: ToolContext) -> None:

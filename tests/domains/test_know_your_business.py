@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task
+from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("know_your_business")
 APP = "KYB-510000"
@@ -368,33 +368,31 @@ def _ctx():
 
 
 @pytest.mark.parametrize(
-    ("tool", "args", "field"),
+    ("tool", "args", "code", "field"),
     [
-        ("get_jurisdiction_risk", {"country_code": "XZ"}, "country_code"),
+        ("get_jurisdiction_risk", {"country_code": "XZ"}, "not_found", "country_code"),
         (
             "record_kyb_decision",
             {"application_id": "KYB-999999", "outcome": "approve"},
+            "not_found",
             "application_id",
         ),
         (
             "request_missing_information",
             {"application_id": "KYB-999999", "missing_items": ["tax_id"]},
+            "not_found",
             "application_id",
+        ),
+        (  # duplicate missing items
+            "request_missing_information",
+            {"application_id": APP, "missing_items": ["tax_id", "tax_id"]},
+            "invalid_value",
+            None,
         ),
     ],
 )
-def test_unknown_records_are_not_found(tool: str, args: dict, field: str) -> None:
-    with pytest.raises(ToolError) as error:
-        DOMAIN.tool_map()[tool](args, _ctx())
-    assert (error.value.code, error.value.field) == ("not_found", field)
-
-
-def test_duplicate_missing_items_are_refused() -> None:
-    with pytest.raises(ToolError) as error:
-        DOMAIN.tool_map()["request_missing_information"](
-            {"application_id": APP, "missing_items": ["tax_id", "tax_id"]}, _ctx()
-        )
-    assert error.value.code == "invalid_value"
+def test_refusals(tool: str, args: dict, code: str, field: str | None) -> None:
+    assert_refused(DOMAIN, _ctx(), tool, args, code, field)
 
 
 def test_registry_reports_a_number_from_another_jurisdiction_as_not_found() -> None:

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task
 from sopgym.domains.video_annotation import DOMAIN
+from tests.domains.refusals import assert_refused
 
 VID = "VID-100037"
 PROJECT = "AVP-HWY"
@@ -297,94 +297,105 @@ def test_review_score_threshold(scores: list[float], mean: float, status: str) -
 # -- tool refusals -----------------------------------------------------------------------
 
 
-def test_lookups_of_unknown_clips_are_not_found() -> None:
-    tables = dataset()
-    other = "VID-999999"
-    with pytest.raises(ToolError) as error:
-        call(tables, "extract_frames", video_id=other, sample_rate_fps=5)
-    assert (error.value.code, error.value.field) == ("not_found", "video_id")
-    with pytest.raises(ToolError) as error:
-        call(tables, "measure_temporal_consistency", detection_run_id=f"DR-{other}-R05-STD-T50")
-    assert error.value.code == "not_found"
-    assert call(tables, "get_video_metadata", video_id=other)["video_found"] is False
+RUN = f"DR-{VID}-R10-STD-T50"
+PUBLISH = {
+    "video_id": VID,
+    "detection_run_id": RUN,
+    "review_id": f"RV-{VID}-STD",
+    "detection_path": f"{RELEASED}/detections.json",
+}
 
 
-def test_agreement_refuses_unknown_or_inactive_annotators() -> None:
-    tables = dataset()
-    run_id = f"DR-{VID}-R10-STD-T50"
-    with pytest.raises(ToolError) as error:
-        call(
-            tables,
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "field"),
+    [
+        pytest.param(
+            "extract_frames",
+            {"video_id": "VID-999999", "sample_rate_fps": 5},
+            "not_found",
+            "video_id",
+            id="frames-of-unknown-clip",
+        ),
+        pytest.param(
+            "measure_temporal_consistency",
+            {"detection_run_id": "DR-VID-999999-R05-STD-T50"},
+            "not_found",
+            None,
+            id="run-of-unknown-clip",
+        ),
+        pytest.param(
             "measure_inter_annotator_agreement",
-            detection_run_id=run_id,
-            annotator_ids=["ANN-1011", "ANN-9999"],
-        )
-    assert error.value.code == "not_found"
-    with pytest.raises(ToolError) as error:
-        call(
-            tables,
+            {"detection_run_id": RUN, "annotator_ids": ["ANN-1011", "ANN-9999"]},
+            "not_found",
+            None,
+            id="unknown-annotator",
+        ),
+        pytest.param(
             "measure_inter_annotator_agreement",
-            detection_run_id=run_id,
-            annotator_ids=["ANN-1011", "ANN-1014"],
-        )
-    assert (error.value.code, error.value.field) == ("invalid_value", "annotator_ids")
-    with pytest.raises(ToolError) as error:
-        call(
-            tables,
+            {"detection_run_id": RUN, "annotator_ids": ["ANN-1011", "ANN-1014"]},
+            "invalid_value",
+            "annotator_ids",
+            id="inactive-annotator",
+        ),
+        pytest.param(
             "measure_inter_annotator_agreement",
-            detection_run_id=run_id,
-            annotator_ids=["ANN-1011", "ANN-1011"],
-        )
-    assert error.value.code == "invalid_value"
-
-
-def test_segmentation_run_must_belong_to_the_detection_run() -> None:
-    with pytest.raises(ToolError) as error:
-        call(
-            dataset(),
+            {"detection_run_id": RUN, "annotator_ids": ["ANN-1011", "ANN-1011"]},
+            "invalid_value",
+            None,
+            id="repeated-annotator",
+        ),
+        pytest.param(
             "measure_spatial_accuracy",
-            detection_run_id=f"DR-{VID}-R10-STD-T50",
-            segmentation_run_id=f"SG-{VID}-R10-LOW-T35-INS",
-        )
-    assert (error.value.code, error.value.field) == ("invalid_value", "segmentation_run_id")
-
-
-def test_review_refuses_a_run_of_another_clip() -> None:
-    with pytest.raises(ToolError) as error:
-        call(
-            dataset(),
+            {"detection_run_id": RUN, "segmentation_run_id": f"SG-{VID}-R10-LOW-T35-INS"},
+            "invalid_value",
+            "segmentation_run_id",
+            id="segmentation-of-another-detection-run",
+        ),
+        pytest.param(
             "request_human_review",
-            video_id="VID-100000",
-            detection_run_id=f"DR-{VID}-R10-STD-T50",
-            review_tier="standard",
-        )
-    assert error.value.code == "invalid_value"
-
-
-def test_publish_checks_paths_against_the_clip() -> None:
-    tables = dataset()
-    base = {
-        "video_id": VID,
-        "detection_run_id": f"DR-{VID}-R10-STD-T50",
-        "review_id": f"RV-{VID}-STD",
-        "detection_path": f"{RELEASED}/detections.json",
-    }
-    assert call(tables, "publish_annotations", **base)["storage_area"] == "released"
-    wrong_clip = f"s3://av-annotation/released/{PROJECT}/VID-100000/detections.json"
-    with pytest.raises(ToolError) as error:
-        call(tables, "publish_annotations", **{**base, "detection_path": wrong_clip})
-    assert (error.value.code, error.value.field) == ("invalid_value", "detection_path")
-    with pytest.raises(ToolError) as error:
-        call(
-            tables, "publish_annotations", **base, segmentation_path=f"{RELEASED}/segmentation.json"
-        )
-    assert (error.value.code, error.value.field) == ("invalid_value", "segmentation_path")
-    with pytest.raises(ToolError) as error:
-        call(
-            tables,
+            {"video_id": "VID-100000", "detection_run_id": RUN, "review_tier": "standard"},
+            "invalid_value",
+            None,
+            id="review-of-another-clips-run",
+        ),
+        pytest.param(
             "publish_annotations",
-            **base,
-            segmentation_run_id=f"SG-{VID}-R10-STD-T50-INS",
-            segmentation_path=f"{REWORK}/segmentation.json",
-        )
-    assert error.value.code == "invalid_value"
+            {
+                **PUBLISH,
+                "detection_path": f"s3://av-annotation/released/{PROJECT}/VID-100000/"
+                "detections.json",
+            },
+            "invalid_value",
+            "detection_path",
+            id="publish-to-another-clips-path",
+        ),
+        pytest.param(
+            "publish_annotations",
+            {**PUBLISH, "segmentation_path": f"{RELEASED}/segmentation.json"},
+            "invalid_value",
+            "segmentation_path",
+            id="publish-segmentation-path-without-run",
+        ),
+        pytest.param(
+            "publish_annotations",
+            {
+                **PUBLISH,
+                "segmentation_run_id": f"SG-{VID}-R10-STD-T50-INS",
+                "segmentation_path": f"{REWORK}/segmentation.json",
+            },
+            "invalid_value",
+            None,
+            id="publish-segmentation-to-another-area",
+        ),
+    ],
+)
+def test_refusals(tool: str, arguments: dict, code: str, field: str | None) -> None:
+    assert_refused(DOMAIN, DOMAIN.context(dataset(), None), tool, arguments, code, field)
+
+
+def test_unknown_clip_metadata_is_a_fact_not_an_error() -> None:
+    assert call(dataset(), "get_video_metadata", video_id="VID-999999")["video_found"] is False
+
+
+def test_reviewed_clip_is_published_to_the_released_area() -> None:
+    assert call(dataset(), "publish_annotations", **PUBLISH)["storage_area"] == "released"

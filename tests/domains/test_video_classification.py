@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task
 from sopgym.domains.video_classification import DOMAIN
+from tests.domains.refusals import assert_refused
 
 VID = "UV20007919"
 UPLOADER = "U-500013"
@@ -259,21 +259,41 @@ def test_warning_and_tags_are_applied_before_the_decision() -> None:
 # -- tool refusals ------------------------------------------------------------------------
 
 
-def test_unknown_records_are_not_found() -> None:
-    tables = dataset()
-    for name, arguments in [
-        ("get_review_metadata", {"video_id": "UV99999999"}),
-        ("get_uploader_history", {"uploader_id": "U-999999"}),
-        ("get_moderator_feedback", {"escalation_id": "ESC-UV99999999-GEN"}),
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code", "field"),
+    [
+        ("get_review_metadata", {"video_id": "UV99999999"}, "not_found", None),
+        ("get_uploader_history", {"uploader_id": "U-999999"}, "not_found", None),
+        ("get_moderator_feedback", {"escalation_id": "ESC-UV99999999-GEN"}, "not_found", None),
         (
             "escalate_to_moderator",
             {"video_id": "UV99999999", "queue": "general", "priority": "standard"},
+            "not_found",
+            None,
         ),
-        ("record_moderation_decision", {"video_id": "UV99999999", "action": "keep"}),
-    ]:
-        with pytest.raises(ToolError) as error:
-            call(tables, name, **arguments)
-        assert error.value.code == "not_found", name
+        (
+            "record_moderation_decision",
+            {"video_id": "UV99999999", "action": "keep"},
+            "not_found",
+            None,
+        ),
+        (  # tags must be distinct known categories
+            "apply_moderation_tags",
+            {"video_id": VID, "tags": ["violence", "violence"]},
+            "invalid_value",
+            None,
+        ),
+        ("apply_moderation_tags", {"video_id": VID, "tags": []}, "invalid_value", None),
+        (
+            "set_content_warning",
+            {"video_id": VID, "warning_type": "none"},
+            "invalid_value",
+            "warning_type",
+        ),
+    ],
+)
+def test_refusals(tool: str, arguments: dict, code: str, field: str | None) -> None:
+    assert_refused(DOMAIN, DOMAIN.context(dataset(), None), tool, arguments, code, field)
 
 
 def test_fingerprint_without_a_match_is_a_fact_not_an_error() -> None:
@@ -284,16 +304,3 @@ def test_fingerprint_without_a_match_is_a_fact_not_an_error() -> None:
         "hash_list": None,
         "listed_on": None,
     }
-
-
-def test_tags_must_be_distinct_known_categories() -> None:
-    tables = dataset()
-    with pytest.raises(ToolError) as error:
-        call(tables, "apply_moderation_tags", video_id=VID, tags=["violence", "violence"])
-    assert error.value.code == "invalid_value"
-    with pytest.raises(ToolError) as error:
-        call(tables, "apply_moderation_tags", video_id=VID, tags=[])
-    assert error.value.code == "invalid_value"
-    with pytest.raises(ToolError) as error:
-        call(tables, "set_content_warning", video_id=VID, warning_type="none")
-    assert (error.value.code, error.value.field) == ("invalid_value", "warning_type")

@@ -15,7 +15,6 @@ import pytest
 from PIL import Image, ImageDraw
 
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import ToolError
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Task
 from sopgym.domains.warehouse_package_inspection import DOMAIN
@@ -27,6 +26,7 @@ from sopgym.domains.warehouse_package_inspection.symbology import (
     decode,
     encode,
 )
+from tests.domains.refusals import assert_refused
 
 ORDERED_GTIN = "4006381333931"  # a well-known valid EAN-13
 OTHER_GTIN = "0012345678905"  # valid, registered to another product
@@ -293,39 +293,41 @@ def ctx(tmp_path: Path) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("name", "args", "field"),
+    ("name", "args", "code", "field"),
     [
-        ("get_purchase_order_line", {"po_number": "PO-9999999"}, "po_number"),
+        ("get_purchase_order_line", {"po_number": "PO-9999999"}, "not_found", "po_number"),
         (
             "calculate_quantity_variance",
             {"po_number": "PO-9999999", "received_quantity": 3},
+            "not_found",
             "po_number",
         ),
-        ("lookup_receiving_location", {"location_code": "RCV-9999"}, "location_code"),
-        ("decode_barcode_image", {"image_id": "bc_999999.png"}, "image_id"),
-        ("detect_package_damage", {"image_id": "pkg_999999.png"}, "image_id"),
-        ("lookup_product_by_sku", {"product_id": "SKU-999999"}, "product_id"),
-        ("get_vendor_scorecard", {"vendor_id": "V-99999"}, "vendor_id"),
+        (
+            "lookup_receiving_location",
+            {"location_code": "RCV-9999"},
+            "not_found",
+            "location_code",
+        ),
+        ("decode_barcode_image", {"image_id": "bc_999999.png"}, "not_found", "image_id"),
+        ("detect_package_damage", {"image_id": "pkg_999999.png"}, "not_found", "image_id"),
+        ("lookup_product_by_sku", {"product_id": "SKU-999999"}, "not_found", "product_id"),
+        ("get_vendor_scorecard", {"vendor_id": "V-99999"}, "not_found", "vendor_id"),
+        (  # a file that is not an image
+            "decode_barcode_image",
+            {"image_id": "bad_000001.png"},
+            "invalid_value",
+            "image_id",
+        ),
+        (  # image ids cannot leave the files folder
+            "decode_barcode_image",
+            {"image_id": "../bc_000001.png"},
+            "invalid_value",
+            None,
+        ),
     ],
 )
-def test_unknown_records_are_not_found(
-    ctx: Any, name: str, args: dict[str, Any], field: str
-) -> None:
-    with pytest.raises(ToolError) as error:
-        _tool(name, args, ctx)
-    assert (error.value.code, error.value.field) == ("not_found", field)
-
-
-def test_a_file_that_is_not_an_image_is_an_invalid_value(ctx: Any) -> None:
-    with pytest.raises(ToolError) as error:
-        _tool("decode_barcode_image", {"image_id": "bad_000001.png"}, ctx)
-    assert (error.value.code, error.value.field) == ("invalid_value", "image_id")
-
-
-def test_image_ids_cannot_leave_the_files_folder(ctx: Any) -> None:
-    with pytest.raises(ToolError) as error:
-        _tool("decode_barcode_image", {"image_id": "../bc_000001.png"}, ctx)
-    assert error.value.code == "invalid_value"
+def test_refusals(ctx: Any, name: str, args: dict[str, Any], code: str, field: str | None) -> None:
+    assert_refused(DOMAIN, ctx, name, args, code, field)
 
 
 def test_barcode_is_decoded_from_pixels(ctx: Any) -> None:

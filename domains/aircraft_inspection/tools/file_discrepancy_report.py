@@ -2,13 +2,8 @@
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.aircraft_inspection.tools._common import (
-    FLIGHT_NUMBER,
-    TAIL_NUMBER,
-    aircraft_row,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.aircraft_inspection.tools._common import FLIGHT_NUMBER, TAIL_NUMBER
 
 SEVERITIES = ["minor", "major", "critical"]
 DECISIONS = ["release_after_servicing", "hold_for_maintenance", "grounded"]
@@ -20,7 +15,7 @@ DECISIONS = ["release_after_servicing", "hold_for_maintenance", "grounded"]
         "File a pre-flight discrepancy report with maintenance control: the discrepancy codes "
         "found, the highest severity and the airworthiness decision. Returns the report number."
     ),
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "tail_number": TAIL_NUMBER,
             "flight_number": FLIGHT_NUMBER,
@@ -33,18 +28,16 @@ DECISIONS = ["release_after_servicing", "hold_for_maintenance", "grounded"]
             "airworthiness_decision": {"type": "string", "enum": DECISIONS},
         }
     ),
-    output_schema={
-        "type": "object",
-        "properties": {
+    output_schema=result_schema(
+        {
             "report_number": {"type": "string"},
             "items_recorded": {"type": "integer"},
             "maintenance_control_notified": {"type": "boolean"},
-        },
-        "required": ["report_number", "items_recorded", "maintenance_control_notified"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    aircraft_row(ctx, "aircraft", args["tail_number"])
+    require_row(ctx, "aircraft", "tail_number", args["tail_number"], "aircraft")
     codes = args["discrepancy_codes"]
     digest = hashlib.sha256("|".join([args["tail_number"], args["flight_number"], *codes]).encode())
     return {

@@ -1,11 +1,7 @@
 """Aircraft master record: the model to look specifications up by, and the certificate."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.aircraft_inspection.tools._common import (
-    TAIL_NUMBER,
-    aircraft_row,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.aircraft_inspection.tools._common import TAIL_NUMBER
 
 _FIELDS = (
     "tail_number",
@@ -24,10 +20,9 @@ _FIELDS = (
         "Retrieve the aircraft master record by tail number: model, manufacturer serial, "
         "operator, certificate of airworthiness expiry date, total flight hours and cycles."
     ),
-    input_schema=object_schema({"tail_number": TAIL_NUMBER}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"tail_number": TAIL_NUMBER}),
+    output_schema=result_schema(
+        {
             "tail_number": {"type": "string"},
             "aircraft_model": {"type": "string"},
             "manufacturer_serial": {"type": "string"},
@@ -35,10 +30,9 @@ _FIELDS = (
             "airworthiness_cert_expiry": {"type": "string"},
             "total_flight_hours": {"type": "number"},
             "total_cycles": {"type": "integer"},
-        },
-        "required": list(_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    record = aircraft_row(ctx, "aircraft", args["tail_number"])
+    record = require_row(ctx, "aircraft", "tail_number", args["tail_number"], "aircraft")
     return {key: record[key] for key in _FIELDS}

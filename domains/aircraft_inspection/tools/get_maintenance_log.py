@@ -1,12 +1,7 @@
 """Maintenance records: last periodic inspection and the deferred-defect (MEL) items."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.aircraft_inspection.tools._common import (
-    TAIL_NUMBER,
-    aircraft_row,
-    listing,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.aircraft_inspection.tools._common import TAIL_NUMBER, listing
 
 _FIELDS = ("last_inspection_date", "hours_at_last_inspection", "deferred_items")
 
@@ -18,10 +13,9 @@ _FIELDS = ("last_inspection_date", "hours_at_last_inspection", "deferred_items")
         "periodic inspection (null when no inspection is on record) and the deferred defect "
         "items with their MEL category, deferral date, category-A repair interval and status."
     ),
-    input_schema=object_schema({"tail_number": TAIL_NUMBER}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"tail_number": TAIL_NUMBER}),
+    output_schema=result_schema(
+        {
             "last_inspection_date": {"type": ["string", "null"]},
             "hours_at_last_inspection": {"type": ["number", "null"]},
             "deferred_items": listing(
@@ -34,10 +28,9 @@ _FIELDS = ("last_inspection_date", "hours_at_last_inspection", "deferred_items")
                     "status": {"enum": ["open", "closed"]},
                 }
             ),
-        },
-        "required": list(_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    log = aircraft_row(ctx, "maintenance", args["tail_number"])
+    log = require_row(ctx, "maintenance", "tail_number", args["tail_number"], "aircraft")
     return {key: log[key] for key in _FIELDS}

@@ -1,12 +1,7 @@
 """Walk-around measurements of the mechanical components, as logged by the technician."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.aircraft_inspection.tools._common import (
-    TAIL_NUMBER,
-    aircraft_row,
-    listing,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.aircraft_inspection.tools._common import TAIL_NUMBER, listing
 
 
 @tool(
@@ -16,10 +11,9 @@ from sopgym.domains.aircraft_inspection.tools._common import (
         "position (null when not recorded), brake wear-pin length per brake, pressure per "
         "hydraulic system and oil quantity per engine."
     ),
-    input_schema=object_schema({"tail_number": TAIL_NUMBER}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"tail_number": TAIL_NUMBER}),
+    output_schema=result_schema(
+        {
             "recorded_at": {"type": "string"},
             "tires": listing(
                 {
@@ -37,12 +31,11 @@ from sopgym.domains.aircraft_inspection.tools._common import (
             "engine_oil": listing(
                 {"engine": {"type": "string"}, "quantity_qt": {"type": "number"}}
             ),
-        },
-        "required": ["recorded_at", "tires", "brakes", "hydraulic_systems", "engine_oil"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    readings = aircraft_row(ctx, "mechanical", args["tail_number"])
+    readings = require_row(ctx, "mechanical", "tail_number", args["tail_number"], "aircraft")
     return {
         key: readings[key]
         for key in ("recorded_at", "tires", "brakes", "hydraulic_systems", "engine_oil")

@@ -1,7 +1,7 @@
 """Type-certificate limits of a model: what every reading is cross-checked against."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.aircraft_inspection.tools._common import AIRCRAFT_MODEL, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.aircraft_inspection.tools._common import AIRCRAFT_MODEL
 
 LIMIT_FIELDS = (
     "nose_tire_nominal_psi",
@@ -28,18 +28,15 @@ LIMIT_FIELDS = (
         "engine oil, minimum battery voltage, generator voltage and frequency ranges, and the "
         "periodic inspection interval in flight hours and in days."
     ),
-    input_schema=object_schema({"aircraft_model": AIRCRAFT_MODEL}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"aircraft_model": AIRCRAFT_MODEL}),
+    output_schema=result_schema(
+        {
             "aircraft_model": {"type": "string"},
             **{key: {"type": "number"} for key in LIMIT_FIELDS},
-        },
-        "required": ["aircraft_model", *LIMIT_FIELDS],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    spec = ctx.tables.row("type_specs", "aircraft_model", args["aircraft_model"])
-    if spec is None:
-        raise not_found("type specification", "aircraft_model", args["aircraft_model"])
+    model = args["aircraft_model"]
+    spec = require_row(ctx, "type_specs", "aircraft_model", model, "type specification")
     return {"aircraft_model": spec["aircraft_model"], **{key: spec[key] for key in LIMIT_FIELDS}}

@@ -1,12 +1,7 @@
 """Electrical power-up checks: battery, generators, built-in-test messages, installed units."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.aircraft_inspection.tools._common import (
-    TAIL_NUMBER,
-    aircraft_row,
-    listing,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.aircraft_inspection.tools._common import TAIL_NUMBER, listing
 
 _FIELDS = ("battery_volts", "generators", "bite_messages", "installed_units")
 
@@ -19,10 +14,9 @@ _FIELDS = ("battery_volts", "generators", "bite_messages", "installed_units")
         "messages with their class, and the avionics line-replaceable units installed with part "
         "number, serial number and installation date."
     ),
-    input_schema=object_schema({"tail_number": TAIL_NUMBER}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"tail_number": TAIL_NUMBER}),
+    output_schema=result_schema(
+        {
             "battery_volts": {"type": "number"},
             "generators": listing(
                 {
@@ -46,10 +40,9 @@ _FIELDS = ("battery_volts", "generators", "bite_messages", "installed_units")
                     "installed_on": {"type": "string"},
                 }
             ),
-        },
-        "required": list(_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    check = aircraft_row(ctx, "electrical", args["tail_number"])
+    check = require_row(ctx, "electrical", "tail_number", args["tail_number"], "aircraft")
     return {key: check[key] for key in _FIELDS}

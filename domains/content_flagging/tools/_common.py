@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sopgym.core.tools import JSON, ToolContext, not_found
-
 USER_ID = {"type": "string", "pattern": "^U[0-9]{7}$", "description": "Account id, e.g. U1000042"}
 CONTENT_ID = {"type": "string", "pattern": "^C[0-9]{8}$", "description": "Content id"}
 FLAG_ID = {"type": "string", "pattern": "^FLG-[0-9]{6}$", "description": "Moderation flag id"}
@@ -51,11 +49,3 @@ def points_for(value: float, bands: Sequence[tuple[float, int]], above: int) -> 
         if value < limit:
             return points
     return above
-
-
-def require_user(ctx: ToolContext, user_id: str) -> JSON:
-    """The account record; an unknown id is the caller's mistake, not a scoring fact."""
-    user = ctx.tables.row("users", "user_id", user_id)
-    if user is None:
-        raise not_found("user", "user_id", user_id)
-    return user

@@ -5,14 +5,13 @@ thresholds never meet a floating-point rounding surprise.
 """
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
 from sopgym.domains.content_flagging.tools._common import (
     COUNT,
     DEVICE_FINGERPRINT,
     IP_ADDRESS,
     USER_ID,
     points_for,
-    require_user,
 )
 
 CAPTCHA_POINTS = {"passed": 0, "passed_after_retry": 10, "not_presented": 15, "failed": 30}
@@ -51,26 +50,16 @@ def network_type(ctx: ToolContext, ip_address: str) -> str:
         "posting rate, action timing, device fingerprint and network. Returns the index and "
         "the points of each signal."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema(
+        {
             "user_id": USER_ID,
             "device_fingerprint": DEVICE_FINGERPRINT,
             "ip_address": IP_ADDRESS,
             "captcha_outcome": {"type": "string", "enum": list(CAPTCHA_POINTS)},
             "posts_last_hour": COUNT,
             "avg_action_interval_seconds": {"type": "number", "minimum": 0},
-        },
-        "required": [
-            "user_id",
-            "device_fingerprint",
-            "ip_address",
-            "captcha_outcome",
-            "posts_last_hour",
-            "avg_action_interval_seconds",
-        ],
-        "additionalProperties": False,
-    },
+        }
+    ),
     output_schema={
         "type": "object",
         "properties": {
@@ -91,7 +80,7 @@ def network_type(ctx: ToolContext, ip_address: str) -> str:
     },
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    require_user(ctx, args["user_id"])
+    require_row(ctx, "users", "user_id", args["user_id"])
     device = ctx.tables.row("devices", "device_fingerprint", args["device_fingerprint"])
     network = network_type(ctx, args["ip_address"])
     hundredths = {

@@ -5,7 +5,7 @@ thresholds is exact. The poster's trust score from step 2 enters as a small adju
 the same words from an account with a poor record carry more risk.
 """
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.content_flagging.tools._common import (
     CONTENT_ID,
     COUNT,
@@ -43,29 +43,18 @@ def weighted_base(category: str, confidence: float) -> int:
         "confidence, the number of user reports, its audience reach and the poster's User "
         "Trust Score from step 2. Returns the index and the points of each factor."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema(
+        {
             "content_id": CONTENT_ID,
             "violation_category": {"type": "string", "enum": list(CATEGORY_BASE)},
             "classifier_confidence": {"type": "number", "minimum": 0, "maximum": 1},
             "report_count": COUNT,
             "audience_reach": COUNT,
             "user_trust_score": USER_TRUST_SCORE,
-        },
-        "required": [
-            "content_id",
-            "violation_category",
-            "classifier_confidence",
-            "report_count",
-            "audience_reach",
-            "user_trust_score",
-        ],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
+        }
+    ),
+    output_schema=result_schema(
+        {
             "content_severity_index": {"type": "number", "minimum": 0, "maximum": 10},
             "factor_points": {
                 "type": "object",
@@ -75,14 +64,11 @@ def weighted_base(category: str, confidence: float) -> int:
                 },
             },
             "content_type": {"type": "string"},
-        },
-        "required": ["content_severity_index", "factor_points", "content_type"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    content = ctx.tables.row("contents", "content_id", args["content_id"])
-    if content is None:
-        raise not_found("content", "content_id", args["content_id"])
+    content = require_row(ctx, "contents", "content_id", args["content_id"])
     tenths = {
         "category": weighted_base(args["violation_category"], args["classifier_confidence"]),
         "reports": points_for(args["report_count"], REPORT_BANDS, REPORT_ABOVE),

@@ -1,12 +1,11 @@
 """User Trust Score: account history tempered by the bot probability found in step 1."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.content_flagging.tools._common import (
     BOT_PROBABILITY_INDEX,
     COUNT,
     USER_ID,
     points_for,
-    require_user,
 )
 
 BASE_SCORE = 50
@@ -26,29 +25,18 @@ BOT_PENALTY_WEIGHT = 40  # points removed at a Bot Probability Index of 1.00
         "successful appeals and the Bot Probability Index from step 1. Returns the score and "
         "its components."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema(
+        {
             "user_id": USER_ID,
             "bot_probability_index": BOT_PROBABILITY_INDEX,
             "account_age_days": COUNT,
             "identity_verified": {"type": "boolean"},
             "prior_violations": COUNT,
             "successful_appeals": COUNT,
-        },
-        "required": [
-            "user_id",
-            "bot_probability_index",
-            "account_age_days",
-            "identity_verified",
-            "prior_violations",
-            "successful_appeals",
-        ],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
+        }
+    ),
+    output_schema=result_schema(
+        {
             "user_trust_score": {"type": "integer", "minimum": 0, "maximum": 100},
             "components": {
                 "type": "object",
@@ -64,12 +52,11 @@ BOT_PENALTY_WEIGHT = 40  # points removed at a Bot Probability Index of 1.00
                     )
                 },
             },
-        },
-        "required": ["user_trust_score", "components"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    require_user(ctx, args["user_id"])
+    require_row(ctx, "users", "user_id", args["user_id"])
     components = {
         "base": BASE_SCORE,
         "account_age": points_for(args["account_age_days"], ACCOUNT_AGE_BANDS, ACCOUNT_AGE_ABOVE),

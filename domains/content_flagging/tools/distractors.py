@@ -2,31 +2,16 @@
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.content_flagging.tools._common import (
-    CONTENT_ID,
-    COUNT,
-    IP_ADDRESS,
-    USER_ID,
-    require_user,
-)
-
-
-def _object(properties: JSON, example: JSON) -> JSON:
-    """A closed input schema whose arguments are all required, with one valid example."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-        "examples": [example],
-    }
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.content_flagging.tools._common import CONTENT_ID, COUNT, IP_ADDRESS, USER_ID
 
 
 @tool(
     name="lookup_ip_geolocation",
     description="Resolve an IPv4 address to a country and network class (geo-IP database).",
-    input_schema=_object({"ip_address": IP_ADDRESS}, {"ip_address": "81.2.69.160"}),
+    input_schema=arguments_schema(
+        {"ip_address": IP_ADDRESS}, examples=[{"ip_address": "81.2.69.160"}]
+    ),
 )
 def lookup_ip_geolocation(args: JSON, ctx: ToolContext) -> JSON:
     prefix = ".".join(args["ip_address"].split(".")[:2])
@@ -39,10 +24,10 @@ def lookup_ip_geolocation(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="get_user_profile",
     description="Public profile of an account: handle and sign-up date.",
-    input_schema=_object({"user_id": USER_ID}, {"user_id": "U1000000"}),
+    input_schema=arguments_schema({"user_id": USER_ID}, examples=[{"user_id": "U1000000"}]),
 )
 def get_user_profile(args: JSON, ctx: ToolContext) -> JSON:
-    user = require_user(ctx, args["user_id"])
+    user = require_row(ctx, "users", "user_id", args["user_id"])
     return {"handle": user["handle"], "joined_on": user["joined_on"]}
 
 
@@ -51,21 +36,20 @@ def get_user_profile(args: JSON, ctx: ToolContext) -> JSON:
     description=(
         "Legacy spam heuristic (v1) from the report count alone; retained for old dashboards."
     ),
-    input_schema=_object(
+    input_schema=arguments_schema(
         {"content_id": CONTENT_ID, "report_count": COUNT},
-        {"content_id": "C20000000", "report_count": 4},
+        examples=[{"content_id": "C20000000", "report_count": 4}],
     ),
 )
 def compute_spam_likelihood_legacy(args: JSON, ctx: ToolContext) -> JSON:
-    if ctx.tables.row("contents", "content_id", args["content_id"]) is None:
-        raise not_found("content", "content_id", args["content_id"])
+    require_row(ctx, "contents", "content_id", args["content_id"])
     return {"spam_likelihood_v1": round(min(args["report_count"], 20) / 20, 2)}
 
 
 @tool(
     name="send_user_notification",
     description="Queue an e-mail notification to an account holder using a message template.",
-    input_schema=_object(
+    input_schema=arguments_schema(
         {
             "user_id": USER_ID,
             "template": {
@@ -73,11 +57,11 @@ def compute_spam_likelihood_legacy(args: JSON, ctx: ToolContext) -> JSON:
                 "enum": ["community_guidelines", "content_notice", "account_notice"],
             },
         },
-        {"user_id": "U1000000", "template": "community_guidelines"},
+        examples=[{"user_id": "U1000000", "template": "community_guidelines"}],
     ),
 )
 def send_user_notification(args: JSON, ctx: ToolContext) -> JSON:
-    require_user(ctx, args["user_id"])
+    require_row(ctx, "users", "user_id", args["user_id"])
     digest = hashlib.sha256(f"{args['user_id']}|{args['template']}".encode()).hexdigest()
     return {"queued": True, "message_id": f"MSG-{digest[:8].upper()}"}
 

@@ -8,14 +8,13 @@ active strikes once this action is counted.
 import hashlib
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
 from sopgym.domains.content_flagging.tools._common import (
     BOT_PROBABILITY_INDEX,
     CONTENT_SEVERITY_INDEX,
     FLAG_ID,
     USER_ID,
     USER_TRUST_SCORE,
-    require_user,
 )
 
 ACTIONS = ["allow", "warn", "remove", "ban"]
@@ -36,26 +35,16 @@ VISIBILITY = {
         "reference, the content's visibility, whether a strike was added and the account's "
         "active strikes after this action."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema(
+        {
             "flag_id": FLAG_ID,
             "user_id": USER_ID,
             "action": {"type": "string", "enum": ACTIONS},
             "bot_probability_index": BOT_PROBABILITY_INDEX,
             "user_trust_score": USER_TRUST_SCORE,
             "content_severity_index": CONTENT_SEVERITY_INDEX,
-        },
-        "required": [
-            "flag_id",
-            "user_id",
-            "action",
-            "bot_probability_index",
-            "user_trust_score",
-            "content_severity_index",
-        ],
-        "additionalProperties": False,
-    },
+        }
+    ),
     output_schema={
         "type": "object",
         "properties": {
@@ -70,14 +59,12 @@ VISIBILITY = {
     },
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    flag = ctx.tables.row("flags", "flag_id", args["flag_id"])
-    if flag is None:
-        raise not_found("flag", "flag_id", args["flag_id"])
+    flag = require_row(ctx, "flags", "flag_id", args["flag_id"])
     if flag["user_id"] != args["user_id"]:
         raise ToolError(
             "invalid_value", f"flag {args['flag_id']} was not raised on this user", "user_id"
         )
-    user = require_user(ctx, args["user_id"])
+    user = require_row(ctx, "users", "user_id", args["user_id"])
     strike = args["action"] in STRIKING_ACTIONS
     audit = "|".join(str(args[k]) for k in sorted(args))
     digest = hashlib.sha256(audit.encode()).hexdigest()[:10].upper()

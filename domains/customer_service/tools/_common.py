@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sopgym.core.tools import JSON
+from sopgym.core.tools import JSON, result_schema
 
 ACCOUNT_ID = {"type": "string", "pattern": "^AC-[0-9]{7}$"}
 BILLING_ACCOUNT_ID = {"type": "string", "pattern": "^BA-[0-9]{8}$"}
@@ -27,23 +27,9 @@ REMOTE_ACTIONS = ["remote_reboot", "firmware_upgrade", "line_reprofile", "speed_
 ISSUE_CATEGORIES = ["no_service", "intermittent", "slow_speed", "general", "not_classified"]
 
 METRIC_KEYS = ("latency_ms", "jitter_ms", "packet_loss_pct", "downstream_mbps", "upstream_mbps")
-METRICS_SCHEMA: JSON = {
-    "type": "object",
-    "properties": {key: {"type": "number"} for key in METRIC_KEYS},
-    "required": list(METRIC_KEYS),
-}
+METRICS_SCHEMA: JSON = result_schema({key: {"type": "number"} for key in METRIC_KEYS})
 
 
 def metrics(row: dict[str, Any], prefix: str = "") -> JSON:
     """The five line metrics stored in ``row`` under ``prefix`` + metric name."""
     return {key: row[prefix + key] for key in METRIC_KEYS}
-
-
-def object_schema(properties: JSON, required: list[str] | None = None) -> JSON:
-    """A closed input schema: every listed property required unless told otherwise."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties) if required is None else required,
-        "additionalProperties": False,
-    }

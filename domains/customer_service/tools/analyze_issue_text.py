@@ -6,8 +6,8 @@ the SOP's rule, so an agent has to apply it rather than read a label.
 
 import re
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.customer_service.tools._common import ACCOUNT_ID, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.customer_service.tools._common import ACCOUNT_ID
 
 LEXICON: dict[str, tuple[str, ...]] = {
     "no_service": (
@@ -67,25 +67,19 @@ def keyword_hits(text: str) -> tuple[dict[str, int], list[str]]:
         "keyword occurrences fall into each symptom family (no_service, intermittent, "
         "slow_speed) and which terms matched."
     ),
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "account_id": ACCOUNT_ID,
             "issue_description": {"type": "string", "minLength": 1, "maxLength": 4000},
         }
     ),
-    output_schema={
-        "type": "object",
-        "properties": {
-            "keyword_hits": {
-                "type": "object",
-                "properties": {family: {"type": "integer"} for family in LEXICON},
-                "required": list(LEXICON),
-            },
+    output_schema=result_schema(
+        {
+            "keyword_hits": result_schema({family: {"type": "integer"} for family in LEXICON}),
             "matched_terms": {"type": "array", "items": {"type": "string"}},
             "word_count": {"type": "integer"},
-        },
-        "required": ["keyword_hits", "matched_terms", "word_count"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     text = args["issue_description"]

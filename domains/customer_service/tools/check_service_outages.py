@@ -4,8 +4,8 @@ All of the node's outages are returned: deciding which one covers the customer's
 (service type and time window) is the SOP's rule.
 """
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.customer_service.tools._common import SERVING_NODE, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.customer_service.tools._common import SERVING_NODE
 
 _OUTAGE_FIELDS = ("outage_id", "affected_services", "started_at", "restored_at", "cause")
 
@@ -17,34 +17,28 @@ _OUTAGE_FIELDS = ("outage_id", "affected_services", "started_at", "restored_at",
         "each with the service types it affects, when it started and when service was "
         "restored (null while still open)."
     ),
-    input_schema=object_schema({"serving_node": SERVING_NODE}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"serving_node": SERVING_NODE}),
+    output_schema=result_schema(
+        {
             "serving_node": {"type": "string"},
             "region": {"type": "string"},
             "outages": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
+                "items": result_schema(
+                    {
                         "outage_id": {"type": "string"},
                         "affected_services": {"type": "array", "items": {"type": "string"}},
                         "started_at": {"type": "string"},
                         "restored_at": {"type": ["string", "null"]},
                         "cause": {"type": "string"},
-                    },
-                    "required": list(_OUTAGE_FIELDS),
-                },
+                    }
+                ),
             },
-        },
-        "required": ["serving_node", "region", "outages"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    node = ctx.tables.row("nodes", "serving_node", args["serving_node"])
-    if node is None:
-        raise not_found("serving node", "serving_node", args["serving_node"])
+    node = require_row(ctx, "nodes", "serving_node", args["serving_node"], "serving node")
     outages = sorted(
         ctx.tables.rows("outages", "serving_node", args["serving_node"]),
         key=lambda outage: (outage["started_at"], outage["outage_id"]),

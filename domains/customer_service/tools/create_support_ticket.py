@@ -2,12 +2,8 @@
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.customer_service.tools._common import (
-    ACCOUNT_ID,
-    ISSUE_CATEGORIES,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.customer_service.tools._common import ACCOUNT_ID, ISSUE_CATEGORIES
 
 RESOLUTIONS = [
     "account_action_required",
@@ -34,7 +30,7 @@ _RESPONSE_HOURS = {"P1": 4, "P2": 8, "P3": 24, "P4": 72}
         "resolution, the escalation target and the ticket priority. Returns the ticket id, the "
         "queue it was routed to and the response target in hours."
     ),
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "account_id": ACCOUNT_ID,
             "issue_category": {"type": "string", "enum": ISSUE_CATEGORIES},
@@ -43,19 +39,16 @@ _RESPONSE_HOURS = {"P1": 4, "P2": 8, "P3": 24, "P4": 72}
             "ticket_priority": {"type": "string", "enum": PRIORITIES},
         }
     ),
-    output_schema={
-        "type": "object",
-        "properties": {
+    output_schema=result_schema(
+        {
             "ticket_id": {"type": "string"},
             "queue": {"type": "string"},
             "response_target_hours": {"type": "integer"},
-        },
-        "required": ["ticket_id", "queue", "response_target_hours"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    if ctx.tables.row("accounts", "account_id", args["account_id"]) is None:
-        raise not_found("account", "account_id", args["account_id"])
+    require_row(ctx, "accounts", "account_id", args["account_id"])
     key = "|".join(str(args[k]) for k in sorted(args))
     return {
         "ticket_id": f"TCK-{hashlib.sha256(key.encode()).hexdigest()[:10].upper()}",

@@ -6,17 +6,16 @@ instead of the node's outage list) or are out of scope for an offline workflow.
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.customer_service.tools._common import ACCOUNT_ID, DEVICE_ID, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.customer_service.tools._common import ACCOUNT_ID, DEVICE_ID
 
 
 @tool(
     name="ping_device",
     description="Send a single ICMP echo to a device and report whether it answered.",
-    input_schema={
-        **object_schema({"device_id": DEVICE_ID}),
-        "examples": [{"device_id": "DV-0000000000"}],
-    },
+    input_schema=arguments_schema(
+        {"device_id": DEVICE_ID}, examples=[{"device_id": "DV-0000000000"}]
+    ),
 )
 def ping_device(args: JSON, ctx: ToolContext) -> JSON:
     digest = int(hashlib.sha256(args["device_id"].encode()).hexdigest()[:4], 16)
@@ -26,10 +25,9 @@ def ping_device(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="lookup_region_outage_map",
     description="Legacy region-wide outage map used by the public status page (coarse).",
-    input_schema={
-        **object_schema({"region": {"type": "string", "pattern": "^[A-Z]{2}$"}}),
-        "examples": [{"region": "NE"}],
-    },
+    input_schema=arguments_schema(
+        {"region": {"type": "string", "pattern": "^[A-Z]{2}$"}}, examples=[{"region": "NE"}]
+    ),
 )
 def lookup_region_outage_map(args: JSON, ctx: ToolContext) -> JSON:
     return {
@@ -42,10 +40,10 @@ def lookup_region_outage_map(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="estimate_plan_speed",
     description="Advertised typical speeds for a plan name from the marketing catalog.",
-    input_schema={
-        **object_schema({"plan_name": {"type": "string", "pattern": "^[A-Za-z]+ [0-9]+$"}}),
-        "examples": [{"plan_name": "Fiber 500"}],
-    },
+    input_schema=arguments_schema(
+        {"plan_name": {"type": "string", "pattern": "^[A-Za-z]+ [0-9]+$"}},
+        examples=[{"plan_name": "Fiber 500"}],
+    ),
 )
 def estimate_plan_speed(args: JSON, ctx: ToolContext) -> JSON:
     digits = "".join(ch for ch in args["plan_name"] if ch.isdigit())
@@ -56,19 +54,16 @@ def estimate_plan_speed(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="send_customer_notification",
     description="Send an SMS or e-mail update to the account holder.",
-    input_schema={
-        **object_schema(
-            {
-                "account_id": ACCOUNT_ID,
-                "channel": {"type": "string", "enum": ["sms", "email"]},
-            }
-        ),
-        "examples": [{"account_id": "AC-3100000", "channel": "email"}],
-    },
+    input_schema=arguments_schema(
+        {
+            "account_id": ACCOUNT_ID,
+            "channel": {"type": "string", "enum": ["sms", "email"]},
+        },
+        examples=[{"account_id": "AC-3100000", "channel": "email"}],
+    ),
 )
 def send_customer_notification(args: JSON, ctx: ToolContext) -> JSON:
-    if ctx.tables.row("accounts", "account_id", args["account_id"]) is None:
-        raise not_found("account", "account_id", args["account_id"])
+    require_row(ctx, "accounts", "account_id", args["account_id"])
     return {"queued": True, "channel": args["channel"]}
 
 

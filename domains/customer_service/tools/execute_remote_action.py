@@ -6,13 +6,12 @@ completes but the re-test shows the same metrics as before.
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.customer_service.tools._common import (
     DEVICE_ID,
     METRICS_SCHEMA,
     REMOTE_ACTIONS,
     metrics,
-    object_schema,
 )
 from sopgym.domains.customer_service.tools._devices import reachable_device
 
@@ -24,22 +23,20 @@ from sopgym.domains.customer_service.tools._devices import reachable_device
         "firmware_upgrade, line_reprofile or speed_profile_sync), then re-run the line test and "
         "return the re-test metrics."
     ),
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "device_id": DEVICE_ID,
             "action": {"type": "string", "enum": REMOTE_ACTIONS},
         }
     ),
-    output_schema={
-        "type": "object",
-        "properties": {
+    output_schema=result_schema(
+        {
             "job_id": {"type": "string"},
             "action": {"enum": REMOTE_ACTIONS},
             "completed": {"type": "boolean"},
             "retest": METRICS_SCHEMA,
-        },
-        "required": ["job_id", "action", "completed", "retest"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     device = reachable_device(args, ctx)

@@ -1,7 +1,7 @@
 """Account profile: status, plan, serving node and the billing account to check (step 2)."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.customer_service.tools._common import ACCOUNT_ID, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.customer_service.tools._common import ACCOUNT_ID
 
 _FIELDS = (
     "account_id",
@@ -23,10 +23,9 @@ _FIELDS = (
         "service type, subscribed plan and download speed, the serving network node and the "
         "linked billing account."
     ),
-    input_schema=object_schema({"account_id": ACCOUNT_ID}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"account_id": ACCOUNT_ID}),
+    output_schema=result_schema(
+        {
             "account_id": {"type": "string"},
             "account_state": {"enum": ["active", "suspended", "closed"]},
             "customer_tier": {"enum": ["residential", "business"]},
@@ -36,12 +35,9 @@ _FIELDS = (
             "serving_node": {"type": "string"},
             "billing_account_id": {"type": "string"},
             "state_reason": {"type": ["string", "null"]},
-        },
-        "required": list(_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    account = ctx.tables.row("accounts", "account_id", args["account_id"])
-    if account is None:
-        raise not_found("account", "account_id", args["account_id"])
+    account = require_row(ctx, "accounts", "account_id", args["account_id"])
     return {key: account[key] for key in _FIELDS}

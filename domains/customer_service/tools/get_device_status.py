@@ -1,7 +1,7 @@
 """The customer-premises device on the account: identity, firmware and reachability (step 5)."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.customer_service.tools._common import ACCOUNT_ID, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.customer_service.tools._common import ACCOUNT_ID
 
 _FIELDS = ("device_id", "model", "firmware_version", "online", "last_seen", "uptime_hours")
 
@@ -13,22 +13,18 @@ _FIELDS = ("device_id", "model", "firmware_version", "online", "last_seen", "upt
         "model, installed firmware version, whether it currently answers management polls "
         "(online), when it was last seen and its uptime."
     ),
-    input_schema=object_schema({"account_id": ACCOUNT_ID}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"account_id": ACCOUNT_ID}),
+    output_schema=result_schema(
+        {
             "device_id": {"type": "string"},
             "model": {"type": "string"},
             "firmware_version": {"type": "string"},
             "online": {"type": "boolean"},
             "last_seen": {"type": "string"},
             "uptime_hours": {"type": "integer"},
-        },
-        "required": list(_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    device = ctx.tables.row("devices", "account_id", args["account_id"])
-    if device is None:
-        raise not_found("device for account", "account_id", args["account_id"])
+    device = require_row(ctx, "devices", "account_id", args["account_id"], "device for account")
     return {key: device[key] for key in _FIELDS}

@@ -1,12 +1,7 @@
 """Active line test from the network side: the metrics the SOP's thresholds apply to (step 6)."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.customer_service.tools._common import (
-    DEVICE_ID,
-    METRICS_SCHEMA,
-    metrics,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.customer_service.tools._common import DEVICE_ID, METRICS_SCHEMA, metrics
 from sopgym.domains.customer_service.tools._devices import reachable_device
 
 
@@ -16,17 +11,15 @@ from sopgym.domains.customer_service.tools._devices import reachable_device
         "Run an active line test against an online device: round-trip latency, jitter, packet "
         "loss, and measured downstream/upstream throughput. Refused for an offline device."
     ),
-    input_schema=object_schema({"device_id": DEVICE_ID}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"device_id": DEVICE_ID}),
+    output_schema=result_schema(
+        {
             "device_id": {"type": "string"},
             "test_id": {"type": "string"},
             "samples": {"type": "integer"},
             **METRICS_SCHEMA["properties"],
-        },
-        "required": ["device_id", "test_id", "samples", *METRICS_SCHEMA["required"]],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     device = reachable_device(args, ctx)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sopgym.core.tools import JSON
-
 PRODUCT_ID = {"type": "string", "pattern": "^PRD-[0-9]{6}$"}
 SDS_ID = {"type": "string", "pattern": "^SDS-[0-9]{6}$"}
 UN_NUMBER = {"type": "string", "pattern": "^UN[0-9]{4}$"}
@@ -21,24 +19,6 @@ TRANSPORT_MODE = {"type": "string", "enum": TRANSPORT_MODES}
 
 NULLABLE_TEXT = {"type": ["string", "null"]}
 SEVERITY = {"type": ["integer", "null"], "minimum": 1, "maximum": 5}
-
-
-def arguments(properties: JSON, *, examples: list[JSON] | None = None) -> JSON:
-    """A closed input schema in which every listed argument is required."""
-    schema: JSON = {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-    if examples:
-        schema["examples"] = examples
-    return schema
-
-
-def result(properties: JSON) -> JSON:
-    """An output schema in which every listed key is always present (possibly null)."""
-    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def severity(value: Any) -> int | None:

@@ -1,12 +1,7 @@
 """Callable tools that sound useful for classification but that the SOP never asks for."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.dangerous_goods.tools._common import (
-    PRODUCT_ID,
-    TRANSPORT_MODE,
-    UN_NUMBER,
-    arguments,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.dangerous_goods.tools._common import PRODUCT_ID, TRANSPORT_MODE, UN_NUMBER
 
 _EXAMPLE_PRODUCT = "PRD-400000"
 _SURCHARGE_PER_KG = {"road": 0.4, "sea": 0.25, "air": 1.8}
@@ -18,12 +13,12 @@ _SURCHARGE_PER_KG = {"road": 0.4, "sea": 0.25, "air": 1.8}
         "Legacy one-line SDS summary from the retired chemical inventory; kept for the "
         "purchasing team. Gives a coarse hazard label only."
     ),
-    input_schema=arguments({"product_id": PRODUCT_ID}, examples=[{"product_id": _EXAMPLE_PRODUCT}]),
+    input_schema=arguments_schema(
+        {"product_id": PRODUCT_ID}, examples=[{"product_id": _EXAMPLE_PRODUCT}]
+    ),
 )
 def get_sds_summary_legacy(args: JSON, ctx: ToolContext) -> JSON:
-    product = ctx.tables.row("products", "product_id", args["product_id"])
-    if product is None:
-        raise not_found("product", "product_id", args["product_id"])
+    require_row(ctx, "products", "product_id", args["product_id"])
     return {
         "product_id": args["product_id"],
         "legacy_label": "regulated chemical",
@@ -34,7 +29,7 @@ def get_sds_summary_legacy(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="lookup_un_number",
     description="Search the UN dangerous goods list by (part of) a proper shipping name.",
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {"shipping_name": {"type": "string", "minLength": 3, "maxLength": 120}},
         examples=[{"shipping_name": "acetone"}],
     ),
@@ -54,7 +49,7 @@ def lookup_un_number(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="estimate_freight_surcharge",
     description="Estimate the dangerous-goods freight surcharge for a shipment.",
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "un_number": UN_NUMBER,
             "transport_mode": TRANSPORT_MODE,
@@ -71,12 +66,12 @@ def estimate_freight_surcharge(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="get_supplier_emergency_contact",
     description="Return the supplier's 24-hour emergency telephone number for a product.",
-    input_schema=arguments({"product_id": PRODUCT_ID}, examples=[{"product_id": _EXAMPLE_PRODUCT}]),
+    input_schema=arguments_schema(
+        {"product_id": PRODUCT_ID}, examples=[{"product_id": _EXAMPLE_PRODUCT}]
+    ),
 )
 def get_supplier_emergency_contact(args: JSON, ctx: ToolContext) -> JSON:
-    product = ctx.tables.row("products", "product_id", args["product_id"])
-    if product is None:
-        raise not_found("product", "product_id", args["product_id"])
+    product = require_row(ctx, "products", "product_id", args["product_id"])
     return {"supplier": product["supplier"], "emergency_phone": product["emergency_phone"]}
 
 

@@ -7,8 +7,8 @@ exactly when the class is undetermined); deciding the class is the SOP's job, no
 import hashlib
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.dangerous_goods.tools._common import PRODUCT_ID, arguments, result
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.dangerous_goods.tools._common import PRODUCT_ID
 
 CLASS_CODES = ["A", "B", "C", "D", "UNDETERMINED"]
 
@@ -20,14 +20,14 @@ CLASS_CODES = ["A", "B", "C", "D", "UNDETERMINED"]
         "class code (A-D, or UNDETERMINED when no class can be decided) and the cumulative "
         "score (0 when undetermined). Returns the filing id and the register status."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "product_id": PRODUCT_ID,
             "class_code": {"type": "string", "enum": CLASS_CODES},
             "cumulative_score": {"type": "integer", "minimum": 0, "maximum": 20},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "filing_id": {"type": "string", "pattern": "^DGF-[0-9A-F]{10}$"},
             "product_id": {"type": "string"},
@@ -37,8 +37,7 @@ CLASS_CODES = ["A", "B", "C", "D", "UNDETERMINED"]
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     product_id, code, score = args["product_id"], args["class_code"], args["cumulative_score"]
-    if ctx.tables.row("products", "product_id", product_id) is None:
-        raise not_found("product", "product_id", product_id)
+    require_row(ctx, "products", "product_id", product_id)
     undetermined = code == "UNDETERMINED"
     if undetermined != (score == 0):
         raise ToolError(

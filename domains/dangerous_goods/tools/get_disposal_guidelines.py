@@ -1,12 +1,10 @@
 """Step 5 of the SOP: the disposal guideline of a waste stream, with its severity score."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.dangerous_goods.tools._common import (
     NULLABLE_TEXT,
     SEVERITY,
     WASTE_STREAM,
-    arguments,
-    result,
     severity,
 )
 
@@ -18,8 +16,8 @@ from sopgym.domains.dangerous_goods.tools._common import (
         "licensed carrier is needed and the disposal severity score (1-5, null while the "
         "stream is still under review)."
     ),
-    input_schema=arguments({"waste_stream_code": WASTE_STREAM}),
-    output_schema=result(
+    input_schema=arguments_schema({"waste_stream_code": WASTE_STREAM}),
+    output_schema=result_schema(
         {
             "disposal_found": {"type": "boolean"},
             "waste_stream_code": {"type": "string"},

@@ -3,15 +3,8 @@
 Guidelines can be drafts; the SOP only accepts an approved guideline's score.
 """
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.dangerous_goods.tools._common import (
-    NULLABLE_TEXT,
-    SDS_ID,
-    SEVERITY,
-    arguments,
-    result,
-    severity,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.dangerous_goods.tools._common import NULLABLE_TEXT, SDS_ID, SEVERITY, severity
 
 
 @tool(
@@ -21,8 +14,8 @@ from sopgym.domains.dangerous_goods.tools._common import (
         "approval status, required protective equipment, storage group and the handling "
         "severity score (1-5, null when not yet scored)."
     ),
-    input_schema=arguments({"sds_id": SDS_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"sds_id": SDS_ID}),
+    output_schema=result_schema(
         {
             "guideline_found": {"type": "boolean"},
             "guideline_id": NULLABLE_TEXT,

@@ -4,13 +4,11 @@ The SDS also names the UN number and the waste stream, which later steps must us
 arguments (the SDS is the authoritative source, not the shipping declaration).
 """
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.dangerous_goods.tools._common import (
     NULLABLE_TEXT,
     PRODUCT_ID,
     SEVERITY,
-    arguments,
-    result,
     severity,
 )
 
@@ -24,8 +22,8 @@ SDS_FIELDS = ("sds_id", "revision_date", "un_number", "waste_stream_code", "sign
         "UN number, waste stream code, signal word, hazard statements and the SDS severity "
         "score (1-5, null when the sheet was never scored)."
     ),
-    input_schema=arguments({"product_id": PRODUCT_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"product_id": PRODUCT_ID}),
+    output_schema=result_schema(
         {
             "sds_found": {"type": "boolean"},
             "sds_id": NULLABLE_TEXT,
@@ -40,8 +38,7 @@ SDS_FIELDS = ("sds_id", "revision_date", "un_number", "waste_stream_code", "sign
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     product_id = args["product_id"]
-    if ctx.tables.row("products", "product_id", product_id) is None:
-        raise not_found("product", "product_id", product_id)
+    require_row(ctx, "products", "product_id", product_id)
     sheet = ctx.tables.row("safety_data_sheets", "product_id", product_id)
     if sheet is None:
         return {

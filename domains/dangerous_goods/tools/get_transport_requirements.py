@@ -4,14 +4,12 @@ Severity differs per mode (air is usually the strictest); a mode that was never 
 the UN number has no score.
 """
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.dangerous_goods.tools._common import (
     NULLABLE_TEXT,
     SEVERITY,
     TRANSPORT_MODE,
     UN_NUMBER,
-    arguments,
-    result,
     severity,
 )
 
@@ -23,8 +21,8 @@ from sopgym.domains.dangerous_goods.tools._common import (
         "sea or air): proper shipping name, UN hazard class/division, packing group and the "
         "transport severity score for that mode (1-5, null when the mode was not assessed)."
     ),
-    input_schema=arguments({"un_number": UN_NUMBER, "transport_mode": TRANSPORT_MODE}),
-    output_schema=result(
+    input_schema=arguments_schema({"un_number": UN_NUMBER, "transport_mode": TRANSPORT_MODE}),
+    output_schema=result_schema(
         {
             "requirement_found": {"type": "boolean"},
             "un_number": {"type": "string"},

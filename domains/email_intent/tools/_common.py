@@ -7,7 +7,7 @@ ownership check once keeps their contracts and their refusals identical.
 from __future__ import annotations
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found
+from sopgym.core.tools import JSON, ToolContext, not_found, require_row
 
 SELLER_ID = {"type": "string", "pattern": "^S[0-9]{6}$", "description": "Seller id, e.g. S100042"}
 PRODUCT_ID = {
@@ -17,34 +17,13 @@ PRODUCT_ID = {
 }
 
 
-def closed_object(properties: JSON, example: JSON | None = None) -> JSON:
-    """A closed input schema whose arguments are all required (plus an example if given)."""
-    schema: JSON = {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-    if example is not None:
-        schema["examples"] = [example]
-    return schema
-
-
-def require_seller(ctx: ToolContext, seller_id: str) -> JSON:
-    """The seller account; an unknown seller id is a caller error, never a branch."""
-    seller = ctx.tables.row("sellers", "seller_id", seller_id)
-    if seller is None:
-        raise not_found("seller", "seller_id", seller_id)
-    return seller
-
-
 def owned_record(ctx: ToolContext, table: str, seller_id: str, product_id: str) -> JSON:
     """A product's record in ``table``, only for the seller who owns the listing.
 
     Pricing and inventory data are confidential to the listing's owner: the SOP consults
     them only after the product was verified, so any other request is refused.
     """
-    require_seller(ctx, seller_id)
+    require_row(ctx, "sellers", "seller_id", seller_id)
     listing = ctx.tables.row("listings", "product_id", product_id)
     record = ctx.tables.row(table, "product_id", product_id)
     if listing is None or record is None:

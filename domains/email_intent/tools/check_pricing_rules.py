@@ -1,12 +1,7 @@
 """Pricing-system check of a requested price against the product's price rules."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.email_intent.tools._common import (
-    PRODUCT_ID,
-    SELLER_ID,
-    closed_object,
-    owned_record,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, tool
+from sopgym.domains.email_intent.tools._common import PRODUCT_ID, SELLER_ID, owned_record
 
 
 @tool(
@@ -17,7 +12,7 @@ from sopgym.domains.email_intent.tools._common import (
         "and the marketplace reference price, and the requested price's deviation from the "
         "reference in percent (one decimal). Only for the listing's own seller."
     ),
-    input_schema=closed_object(
+    input_schema=arguments_schema(
         {
             "seller_id": SELLER_ID,
             "product_id": PRODUCT_ID,

@@ -2,13 +2,8 @@
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.email_intent.tools._common import (
-    PRODUCT_ID,
-    SELLER_ID,
-    closed_object,
-    require_seller,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.email_intent.tools._common import PRODUCT_ID, SELLER_ID
 
 _POSITIVE = ("thanks", "thank you", "great", "appreciate", "happy")
 _NEGATIVE = ("unacceptable", "frustrated", "angry", "disappointed", "problem")
@@ -22,12 +17,12 @@ def _unit(text: str) -> float:
 @tool(
     name="classify_email_sentiment",
     description="Sentiment of an e-mail body (positive, neutral or negative) for CSAT reports.",
-    input_schema=closed_object(
+    input_schema=arguments_schema(
         {
             "email_id": {"type": "string", "pattern": "^EM-[0-9]{6}$"},
             "body": {"type": "string", "minLength": 1},
         },
-        {"email_id": "EM-400000", "body": "Thanks for the quick help last week."},
+        examples=[{"email_id": "EM-400000", "body": "Thanks for the quick help last week."}],
     ),
 )
 def classify_email_sentiment(args: JSON, ctx: ToolContext) -> JSON:
@@ -40,7 +35,9 @@ def classify_email_sentiment(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="get_product_reviews_summary",
     description="Average star rating and review count of a product's customer reviews.",
-    input_schema=closed_object({"product_id": PRODUCT_ID}, {"product_id": "B07XK2M9QP"}),
+    input_schema=arguments_schema(
+        {"product_id": PRODUCT_ID}, examples=[{"product_id": "B07XK2M9QP"}]
+    ),
 )
 def get_product_reviews_summary(args: JSON, ctx: ToolContext) -> JSON:
     if ctx.tables.row("listings", "product_id", args["product_id"]) is None:
@@ -52,7 +49,9 @@ def get_product_reviews_summary(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="lookup_competitor_offers",
     description="Offers from other sellers on the same product and the lowest offer price.",
-    input_schema=closed_object({"product_id": PRODUCT_ID}, {"product_id": "B07XK2M9QP"}),
+    input_schema=arguments_schema(
+        {"product_id": PRODUCT_ID}, examples=[{"product_id": "B07XK2M9QP"}]
+    ),
 )
 def lookup_competitor_offers(args: JSON, ctx: ToolContext) -> JSON:
     prices = ctx.tables.row("pricing", "product_id", args["product_id"])
@@ -66,10 +65,10 @@ def lookup_competitor_offers(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="get_seller_account_health",
     description="Seller account health rating and open policy warnings (account management).",
-    input_schema=closed_object({"seller_id": SELLER_ID}, {"seller_id": "S100000"}),
+    input_schema=arguments_schema({"seller_id": SELLER_ID}, examples=[{"seller_id": "S100000"}]),
 )
 def get_seller_account_health(args: JSON, ctx: ToolContext) -> JSON:
-    seller = require_seller(ctx, args["seller_id"])
+    seller = require_row(ctx, "sellers", "seller_id", args["seller_id"])
     return {"account_health": seller["account_health"], "open_warnings": 0}
 
 

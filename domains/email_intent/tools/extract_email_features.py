@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.email_intent.tools._common import SELLER_ID, closed_object, require_seller
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.email_intent.tools._common import SELLER_ID
 
 PRICING_TERMS = {
     "price": 2,
@@ -117,7 +117,7 @@ def product_ids(text: str) -> list[str]:
         "the product ids and dollar amounts quoted (in order of appearance) and any "
         "prohibited marketing claims. Reads the subject and the body."
     ),
-    input_schema=closed_object(
+    input_schema=arguments_schema(
         {
             "email_id": {"type": "string", "pattern": "^EM-[0-9]{6}$"},
             "seller_id": SELLER_ID,
@@ -150,7 +150,7 @@ def product_ids(text: str) -> list[str]:
     },
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    require_seller(ctx, args["seller_id"])
+    require_row(ctx, "sellers", "seller_id", args["seller_id"])
     original = f"{args['subject']}\n{args['body']}"
     text = _SPACES.sub(" ", original.casefold())
     scores, matched = {}, {}

@@ -1,12 +1,7 @@
 """Inventory-system lookup: the stock behind a listing (fulfillable, inbound, reserved)."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.email_intent.tools._common import (
-    PRODUCT_ID,
-    SELLER_ID,
-    closed_object,
-    owned_record,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.email_intent.tools._common import PRODUCT_ID, SELLER_ID, owned_record
 
 STOCK_FIELDS = ("fulfillable_units", "inbound_units", "reserved_units", "last_restock_date")
 
@@ -19,17 +14,15 @@ STOCK_FIELDS = ("fulfillable_units", "inbound_units", "reserved_units", "last_re
         "warehouse (inbound), units reserved for open orders and the last restock date. "
         "Only for the listing's own seller."
     ),
-    input_schema=closed_object({"seller_id": SELLER_ID, "product_id": PRODUCT_ID}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"seller_id": SELLER_ID, "product_id": PRODUCT_ID}),
+    output_schema=result_schema(
+        {
             "fulfillable_units": {"type": "integer", "minimum": 0},
             "inbound_units": {"type": "integer", "minimum": 0},
             "reserved_units": {"type": "integer", "minimum": 0},
             "last_restock_date": {"type": "string"},
-        },
-        "required": list(STOCK_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     stock = owned_record(ctx, "inventory", args["seller_id"], args["product_id"])

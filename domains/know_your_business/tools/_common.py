@@ -9,8 +9,6 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from sopgym.core.tools import JSON
-
 APPLICATION_ID = {"type": "string", "pattern": "^KYB-[0-9]{6}$"}
 REGISTRATION_NUMBER = {"type": "string", "pattern": "^C[0-9]{8}$"}
 COUNTRY_CODE = {"type": "string", "pattern": "^X[A-Z]$"}
@@ -28,24 +26,6 @@ LICENSE_TYPES = [
 OUTCOMES = ["approve", "escalate", "awaiting_information"]
 
 _PUNCTUATION = re.compile(r"[^\w\s]")
-
-
-def arguments(properties: JSON, *, examples: list[JSON] | None = None) -> JSON:
-    """A closed input schema in which every listed argument is required."""
-    schema: JSON = {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-    if examples:
-        schema["examples"] = examples
-    return schema
-
-
-def result(properties: JSON) -> JSON:
-    """An output schema in which every listed key is always present (possibly null)."""
-    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def normalized(name: str) -> str:

@@ -1,12 +1,7 @@
 """Step 4 of the SOP: the licences of one type that a registered company holds."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.know_your_business.tools._common import (
-    LICENSE_TYPES,
-    REGISTRATION_NUMBER,
-    arguments,
-    result,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.know_your_business.tools._common import LICENSE_TYPES, REGISTRATION_NUMBER
 
 
 @tool(
@@ -16,27 +11,25 @@ from sopgym.domains.know_your_business.tools._common import (
         "each licence's number, status and issue and expiry dates. An empty list means no "
         "licence of that type is on record."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "registration_number": REGISTRATION_NUMBER,
             "license_type": {"type": "string", "enum": LICENSE_TYPES},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "license_type": {"type": "string"},
             "licenses": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
+                "items": result_schema(
+                    {
                         "license_number": {"type": "string"},
                         "status": {"enum": ["active", "suspended", "revoked"]},
                         "issued_date": {"type": "string", "format": "date"},
                         "expiry_date": {"type": "string", "format": "date"},
-                    },
-                    "required": ["license_number", "status", "issued_date", "expiry_date"],
-                },
+                    }
+                ),
             },
         }
     ),

@@ -2,11 +2,10 @@
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
 from sopgym.domains.know_your_business.tools._common import (
     NAME,
     REGISTRATION_NUMBER,
-    arguments,
     name_similarity,
 )
 
@@ -16,7 +15,7 @@ _EXAMPLE_NUMBER = "C40000000"
 @tool(
     name="search_registry_by_name",
     description="Free-text search of the company registry by business name (all jurisdictions).",
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {"business_name": NAME}, examples=[{"business_name": "Northwind Logistics Ltd"}]
     ),
 )
@@ -40,7 +39,7 @@ def search_registry_by_name(args: JSON, ctx: ToolContext) -> JSON:
         "Exact-match screen against the 2019 sanctions list snapshot (kept for audit "
         "reconstruction of historical cases)."
     ),
-    input_schema=arguments({"name": NAME}, examples=[{"name": "Radomir Vaskov"}]),
+    input_schema=arguments_schema({"name": NAME}, examples=[{"name": "Radomir Vaskov"}]),
 )
 def screen_sanctions_legacy(args: JSON, ctx: ToolContext) -> JSON:
     return {"exact_match": False, "snapshot": "2019-06-30", "note": "snapshot is not updated"}
@@ -49,15 +48,14 @@ def screen_sanctions_legacy(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="get_business_credit_rating",
     description="Return an indicative trade-credit rating for a registered company.",
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {"registration_number": REGISTRATION_NUMBER},
         examples=[{"registration_number": _EXAMPLE_NUMBER}],
     ),
 )
 def get_business_credit_rating(args: JSON, ctx: ToolContext) -> JSON:
     number = args["registration_number"]
-    if ctx.tables.row("business_registry", "registration_number", number) is None:
-        raise not_found("company", "registration_number", number)
+    require_row(ctx, "business_registry", "registration_number", number, "company")
     grade = "ABCD"[int(hashlib.sha256(number.encode()).hexdigest(), 16) % 4]
     return {"registration_number": number, "credit_grade": grade, "provider": "TradeScore"}
 
@@ -65,7 +63,7 @@ def get_business_credit_rating(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="check_adverse_media",
     description="Count news articles mentioning a name in the last 12 months.",
-    input_schema=arguments({"name": NAME}, examples=[{"name": "Northwind Logistics Ltd"}]),
+    input_schema=arguments_schema({"name": NAME}, examples=[{"name": "Northwind Logistics Ltd"}]),
 )
 def check_adverse_media(args: JSON, ctx: ToolContext) -> JSON:
     count = int(hashlib.sha256(args["name"].casefold().encode()).hexdigest(), 16) % 7

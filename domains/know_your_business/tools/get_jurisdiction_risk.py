@@ -1,7 +1,7 @@
 """Step 7 of the SOP: the country-risk score of a jurisdiction (0 lowest, 100 highest)."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.know_your_business.tools._common import COUNTRY_CODE, arguments, result
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.know_your_business.tools._common import COUNTRY_CODE
 
 
 @tool(
@@ -10,8 +10,8 @@ from sopgym.domains.know_your_business.tools._common import COUNTRY_CODE, argume
         "Return the compliance team's country-risk score (0-100) for a jurisdiction code, with "
         "the jurisdiction's name and the date the score was last reviewed."
     ),
-    input_schema=arguments({"country_code": COUNTRY_CODE}),
-    output_schema=result(
+    input_schema=arguments_schema({"country_code": COUNTRY_CODE}),
+    output_schema=result_schema(
         {
             "country_code": {"type": "string"},
             "jurisdiction_name": {"type": "string"},
@@ -22,9 +22,7 @@ from sopgym.domains.know_your_business.tools._common import COUNTRY_CODE, argume
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     code = args["country_code"]
-    record = ctx.tables.row("jurisdictions", "country_code", code)
-    if record is None:
-        raise not_found("jurisdiction", "country_code", code)
+    record = require_row(ctx, "jurisdictions", "country_code", code)
     return {
         "country_code": code,
         "jurisdiction_name": record["name"],

@@ -1,11 +1,7 @@
 """Step 5 of the SOP: the shareholders on record for a company, as filed with the registry."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.know_your_business.tools._common import (
-    REGISTRATION_NUMBER,
-    arguments,
-    result,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.know_your_business.tools._common import REGISTRATION_NUMBER
 
 
 @tool(
@@ -15,22 +11,20 @@ from sopgym.domains.know_your_business.tools._common import (
         "or a corporate body, the percentage held and the country of residence or "
         "incorporation."
     ),
-    input_schema=arguments({"registration_number": REGISTRATION_NUMBER}),
-    output_schema=result(
+    input_schema=arguments_schema({"registration_number": REGISTRATION_NUMBER}),
+    output_schema=result_schema(
         {
             "registration_number": {"type": "string"},
             "owners": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
+                "items": result_schema(
+                    {
                         "owner_name": {"type": "string"},
                         "owner_type": {"enum": ["individual", "corporate"]},
                         "ownership_percent": {"type": "integer", "minimum": 0, "maximum": 100},
                         "country": {"type": "string"},
-                    },
-                    "required": ["owner_name", "owner_type", "ownership_percent", "country"],
-                },
+                    }
+                ),
             },
         }
     ),

@@ -4,16 +4,14 @@ A number registered in another jurisdiction is reported as not found: the regist
 claimed jurisdiction has no such company.
 """
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.know_your_business.tools._common import (
     COUNTRY_CODE,
     NAME,
     NULLABLE_TEXT,
     REGISTRATION_NUMBER,
     SIMILARITY,
-    arguments,
     name_similarity,
-    result,
 )
 
 RECORD_FIELDS = ("legal_name", "registration_status", "incorporation_date", "registered_address")
@@ -26,14 +24,14 @@ RECORD_FIELDS = ("legal_name", "registration_status", "incorporation_date", "reg
         "the legal name, registration status, incorporation date and registered address, and "
         "how similar (0-100) the supplied business name is to the legal name."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "registration_number": REGISTRATION_NUMBER,
             "jurisdiction": COUNTRY_CODE,
             "business_name": NAME,
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "record_found": {"type": "boolean"},
             "registration_number": {"type": "string"},

@@ -3,8 +3,8 @@
 import hashlib
 from datetime import date, timedelta
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.know_your_business.tools._common import APPLICATION_ID, arguments, result
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.know_your_business.tools._common import APPLICATION_ID
 
 MISSING_ITEMS = ["registration_number", "jurisdiction", "tax_id", "license"]
 RESPONSE_DAYS = 14
@@ -17,7 +17,7 @@ RESPONSE_DAYS = 14
         "jurisdiction, tax id or a required licence). Returns the request id and the date by "
         "which the applicant must respond."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "application_id": APPLICATION_ID,
             "missing_items": {
@@ -28,7 +28,7 @@ RESPONSE_DAYS = 14
             },
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "request_id": {"type": "string"},
             "items_requested": {"type": "array", "items": {"type": "string"}},
@@ -37,9 +37,7 @@ RESPONSE_DAYS = 14
     ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    application = ctx.tables.row("applications", "application_id", args["application_id"])
-    if application is None:
-        raise not_found("application", "application_id", args["application_id"])
+    application = require_row(ctx, "applications", "application_id", args["application_id"])
     items = sorted(args["missing_items"], key=MISSING_ITEMS.index)
     key = f"{args['application_id']}|{','.join(items)}"
     due = date.fromisoformat(application["application_date"]) + timedelta(days=RESPONSE_DAYS)

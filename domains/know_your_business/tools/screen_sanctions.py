@@ -4,14 +4,8 @@ The screen reports the closest listed entry of the same party type and a 0-100 s
 what counts as a hit is the SOP's decision, not the screen's.
 """
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.know_your_business.tools._common import (
-    NAME,
-    NULLABLE_TEXT,
-    arguments,
-    name_similarity,
-    result,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.know_your_business.tools._common import NAME, NULLABLE_TEXT, name_similarity
 
 
 @tool(
@@ -20,13 +14,13 @@ from sopgym.domains.know_your_business.tools._common import (
         "Screen a person or organisation name against the consolidated sanctions list. Returns "
         "the closest listed entry of the same party type and its similarity score (0-100)."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "party_name": NAME,
             "party_type": {"type": "string", "enum": ["individual", "organization"]},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "party_name": {"type": "string"},
             "party_type": {"type": "string"},

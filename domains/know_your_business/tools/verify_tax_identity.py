@@ -1,14 +1,12 @@
 """Step 3 of the SOP: the tax authority's record of a taxpayer identification number."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.know_your_business.tools._common import (
     NAME,
     NULLABLE_TEXT,
     SIMILARITY,
     TAX_ID,
-    arguments,
     name_similarity,
-    result,
 )
 
 
@@ -19,8 +17,8 @@ from sopgym.domains.know_your_business.tools._common import (
         "it exists, its status, the name it is registered to and how similar (0-100) that name "
         "is to the legal name supplied."
     ),
-    input_schema=arguments({"tax_id": TAX_ID, "legal_name": NAME}),
-    output_schema=result(
+    input_schema=arguments_schema({"tax_id": TAX_ID, "legal_name": NAME}),
+    output_schema=result_schema(
         {
             "tin_found": {"type": "boolean"},
             "tin_status": {"type": ["string", "null"], "enum": ["active", "revoked", None]},

@@ -1,6 +1,7 @@
 """Prescription-benefit lookup: copay percentages of the member's pharmacy plan."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.patient_intake.tools._common import PATIENT_ID
 
 
 @tool(
@@ -9,25 +10,20 @@ from sopgym.core.tools import JSON, ToolContext, tool
         "Retrieve the prescription plan of a pharmacy-benefit member id: plan tier and the "
         "copay percentages for generic and brand-name drugs."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "patient_id": {"type": "string", "pattern": "^P[0-9]{9}$"},
+    input_schema=arguments_schema(
+        {
+            "patient_id": PATIENT_ID,
             "rx_member_id": {"type": "string", "pattern": "^RX[0-9]{7}$"},
-        },
-        "required": ["patient_id", "rx_member_id"],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
+        }
+    ),
+    output_schema=result_schema(
+        {
             "plan_found": {"type": "boolean"},
             "plan_tier": {"type": ["string", "null"]},
             "generic_copay_percent": {"type": ["integer", "null"]},
             "brand_copay_percent": {"type": ["integer", "null"]},
-        },
-        "required": ["plan_found", "plan_tier", "generic_copay_percent", "brand_copay_percent"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     plan = ctx.tables.row("rx_plans", "rx_member_id", args["rx_member_id"])

@@ -1,20 +1,16 @@
 """Callable tools that look relevant to intake but that the SOP never asks for."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-
-_PATIENT = {"type": "string", "pattern": "^P[0-9]{9}$"}
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.patient_intake.tools._common import PATIENT_ID
 
 
 @tool(
     name="check_insurance_eligibility_legacy",
     description="Legacy eligibility screen kept for the billing team; returns a coarse flag.",
-    input_schema={
-        "type": "object",
-        "properties": {"patient_id": _PATIENT, "policy_number": {"type": "string"}},
-        "required": ["patient_id", "policy_number"],
-        "additionalProperties": False,
-        "examples": [{"patient_id": "P100000000", "policy_number": "AET-100000"}],
-    },
+    input_schema=arguments_schema(
+        {"patient_id": PATIENT_ID, "policy_number": {"type": "string"}},
+        examples=[{"patient_id": "P100000000", "policy_number": "AET-100000"}],
+    ),
 )
 def check_insurance_eligibility_legacy(args: JSON, ctx: ToolContext) -> JSON:
     return {
@@ -27,34 +23,25 @@ def check_insurance_eligibility_legacy(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="list_patient_allergies",
     description="List the allergies recorded in the patient's chart.",
-    input_schema={
-        "type": "object",
-        "properties": {"patient_id": _PATIENT},
-        "required": ["patient_id"],
-        "additionalProperties": False,
-        "examples": [{"patient_id": "P100000000"}],
-    },
+    input_schema=arguments_schema(
+        {"patient_id": PATIENT_ID}, examples=[{"patient_id": "P100000000"}]
+    ),
 )
 def list_patient_allergies(args: JSON, ctx: ToolContext) -> JSON:
-    patient = ctx.tables.row("patients", "patient_id", args["patient_id"])
-    if patient is None:
-        raise not_found("patient", "patient_id", args["patient_id"])
+    patient = require_row(ctx, "patients", "patient_id", args["patient_id"])
     return {"allergies": patient["allergies"]}
 
 
 @tool(
     name="estimate_visit_copay",
     description="Estimate the copay for an office visit under a policy.",
-    input_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema(
+        {
             "policy_number": {"type": "string"},
             "visit_type": {"type": "string", "enum": ["primary", "specialist", "urgent"]},
         },
-        "required": ["policy_number", "visit_type"],
-        "additionalProperties": False,
-        "examples": [{"policy_number": "AET-100000", "visit_type": "primary"}],
-    },
+        examples=[{"policy_number": "AET-100000", "visit_type": "primary"}],
+    ),
 )
 def estimate_visit_copay(args: JSON, ctx: ToolContext) -> JSON:
     base = {"primary": 25, "specialist": 50, "urgent": 75}[args["visit_type"]]

@@ -2,7 +2,8 @@
 
 import hashlib
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, tool
+from sopgym.domains.patient_intake.tools._common import PATIENT_ID, POLICY_NUMBER
 
 
 @tool(
@@ -11,24 +12,15 @@ from sopgym.core.tools import JSON, ToolContext, not_found, tool
         "Create the patient's registration in the practice-management system with the "
         "validated policy and the risk levels. Returns whether the registry accepted it."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "patient_id": {"type": "string", "pattern": "^P[0-9]{9}$"},
-            "policy_number": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{6}$"},
+    input_schema=arguments_schema(
+        {
+            "patient_id": PATIENT_ID,
+            "policy_number": POLICY_NUMBER,
             "lifestyle_risk_level": {"type": "string", "enum": ["low", "moderate", "high"]},
             "overall_risk_level": {"type": "string", "enum": ["low", "medium", "high"]},
             "care_coordination": {"type": "boolean"},
-        },
-        "required": [
-            "patient_id",
-            "policy_number",
-            "lifestyle_risk_level",
-            "overall_risk_level",
-            "care_coordination",
-        ],
-        "additionalProperties": False,
-    },
+        }
+    ),
     output_schema={
         "type": "object",
         "properties": {
@@ -39,9 +31,7 @@ from sopgym.core.tools import JSON, ToolContext, not_found, tool
     },
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    patient = ctx.tables.row("patients", "patient_id", args["patient_id"])
-    if patient is None:
-        raise not_found("patient", "patient_id", args["patient_id"])
+    patient = require_row(ctx, "patients", "patient_id", args["patient_id"])
     if patient["open_registration"]:
         return {
             "accepted": False,

@@ -3,7 +3,8 @@
 from datetime import date
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, tool
+from sopgym.domains.patient_intake.tools._common import DATE, PATIENT_ID
 
 LIFESTYLE_POINTS = {"low": 0, "moderate": 2, "high": 4}
 
@@ -27,26 +28,16 @@ def _date(args: JSON, key: str) -> date:
         "Compute clinical risk points from the patient's age on the visit date, number of past "
         "surgeries, chronic conditions and the lifestyle risk level already determined."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "patient_id": {"type": "string", "pattern": "^P[0-9]{9}$"},
-            "date_of_birth": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
-            "visit_date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+    input_schema=arguments_schema(
+        {
+            "patient_id": PATIENT_ID,
+            "date_of_birth": DATE,
+            "visit_date": DATE,
             "past_surgeries": {"type": "integer", "minimum": 0, "maximum": 50},
             "chronic_conditions": {"type": "array", "items": {"type": "string"}},
             "lifestyle_risk_level": {"type": "string", "enum": list(LIFESTYLE_POINTS)},
-        },
-        "required": [
-            "patient_id",
-            "date_of_birth",
-            "visit_date",
-            "past_surgeries",
-            "chronic_conditions",
-            "lifestyle_risk_level",
-        ],
-        "additionalProperties": False,
-    },
+        }
+    ),
     output_schema={
         "type": "object",
         "properties": {

@@ -1,6 +1,7 @@
 """Lifestyle points per the SOP's scoring table (section 4)."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, tool
+from sopgym.domains.patient_intake.tools._common import PATIENT_ID
 
 SMOKING = {"Never": 0, "Former": 1, "Current": 3}
 ALCOHOL = {"None": 0, "Occasional": 0, "Moderate": 1, "Heavy": 3}
@@ -13,17 +14,14 @@ EXERCISE = {"None": 2, "1-2 times": 1, "3-4 times": 0, "5+ times": 0}
         "Compute lifestyle risk points from smoking status, alcohol consumption and weekly "
         "exercise frequency. Returns the points per factor and their total."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "patient_id": {"type": "string", "pattern": "^P[0-9]{9}$"},
+    input_schema=arguments_schema(
+        {
+            "patient_id": PATIENT_ID,
             "smoking_status": {"type": "string", "enum": list(SMOKING)},
             "alcohol_consumption": {"type": "string", "enum": list(ALCOHOL)},
             "exercise_frequency": {"type": "string", "enum": list(EXERCISE)},
-        },
-        "required": ["patient_id", "smoking_status", "alcohol_consumption", "exercise_frequency"],
-        "additionalProperties": False,
-    },
+        }
+    ),
     output_schema={
         "type": "object",
         "properties": {

@@ -1,6 +1,7 @@
 """Look up an insurance policy and report the facts the SOP's validity rule needs."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.patient_intake.tools._common import PATIENT_ID, POLICY_NUMBER
 
 POLICY_FIELDS = (
     "policy_status",
@@ -17,28 +18,23 @@ POLICY_FIELDS = (
         "Retrieve the insurer's record for a policy number: whether it exists, its status, the "
         "provider and holder on file and the coverage window. Step 1 of the intake SOP."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "patient_id": {"type": "string", "pattern": "^P[0-9]{9}$"},
+    input_schema=arguments_schema(
+        {
+            "patient_id": PATIENT_ID,
             "insurance_provider": {"type": "string", "minLength": 1},
-            "policy_number": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{6}$"},
-        },
-        "required": ["patient_id", "insurance_provider", "policy_number"],
-        "additionalProperties": False,
-    },
-    output_schema={
-        "type": "object",
-        "properties": {
+            "policy_number": POLICY_NUMBER,
+        }
+    ),
+    output_schema=result_schema(
+        {
             "policy_found": {"type": "boolean"},
             "policy_status": {"type": ["string", "null"], "enum": ["active", "lapsed", None]},
             "provider_on_file": {"type": ["string", "null"]},
             "holder_patient_id": {"type": ["string", "null"]},
             "coverage_start": {"type": ["string", "null"], "format": "date"},
             "coverage_end": {"type": ["string", "null"], "format": "date"},
-        },
-        "required": ["policy_found", *POLICY_FIELDS],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     policy = ctx.tables.row("policies", "policy_number", args["policy_number"])

@@ -1,6 +1,7 @@
 """Pharmacy directory lookup by the exact name, address and phone on the intake form."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, tool
+from sopgym.domains.patient_intake.tools._common import PATIENT_ID
 
 
 @tool(
@@ -9,17 +10,14 @@ from sopgym.core.tools import JSON, ToolContext, tool
         "Find the patient's preferred pharmacy in the network directory and report its network "
         "participation and whether it currently accepts new prescriptions."
     ),
-    input_schema={
-        "type": "object",
-        "properties": {
-            "patient_id": {"type": "string", "pattern": "^P[0-9]{9}$"},
+    input_schema=arguments_schema(
+        {
+            "patient_id": PATIENT_ID,
             "pharmacy_name": {"type": "string", "minLength": 1, "maxLength": 100},
             "pharmacy_address": {"type": "string", "minLength": 5, "maxLength": 200},
             "pharmacy_phone": {"type": "string", "pattern": "^[0-9]{3}-[0-9]{3}-[0-9]{4}$"},
-        },
-        "required": ["patient_id", "pharmacy_name", "pharmacy_address", "pharmacy_phone"],
-        "additionalProperties": False,
-    },
+        }
+    ),
     output_schema={
         "type": "object",
         "properties": {

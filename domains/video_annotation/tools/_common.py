@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found
+from sopgym.core.tools import JSON, ToolContext, not_found, require_row
 
 VIDEO_PATTERN = "VID-[0-9]{6}"
 PROFILE_CODES = {"standard": "STD", "low_light": "LOW", "adverse_weather": "ADV"}
@@ -46,33 +46,6 @@ def nullable(schema: JSON) -> JSON:
     return {**schema, "type": [kind, "null"]}
 
 
-def arguments(
-    properties: JSON, optional: tuple[str, ...] = (), example: JSON | None = None
-) -> JSON:
-    """A strict argument schema: every property required unless listed as optional."""
-    schema: JSON = {
-        "type": "object",
-        "properties": properties,
-        "required": [name for name in properties if name not in optional],
-        "additionalProperties": False,
-    }
-    if example is not None:
-        schema["examples"] = [example]
-    return schema
-
-
-def result(properties: JSON) -> JSON:
-    """An output schema whose properties are all always present."""
-    return {"type": "object", "properties": properties, "required": list(properties)}
-
-
-def video(ctx: ToolContext, video_id: str) -> dict[str, Any]:
-    row = ctx.tables.row("videos", "video_id", video_id)
-    if row is None:
-        raise not_found("video", "video_id", video_id)
-    return row
-
-
 @dataclass(frozen=True)
 class DetectionRun:
     """What a detection run id encodes: the clip, the sampling rate, profile and threshold."""
@@ -100,7 +73,7 @@ def parse_batch(ctx: ToolContext, frame_batch_id: str) -> tuple[dict[str, Any], 
     match = re.fullmatch(_BATCH, frame_batch_id)
     if match is None:  # the schema pattern already refuses this; kept for direct callers
         raise ToolError("invalid_value", "malformed frame_batch_id", "frame_batch_id")
-    return video(ctx, match[1]), int(match[2])
+    return require_row(ctx, "videos", "video_id", match[1]), int(match[2])
 
 
 def parse_detection_run(ctx: ToolContext, run_id: str) -> DetectionRun:
@@ -108,7 +81,8 @@ def parse_detection_run(ctx: ToolContext, run_id: str) -> DetectionRun:
     if match is None:
         raise ToolError("invalid_value", "malformed detection_run_id", "detection_run_id")
     profile = {code: name for name, code in PROFILE_CODES.items()}[match[3]]
-    return DetectionRun(run_id, video(ctx, match[1]), int(match[2]), profile, int(match[4]))
+    clip = require_row(ctx, "videos", "video_id", match[1])
+    return DetectionRun(run_id, clip, int(match[2]), profile, int(match[4]))
 
 
 def parse_segmentation_run(ctx: ToolContext, run_id: str) -> tuple[DetectionRun, str]:

@@ -1,15 +1,13 @@
 """Scene conditions of a frame batch: the lighting and weather facts that pick a detector."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, not_found, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     FRAME_BATCH_ID,
     INTEGER,
     NUMBER,
     STRING,
-    arguments,
     frames_sampled,
     parse_batch,
-    result,
 )
 
 
@@ -20,8 +18,8 @@ from sopgym.domains.video_annotation.tools._common import (
         "precipitation index (0-1, share of frames with rain, snow or spray), glare fraction "
         "and the dominant road type."
     ),
-    input_schema=arguments({"frame_batch_id": FRAME_BATCH_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"frame_batch_id": FRAME_BATCH_ID}),
+    output_schema=result_schema(
         {
             "frames_analyzed": INTEGER,
             "mean_luminance": INTEGER,

@@ -5,7 +5,15 @@ step with a weaker method (the preview detector, the stand-alone tracker), so an
 picks tools by name alone gets them wrong.
 """
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import (
+    JSON,
+    ToolContext,
+    arguments_schema,
+    not_found,
+    require_row,
+    result_schema,
+    tool,
+)
 from sopgym.domains.video_annotation.tools._common import (
     DETECTION_RUN_ID,
     FRAME_BATCH_ID,
@@ -14,13 +22,10 @@ from sopgym.domains.video_annotation.tools._common import (
     PROJECT_CODE,
     STRING,
     VIDEO_ID,
-    arguments,
     frames_sampled,
     kept_objects,
     parse_batch,
     parse_detection_run,
-    result,
-    video,
 )
 
 EXAMPLE_BATCH = {"frame_batch_id": "FB-VID-100000-R10"}
@@ -39,8 +44,8 @@ def _batch_facts(ctx: ToolContext, frame_batch_id: str) -> tuple[JSON, int]:
         "Fast low-resolution detector for previews: one frame in ten, a fixed threshold, no "
         "profiles. Its counts are not suitable for annotation deliverables."
     ),
-    input_schema=arguments({"frame_batch_id": FRAME_BATCH_ID}, example=EXAMPLE_BATCH),
-    output_schema=result({"frames_previewed": INTEGER, "approx_objects": INTEGER}),
+    input_schema=arguments_schema({"frame_batch_id": FRAME_BATCH_ID}, examples=[EXAMPLE_BATCH]),
+    output_schema=result_schema({"frames_previewed": INTEGER, "approx_objects": INTEGER}),
 )
 def run_object_detection_preview(args: JSON, ctx: ToolContext) -> JSON:
     clip, frames = _batch_facts(ctx, args["frame_batch_id"])
@@ -55,8 +60,8 @@ def run_object_detection_preview(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="detect_lane_markings",
     description="Detect lane markings in a frame batch and report the lanes seen per frame.",
-    input_schema=arguments({"frame_batch_id": FRAME_BATCH_ID}, example=EXAMPLE_BATCH),
-    output_schema=result({"frames_processed": INTEGER, "mean_lanes_visible": NUMBER}),
+    input_schema=arguments_schema({"frame_batch_id": FRAME_BATCH_ID}, examples=[EXAMPLE_BATCH]),
+    output_schema=result_schema({"frames_processed": INTEGER, "mean_lanes_visible": NUMBER}),
 )
 def detect_lane_markings(args: JSON, ctx: ToolContext) -> JSON:
     clip, frames = _batch_facts(ctx, args["frame_batch_id"])
@@ -66,8 +71,8 @@ def detect_lane_markings(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="estimate_depth_map",
     description="Monocular depth estimation over a frame batch; returns the median depth.",
-    input_schema=arguments({"frame_batch_id": FRAME_BATCH_ID}, example=EXAMPLE_BATCH),
-    output_schema=result({"frames_processed": INTEGER, "median_depth_m": NUMBER}),
+    input_schema=arguments_schema({"frame_batch_id": FRAME_BATCH_ID}, examples=[EXAMPLE_BATCH]),
+    output_schema=result_schema({"frames_processed": INTEGER, "median_depth_m": NUMBER}),
 )
 def estimate_depth_map(args: JSON, ctx: ToolContext) -> JSON:
     clip, frames = _batch_facts(ctx, args["frame_batch_id"])
@@ -77,8 +82,8 @@ def estimate_depth_map(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="compute_optical_flow",
     description="Dense optical flow between consecutive sampled frames (ego-motion proxy).",
-    input_schema=arguments({"frame_batch_id": FRAME_BATCH_ID}, example=EXAMPLE_BATCH),
-    output_schema=result({"frame_pairs": INTEGER, "mean_flow_px": NUMBER}),
+    input_schema=arguments_schema({"frame_batch_id": FRAME_BATCH_ID}, examples=[EXAMPLE_BATCH]),
+    output_schema=result_schema({"frame_pairs": INTEGER, "mean_flow_px": NUMBER}),
 )
 def compute_optical_flow(args: JSON, ctx: ToolContext) -> JSON:
     clip, frames = _batch_facts(ctx, args["frame_batch_id"])
@@ -94,8 +99,8 @@ def compute_optical_flow(args: JSON, ctx: ToolContext) -> JSON:
         "Stand-alone multi-object tracker over a detection run; reports track count only. "
         "It does not measure identity switches."
     ),
-    input_schema=arguments({"detection_run_id": DETECTION_RUN_ID}, example=EXAMPLE_RUN),
-    output_schema=result({"tracks": INTEGER, "tracker": STRING}),
+    input_schema=arguments_schema({"detection_run_id": DETECTION_RUN_ID}, examples=[EXAMPLE_RUN]),
+    output_schema=result_schema({"tracks": INTEGER, "tracker": STRING}),
 )
 def track_objects(args: JSON, ctx: ToolContext) -> JSON:
     detection = parse_detection_run(ctx, args["detection_run_id"])
@@ -105,8 +110,8 @@ def track_objects(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="export_coco_format",
     description="Convert a detection run to a COCO JSON export in the scratch bucket.",
-    input_schema=arguments({"detection_run_id": DETECTION_RUN_ID}, example=EXAMPLE_RUN),
-    output_schema=result({"export_uri": STRING, "annotations": INTEGER}),
+    input_schema=arguments_schema({"detection_run_id": DETECTION_RUN_ID}, examples=[EXAMPLE_RUN]),
+    output_schema=result_schema({"export_uri": STRING, "annotations": INTEGER}),
 )
 def export_coco_format(args: JSON, ctx: ToolContext) -> JSON:
     detection = parse_detection_run(ctx, args["detection_run_id"])
@@ -119,8 +124,10 @@ def export_coco_format(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="list_project_annotators",
     description="List the annotators staffed on an annotation project.",
-    input_schema=arguments({"project_code": PROJECT_CODE}, example={"project_code": "AVP-URB"}),
-    output_schema=result({"annotator_ids": {"type": "array", "items": STRING}}),
+    input_schema=arguments_schema(
+        {"project_code": PROJECT_CODE}, examples=[{"project_code": "AVP-URB"}]
+    ),
+    output_schema=result_schema({"annotator_ids": {"type": "array", "items": STRING}}),
 )
 def list_project_annotators(args: JSON, ctx: ToolContext) -> JSON:
     staffed = ctx.tables.rows("annotators", "project_code", args["project_code"])
@@ -132,17 +139,17 @@ def list_project_annotators(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="estimate_labeling_cost",
     description="Estimate the labelling cost of a clip for budgeting, by mask mode.",
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "segmentation_mode": {"type": "string", "enum": list(COST_PER_MINUTE_USD)},
         },
-        example={"video_id": "VID-100000", "segmentation_mode": "instance"},
+        examples=[{"video_id": "VID-100000", "segmentation_mode": "instance"}],
     ),
-    output_schema=result({"estimated_cost_usd": NUMBER, "currency": STRING}),
+    output_schema=result_schema({"estimated_cost_usd": NUMBER, "currency": STRING}),
 )
 def estimate_labeling_cost(args: JSON, ctx: ToolContext) -> JSON:
-    clip = video(ctx, args["video_id"])
+    clip = require_row(ctx, "videos", "video_id", args["video_id"])
     rate = COST_PER_MINUTE_USD[args["segmentation_mode"]]
     return {"estimated_cost_usd": round(clip["duration_s"] / 60 * rate, 2), "currency": "USD"}
 

@@ -1,18 +1,15 @@
 """Frame sampling: turns a clip into a frame batch that the perception tools work on."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     INTEGER,
     NUMBER,
     SAMPLE_RATES,
     STRING,
     VIDEO_ID,
-    arguments,
     batch_id,
     frames_sampled,
     nullable,
-    result,
-    video,
 )
 
 
@@ -22,13 +19,13 @@ from sopgym.domains.video_annotation.tools._common import (
         "Decode a clip and sample frames at the requested rate (frames per second of video). "
         "Returns the frame batch id that scene analysis and detection take as input."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "sample_rate_fps": {"type": "integer", "enum": SAMPLE_RATES},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "frame_batch_id": STRING,
             "frames_extracted": INTEGER,
@@ -38,7 +35,7 @@ from sopgym.domains.video_annotation.tools._common import (
     ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    clip = video(ctx, args["video_id"])
+    clip = require_row(ctx, "videos", "video_id", args["video_id"])
     rate = args["sample_rate_fps"]
     return {
         "frame_batch_id": batch_id(clip["video_id"], rate),

@@ -1,14 +1,12 @@
 """Catalog lookup of a clip's technical metadata: the facts the input requirements test."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     INTEGER,
     NUMBER,
     STRING,
     VIDEO_ID,
-    arguments,
     nullable,
-    result,
 )
 
 PROBED = (
@@ -30,8 +28,8 @@ CATALOGED = ("duration_s", "camera_position", "capture_date")
         "probed at ingest: container, codec, frame rate, resolution, colour depth (bits per "
         "channel), duration and frame count. Fields the encoder did not report are null."
     ),
-    input_schema=arguments({"video_id": VIDEO_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"video_id": VIDEO_ID}),
+    output_schema=result_schema(
         {
             "video_found": {"type": "boolean"},
             "container_format": nullable(STRING),

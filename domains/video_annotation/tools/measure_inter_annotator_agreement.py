@@ -1,16 +1,14 @@
 """Inter-annotator agreement: Cohen's kappa of two annotators on the run's audit frames."""
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, not_found, result_schema, tool
 from sopgym.domains.video_annotation.tools._audits import audit
 from sopgym.domains.video_annotation.tools._common import (
     ANNOTATOR_ID,
     DETECTION_RUN_ID,
     INTEGER,
     NUMBER,
-    arguments,
     parse_detection_run,
-    result,
 )
 
 FRAMES_COMPARED = 40
@@ -22,7 +20,7 @@ FRAMES_COMPARED = 40
         "Have two annotators independently label the audit frames of a detection run and "
         "return Cohen's kappa of their labels (1.0 = perfect agreement)."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "detection_run_id": DETECTION_RUN_ID,
             "annotator_ids": {
@@ -34,7 +32,7 @@ FRAMES_COMPARED = 40
             },
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "frames_compared": INTEGER,
             "cohen_kappa": NUMBER,

@@ -1,19 +1,17 @@
 """Spatial accuracy: IoU of the run's boxes (and masks) against auditor-drawn references."""
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.video_annotation.tools._audits import AUDIT_SAMPLE_MAX, audit
 from sopgym.domains.video_annotation.tools._common import (
     DETECTION_RUN_ID,
     INTEGER,
     NUMBER,
     SEGMENTATION_RUN_ID,
-    arguments,
     kept_objects,
     nullable,
     parse_detection_run,
     parse_segmentation_run,
-    result,
 )
 
 
@@ -24,11 +22,11 @@ from sopgym.domains.video_annotation.tools._common import (
         "return their mean intersection-over-union. When a segmentation run of the same "
         "detection run is given, its masks are audited too (mask IoU is null otherwise)."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {"detection_run_id": DETECTION_RUN_ID, "segmentation_run_id": SEGMENTATION_RUN_ID},
-        optional=("segmentation_run_id",),
+        required=["detection_run_id"],
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "boxes_audited": INTEGER,
             "box_mean_iou": NUMBER,

@@ -1,14 +1,12 @@
 """Temporal consistency: how often tracked objects swap identity between sampled frames."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.video_annotation.tools._audits import audit
 from sopgym.domains.video_annotation.tools._common import (
     DETECTION_RUN_ID,
     INTEGER,
-    arguments,
     kept_objects,
     parse_detection_run,
-    result,
 )
 
 
@@ -18,8 +16,8 @@ from sopgym.domains.video_annotation.tools._common import (
         "Link a detection run's boxes into tracks across the sampled frames and count the "
         "identity switches (a track jumping to another object) over the evaluated frames."
     ),
-    input_schema=arguments({"detection_run_id": DETECTION_RUN_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"detection_run_id": DETECTION_RUN_ID}),
+    output_schema=result_schema(
         {
             "frames_evaluated": INTEGER,
             "tracks": INTEGER,

@@ -4,18 +4,16 @@ import hashlib
 import re
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     DETECTION_RUN_ID,
     INTEGER,
     SEGMENTATION_RUN_ID,
     STRING,
     VIDEO_ID,
-    arguments,
     kept_objects,
     parse_detection_run,
     parse_segmentation_run,
-    result,
 )
 
 _PREFIX = r"s3://av-annotation/(released|rework)/[A-Z]{3}-[A-Z]{3}/(VID-[0-9]{6})/"
@@ -33,7 +31,7 @@ def _refuse(message: str, field: str) -> ToolError:
         "Write the detection file (and, when a segmentation run is given, the segmentation "
         "file) of a reviewed clip to the paths given, and register them in the manifest."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "detection_run_id": DETECTION_RUN_ID,
@@ -42,9 +40,9 @@ def _refuse(message: str, field: str) -> ToolError:
             "segmentation_run_id": SEGMENTATION_RUN_ID,
             "segmentation_path": {"type": "string", "pattern": SEGMENTATION_PATH},
         },
-        optional=("segmentation_run_id", "segmentation_path"),
+        required=["video_id", "detection_run_id", "review_id", "detection_path"],
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "manifest_id": STRING,
             "storage_area": STRING,

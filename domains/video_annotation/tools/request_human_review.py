@@ -1,15 +1,13 @@
 """Human review: a panel of three reviewers scores the annotations from 1 to 5."""
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, not_found, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     DETECTION_RUN_ID,
     NUMBER,
     STRING,
     VIDEO_ID,
-    arguments,
     parse_detection_run,
-    result,
 )
 
 TIERS = {"standard": "STD", "expert": "EXP"}
@@ -21,14 +19,14 @@ TIERS = {"standard": "STD", "expert": "EXP"}
         "Send a clip's annotations (its detection run) to a review panel of the requested "
         "tier. Each of the three reviewers returns a quality score from 1.0 to 5.0."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "detection_run_id": DETECTION_RUN_ID,
             "review_tier": {"type": "string", "enum": list(TIERS)},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "review_id": STRING,
             "review_tier": STRING,

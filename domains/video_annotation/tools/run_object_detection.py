@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     FRAME_BATCH_ID,
     INTEGER,
@@ -10,10 +10,8 @@ from sopgym.domains.video_annotation.tools._common import (
     PROFILE_CODES,
     STRING,
     DetectionRun,
-    arguments,
     kept_objects,
     parse_batch,
-    result,
 )
 
 CLASSES = ["vehicle", "pedestrian", "cyclist", "traffic_sign", "traffic_light"]
@@ -26,23 +24,19 @@ CLASSES = ["vehicle", "pedestrian", "cyclist", "traffic_sign", "traffic_light"]
         "weights for standard, low-light or adverse-weather footage) and a confidence "
         "threshold. Returns the detection run id used by segmentation and quality control."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "frame_batch_id": FRAME_BATCH_ID,
             "profile": {"type": "string", "enum": list(PROFILE_CODES)},
             "confidence_threshold": {"type": "number", "minimum": 0.05, "maximum": 0.95},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "detection_run_id": STRING,
             "frames_processed": INTEGER,
             "objects_detected": INTEGER,
-            "class_counts": {
-                "type": "object",
-                "properties": {name: INTEGER for name in CLASSES},
-                "required": CLASSES,
-            },
+            "class_counts": result_schema({name: INTEGER for name in CLASSES}),
             "mean_confidence": NUMBER,
         }
     ),

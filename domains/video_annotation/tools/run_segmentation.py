@@ -1,15 +1,13 @@
 """Mask generation on top of a detection run (instance or panoptic masks)."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.video_annotation.tools._common import (
     DETECTION_RUN_ID,
     INTEGER,
     MODE_CODES,
     STRING,
-    arguments,
     kept_objects,
     parse_detection_run,
-    result,
 )
 
 # Panoptic output also labels the background "stuff" regions of every sampled frame.
@@ -22,13 +20,13 @@ STUFF_CLASSES = ["road", "sidewalk", "vegetation", "sky"]
         "Generate pixel masks for the objects of a detection run: 'instance' masks one mask "
         "per detected object; 'panoptic' also labels road, sidewalk, vegetation and sky."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "detection_run_id": DETECTION_RUN_ID,
             "mode": {"type": "string", "enum": list(MODE_CODES)},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "segmentation_run_id": STRING,
             "mode": STRING,

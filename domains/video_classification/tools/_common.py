@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
-from sopgym.core.tools import JSON, ToolContext, not_found
+from sopgym.core.tools import JSON
 
 # Policy categories in the SOP's tie-break order (earlier wins a tie).
 CATEGORIES = ["violence", "self_harm", "nudity", "hate_speech", "dangerous_acts", "misinformation"]
@@ -41,40 +40,6 @@ BOOLEAN: JSON = {"type": "boolean"}
 def nullable(schema: JSON) -> JSON:
     """The same schema, also admitting null (a fact the source system does not have)."""
     return {**schema, "type": [schema["type"], "null"]}
-
-
-def arguments(
-    properties: JSON, optional: tuple[str, ...] = (), example: JSON | None = None
-) -> JSON:
-    """A strict argument schema: every property required unless listed as optional."""
-    schema: JSON = {
-        "type": "object",
-        "properties": properties,
-        "required": [name for name in properties if name not in optional],
-        "additionalProperties": False,
-    }
-    if example is not None:
-        schema["examples"] = [example]
-    return schema
-
-
-def result(properties: JSON) -> JSON:
-    """An output schema whose properties are all always present."""
-    return {"type": "object", "properties": properties, "required": list(properties)}
-
-
-def video(ctx: ToolContext, video_id: str) -> dict[str, Any]:
-    row = ctx.tables.row("videos", "video_id", video_id)
-    if row is None:
-        raise not_found("video", "video_id", video_id)
-    return row
-
-
-def uploader(ctx: ToolContext, uploader_id: str) -> dict[str, Any]:
-    row = ctx.tables.row("uploaders", "uploader_id", uploader_id)
-    if row is None:
-        raise not_found("uploader", "uploader_id", uploader_id)
-    return row
 
 
 def receipt(prefix: str, *parts: object) -> str:

@@ -1,22 +1,19 @@
 """Attach policy-category tags to a video's moderation record."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.video_classification.tools._common import (
     CATEGORIES,
     INTEGER,
     STRING,
     VIDEO_ID,
-    arguments,
     receipt,
-    result,
-    video,
 )
 
 
 @tool(
     name="apply_moderation_tags",
     description="Attach one or more policy-category tags to a video's moderation record.",
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "tags": {
@@ -27,9 +24,9 @@ from sopgym.domains.video_classification.tools._common import (
             },
         }
     ),
-    output_schema=result({"tag_record_id": STRING, "tag_count": INTEGER}),
+    output_schema=result_schema({"tag_record_id": STRING, "tag_count": INTEGER}),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    video(ctx, args["video_id"])
+    require_row(ctx, "videos", "video_id", args["video_id"])
     tags = sorted(args["tags"])
     return {"tag_record_id": receipt("TAG", args["video_id"], *tags), "tag_count": len(tags)}

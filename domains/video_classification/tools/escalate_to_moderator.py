@@ -1,15 +1,7 @@
 """Escalation: put the video in a human moderation queue with a priority."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.video_classification.tools._common import (
-    INTEGER,
-    QUEUE_CODES,
-    STRING,
-    VIDEO_ID,
-    arguments,
-    result,
-    video,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.video_classification.tools._common import INTEGER, QUEUE_CODES, STRING, VIDEO_ID
 
 SLA_HOURS = {"standard": 24, "urgent": 4}
 
@@ -20,14 +12,14 @@ SLA_HOURS = {"standard": 24, "urgent": 4}
         "Escalate a video to the human moderation team: choose the specialist queue (a policy "
         "category, or 'general') and the priority. Returns the escalation id and the SLA."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "queue": {"type": "string", "enum": list(QUEUE_CODES)},
             "priority": {"type": "string", "enum": list(SLA_HOURS)},
         }
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "escalation_id": STRING,
             "queue": STRING,
@@ -37,7 +29,7 @@ SLA_HOURS = {"standard": 24, "urgent": 4}
     ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    row = video(ctx, args["video_id"])
+    row = require_row(ctx, "videos", "video_id", args["video_id"])
     queue = args["queue"]
     return {
         "escalation_id": f"ESC-{row['video_id']}-{QUEUE_CODES[queue]}",

@@ -1,14 +1,19 @@
 """The human moderator's verdict on an escalated video: findings, context, minors."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import (
+    JSON,
+    ToolContext,
+    arguments_schema,
+    not_found,
+    require_row,
+    result_schema,
+    tool,
+)
 from sopgym.domains.video_classification.tools._common import (
     BOOLEAN,
     CATEGORIES,
     ESCALATION_ID,
     STRING,
-    arguments,
-    result,
-    video,
 )
 
 CONTEXTS = ["none", "news", "educational", "documentary", "artistic", "satire"]
@@ -21,21 +26,19 @@ CONTEXTS = ["none", "news", "educational", "documentary", "artistic", "satire"]
         "and severity 1 = mild ... 4 = severe), the context the moderator recognised, and "
         "whether a minor is depicted."
     ),
-    input_schema=arguments({"escalation_id": ESCALATION_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"escalation_id": ESCALATION_ID}),
+    output_schema=result_schema(
         {
             "escalation_id": STRING,
             "moderator_id": STRING,
             "findings": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
+                "items": result_schema(
+                    {
                         "category": {"type": "string", "enum": CATEGORIES},
                         "severity": {"type": "integer", "minimum": 1, "maximum": 4},
-                    },
-                    "required": ["category", "severity"],
-                },
+                    }
+                ),
             },
             "context": {"type": "string", "enum": CONTEXTS},
             "minor_depicted": BOOLEAN,
@@ -45,7 +48,7 @@ CONTEXTS = ["none", "news", "educational", "documentary", "artistic", "satire"]
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     video_id = args["escalation_id"][4:14]
-    video(ctx, video_id)
+    require_row(ctx, "videos", "video_id", video_id)
     review = ctx.tables.row("moderator_reviews", "video_id", video_id)
     if review is None:
         raise not_found("moderator review", "escalation_id", args["escalation_id"])

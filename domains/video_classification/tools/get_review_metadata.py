@@ -1,15 +1,12 @@
 """Review metadata of a flagged video: reports and the automated classifier's scores."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.video_classification.tools._common import (
     CATEGORIES,
     INTEGER,
     NUMBER,
     STRING,
     VIDEO_ID,
-    arguments,
-    result,
-    video,
 )
 
 _SCORES = {
@@ -26,8 +23,8 @@ _SCORES = {
         "user reports, the automated classifier's status and per-category scores (0-1; null "
         "unless the classifier completed) and the content fingerprint."
     ),
-    input_schema=arguments({"video_id": VIDEO_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"video_id": VIDEO_ID}),
+    output_schema=result_schema(
         {
             "video_id": STRING,
             "uploader_id": STRING,
@@ -42,7 +39,7 @@ _SCORES = {
     ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    row = video(ctx, args["video_id"])
+    row = require_row(ctx, "videos", "video_id", args["video_id"])
     complete = row["classifier_status"] == "complete"
     return {
         "video_id": row["video_id"],

@@ -1,14 +1,7 @@
 """Uploader standing: active strikes decide whether an age restriction becomes a removal."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.video_classification.tools._common import (
-    BOOLEAN,
-    INTEGER,
-    UPLOADER_ID,
-    arguments,
-    result,
-    uploader,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.video_classification.tools._common import BOOLEAN, INTEGER, UPLOADER_ID
 
 
 @tool(
@@ -17,8 +10,8 @@ from sopgym.domains.video_classification.tools._common import (
         "Fetch an uploader's enforcement history: account age, active community-guideline "
         "strikes (unexpired), total prior removals and whether the account is verified."
     ),
-    input_schema=arguments({"uploader_id": UPLOADER_ID}),
-    output_schema=result(
+    input_schema=arguments_schema({"uploader_id": UPLOADER_ID}),
+    output_schema=result_schema(
         {
             "account_age_days": INTEGER,
             "active_strikes": INTEGER,
@@ -28,7 +21,7 @@ from sopgym.domains.video_classification.tools._common import (
     ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    row = uploader(ctx, args["uploader_id"])
+    row = require_row(ctx, "uploaders", "uploader_id", args["uploader_id"])
     return {
         "account_age_days": row["account_age_days"],
         "active_strikes": row["active_strikes"],

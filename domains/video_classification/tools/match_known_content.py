@@ -1,14 +1,7 @@
 """Hash-list lookup: is this fingerprint already confirmed violating content?"""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.video_classification.tools._common import (
-    BOOLEAN,
-    FINGERPRINT,
-    STRING,
-    arguments,
-    nullable,
-    result,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.video_classification.tools._common import BOOLEAN, FINGERPRINT, STRING, nullable
 
 
 @tool(
@@ -17,8 +10,8 @@ from sopgym.domains.video_classification.tools._common import (
         "Look a content fingerprint up in the shared hash lists of content already confirmed "
         "as violating. Returns whether it matched and, if so, the category and the list."
     ),
-    input_schema=arguments({"content_fingerprint": FINGERPRINT}),
-    output_schema=result(
+    input_schema=arguments_schema({"content_fingerprint": FINGERPRINT}),
+    output_schema=result_schema(
         {
             "match_found": BOOLEAN,
             "matched_category": nullable(STRING),

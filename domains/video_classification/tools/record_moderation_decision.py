@@ -1,6 +1,6 @@
 """Enforce and log the final action on a video (the last step of every review)."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
 from sopgym.domains.video_classification.tools._common import (
     ACTIONS,
     BOOLEAN,
@@ -8,10 +8,7 @@ from sopgym.domains.video_classification.tools._common import (
     INTEGER,
     STRING,
     VIDEO_ID,
-    arguments,
     receipt,
-    result,
-    video,
 )
 
 APPEAL_WINDOW_DAYS = {"keep": 0, "age_restrict": 30, "remove": 60}
@@ -24,15 +21,15 @@ APPEAL_WINDOW_DAYS = {"keep": 0, "age_restrict": 30, "remove": 60}
         "escalation it came from when there was one, and notify the uploader of any "
         "enforcement."
     ),
-    input_schema=arguments(
+    input_schema=arguments_schema(
         {
             "video_id": VIDEO_ID,
             "action": {"type": "string", "enum": ACTIONS},
             "escalation_id": ESCALATION_ID,
         },
-        optional=("escalation_id",),
+        required=["video_id", "action"],
     ),
-    output_schema=result(
+    output_schema=result_schema(
         {
             "decision_record_id": STRING,
             "uploader_notified": BOOLEAN,
@@ -41,7 +38,7 @@ APPEAL_WINDOW_DAYS = {"keep": 0, "age_restrict": 30, "remove": 60}
     ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    video(ctx, args["video_id"])
+    require_row(ctx, "videos", "video_id", args["video_id"])
     action = args["action"]
     return {
         "decision_record_id": receipt(

@@ -23,19 +23,6 @@ UNIT_COST = {"type": "number", "minimum": 0.01, "maximum": 100000}
 NULLABLE_STRING = {"type": ["string", "null"]}
 
 
-def object_schema(properties: dict, examples: list[dict] | None = None) -> dict:
-    """A closed input schema whose every property is required."""
-    schema = {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-    if examples:
-        schema["examples"] = examples
-    return schema
-
-
 def open_image(ctx: ToolContext, image_id: str, mode: str) -> Image.Image:
     """Load an inspection image from the dataset's files; the id is a bare file name."""
     path = Path(ctx.files_dir or ".") / image_id

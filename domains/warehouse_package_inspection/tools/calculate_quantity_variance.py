@@ -1,8 +1,8 @@
 """Received versus expected units of a PO line, where expected excludes cancelled units."""
 
 from sopgym.core.errors import ToolError
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.warehouse_package_inspection.tools._common import PO_NUMBER, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.warehouse_package_inspection.tools._common import PO_NUMBER
 
 
 @tool(
@@ -12,15 +12,14 @@ from sopgym.domains.warehouse_package_inspection.tools._common import PO_NUMBER,
         "(ordered minus cancelled). Returns the variance in units and as a signed percentage "
         "of the expected quantity (null when nothing is expected)."
     ),
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "po_number": PO_NUMBER,
             "received_quantity": {"type": "integer", "minimum": 0, "maximum": 100000},
         }
     ),
-    output_schema={
-        "type": "object",
-        "properties": {
+    output_schema=result_schema(
+        {
             "po_number": {"type": "string"},
             "ordered_quantity": {"type": "integer"},
             "cancelled_quantity": {"type": "integer"},
@@ -28,22 +27,11 @@ from sopgym.domains.warehouse_package_inspection.tools._common import PO_NUMBER,
             "received_quantity": {"type": "integer"},
             "variance_units": {"type": "integer"},
             "variance_percent": {"type": ["number", "null"]},
-        },
-        "required": [
-            "po_number",
-            "ordered_quantity",
-            "cancelled_quantity",
-            "expected_quantity",
-            "received_quantity",
-            "variance_units",
-            "variance_percent",
-        ],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    line = ctx.tables.row("purchase_orders", "po_number", args["po_number"])
-    if line is None:
-        raise not_found("purchase order", "po_number", args["po_number"])
+    line = require_row(ctx, "purchase_orders", "po_number", args["po_number"], "purchase order")
     expected = line["ordered_quantity"] - line["cancelled_quantity"]
     if expected < 0:  # a data defect, never produced by the generator
         raise ToolError("invalid_value", "cancelled quantity exceeds ordered", "po_number")

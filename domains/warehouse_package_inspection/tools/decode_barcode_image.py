@@ -2,12 +2,11 @@
 
 from PIL import Image
 
-from sopgym.core.tools import JSON, ToolContext, tool
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
 from sopgym.domains.warehouse_package_inspection.symbology import MODULES, SymbolError, decode
 from sopgym.domains.warehouse_package_inspection.tools._common import (
     IMAGE_ID,
     NULLABLE_STRING,
-    object_schema,
     open_image,
 )
 
@@ -42,18 +41,16 @@ def read_modules(bits: list[bool]) -> tuple[str, int]:
         "Decode the EAN-13 barcode in a package's barcode image. Returns whether a valid "
         "symbol was read, the 13-digit GTIN it carries and, when it could not be read, why."
     ),
-    input_schema=object_schema({"image_id": IMAGE_ID}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"image_id": IMAGE_ID}),
+    output_schema=result_schema(
+        {
             "image_id": {"type": "string"},
             "decoded": {"type": "boolean"},
             "gtin": NULLABLE_STRING,
             "module_width_px": {"type": ["integer", "null"]},
             "failure_reason": NULLABLE_STRING,
-        },
-        "required": ["image_id", "decoded", "gtin", "module_width_px", "failure_reason"],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     image = open_image(ctx, args["image_id"], "L")

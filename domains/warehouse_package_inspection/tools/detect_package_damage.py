@@ -1,11 +1,7 @@
 """Measure dark damage marks (water stains, crush marks) on a package photo."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.warehouse_package_inspection.tools._common import (
-    IMAGE_ID,
-    object_schema,
-    open_image,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.warehouse_package_inspection.tools._common import IMAGE_ID, open_image
 
 DARK_BELOW = 60  # luminance; carton, tape and label print are all well above it
 
@@ -16,10 +12,9 @@ DARK_BELOW = 60  # luminance; carton, tape and label print are all well above it
         "Analyse a package photo for dark damage marks. Returns the number of dark pixels, "
         "their share of the photo in percent (2 decimals) and the bounding box around them."
     ),
-    input_schema=object_schema({"image_id": IMAGE_ID}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"image_id": IMAGE_ID}),
+    output_schema=result_schema(
+        {
             "image_id": {"type": "string"},
             "width_px": {"type": "integer"},
             "height_px": {"type": "integer"},
@@ -31,16 +26,8 @@ DARK_BELOW = 60  # luminance; carton, tape and label print are all well above it
                 "minItems": 4,
                 "maxItems": 4,
             },
-        },
-        "required": [
-            "image_id",
-            "width_px",
-            "height_px",
-            "dark_pixel_count",
-            "dark_area_percent",
-            "dark_region_bbox",
-        ],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     grey = open_image(ctx, args["image_id"], "L")

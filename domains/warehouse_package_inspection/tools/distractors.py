@@ -1,12 +1,11 @@
 """Callable tools that look relevant to receiving inspection but that the SOP never asks for."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
+from sopgym.core.tools import JSON, Tool, ToolContext, arguments_schema, require_row, tool
 from sopgym.domains.warehouse_package_inspection.tools._common import (
     IMAGE_ID,
     UNIT_COST,
     VENDOR_ID,
     WAREHOUSE_CODE,
-    object_schema,
     open_image,
 )
 
@@ -16,44 +15,53 @@ EXAMPLE_VENDOR = "V-10000"
 EXAMPLE_IMAGE = "pkg_000000.png"
 
 
-@tool(
-    name="lookup_product_by_sku",
-    description="Item-master record of a product id: description, category and case pack.",
-    input_schema=object_schema({"product_id": PRODUCT_ID}, [{"product_id": EXAMPLE_PRODUCT}]),
-)
-def lookup_product_by_sku(args: JSON, ctx: ToolContext) -> JSON:
-    product = ctx.tables.row("products", "product_id", args["product_id"])
-    if product is None:
-        raise not_found("product", "product_id", args["product_id"])
-    return {
-        "product_id": product["product_id"],
-        "description": product["description"],
-        "category": product["category"],
-        "case_pack": product["case_pack"],
-    }
+def _record_lookup(
+    name: str,
+    description: str,
+    table: str,
+    key: str,
+    key_schema: JSON,
+    example: str,
+    fields: tuple[str, ...],
+) -> Tool:
+    """A tool that returns ``fields`` of the ``table`` record whose ``key`` is given."""
+
+    @tool(
+        name=name,
+        description=description,
+        input_schema=arguments_schema({key: key_schema}, examples=[{key: example}]),
+    )
+    def run(args: JSON, ctx: ToolContext) -> JSON:
+        record = require_row(ctx, table, key, args[key])
+        return {field: record[field] for field in fields}
+
+    return run
 
 
-@tool(
-    name="get_vendor_scorecard",
-    description="Quarterly vendor performance scorecard: on-time and fill-rate percentages.",
-    input_schema=object_schema({"vendor_id": VENDOR_ID}, [{"vendor_id": EXAMPLE_VENDOR}]),
+lookup_product_by_sku = _record_lookup(
+    "lookup_product_by_sku",
+    "Item-master record of a product id: description, category and case pack.",
+    "products",
+    "product_id",
+    PRODUCT_ID,
+    EXAMPLE_PRODUCT,
+    ("product_id", "description", "category", "case_pack"),
 )
-def get_vendor_scorecard(args: JSON, ctx: ToolContext) -> JSON:
-    vendor = ctx.tables.row("vendors", "vendor_id", args["vendor_id"])
-    if vendor is None:
-        raise not_found("vendor", "vendor_id", args["vendor_id"])
-    return {
-        "vendor_id": vendor["vendor_id"],
-        "vendor_name": vendor["vendor_name"],
-        "on_time_percent": vendor["on_time_percent"],
-        "fill_rate_percent": vendor["fill_rate_percent"],
-    }
+get_vendor_scorecard = _record_lookup(
+    "get_vendor_scorecard",
+    "Quarterly vendor performance scorecard: on-time and fill-rate percentages.",
+    "vendors",
+    "vendor_id",
+    VENDOR_ID,
+    EXAMPLE_VENDOR,
+    ("vendor_id", "vendor_name", "on_time_percent", "fill_rate_percent"),
+)
 
 
 @tool(
     name="measure_package_dimensions",
     description="Estimate a carton's outline in pixels from a package photo (for cubing).",
-    input_schema=object_schema({"image_id": IMAGE_ID}, [{"image_id": EXAMPLE_IMAGE}]),
+    input_schema=arguments_schema({"image_id": IMAGE_ID}, examples=[{"image_id": EXAMPLE_IMAGE}]),
 )
 def measure_package_dimensions(args: JSON, ctx: ToolContext) -> JSON:
     grey = open_image(ctx, args["image_id"], "L")
@@ -69,13 +77,13 @@ def measure_package_dimensions(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="estimate_transfer_freight",
     description="Estimate the freight cost of moving a pallet between two warehouses.",
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "from_warehouse": WAREHOUSE_CODE,
             "to_warehouse": WAREHOUSE_CODE,
             "weight_kg": {"type": "number", "minimum": 0.1, "maximum": 2000},
         },
-        [{"from_warehouse": "ATL2", "to_warehouse": "DFW1", "weight_kg": 120.0}],
+        examples=[{"from_warehouse": "ATL2", "to_warehouse": "DFW1", "weight_kg": 120.0}],
     ),
 )
 def estimate_transfer_freight(args: JSON, ctx: ToolContext) -> JSON:
@@ -87,9 +95,9 @@ def estimate_transfer_freight(args: JSON, ctx: ToolContext) -> JSON:
 @tool(
     name="calculate_restocking_fee",
     description="Customer-return restocking fee (15% of goods value, minimum $5) for a return.",
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {"unit_cost": UNIT_COST, "quantity": {"type": "integer", "minimum": 1, "maximum": 100000}},
-        [{"unit_cost": 19.99, "quantity": 4}],
+        examples=[{"unit_cost": 19.99, "quantity": 4}],
     ),
 )
 def calculate_restocking_fee(args: JSON, ctx: ToolContext) -> JSON:

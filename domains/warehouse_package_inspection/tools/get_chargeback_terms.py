@@ -1,7 +1,7 @@
 """Chargeback matrix lookup: the vendor penalty terms for one discrepancy type and cost band."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.warehouse_package_inspection.tools._common import UNIT_COST, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.warehouse_package_inspection.tools._common import UNIT_COST
 
 DISCREPANCY_TYPES = [
     "wrong_item",
@@ -29,37 +29,26 @@ def cost_band(unit_cost: float) -> str:
         "the unit-cost band applied and that band's flat fee, percentage of goods value and "
         "maximum per discrepancy."
     ),
-    input_schema=object_schema(
+    input_schema=arguments_schema(
         {
             "discrepancy_type": {"type": "string", "enum": DISCREPANCY_TYPES},
             "unit_cost": UNIT_COST,
         }
     ),
-    output_schema={
-        "type": "object",
-        "properties": {
+    output_schema=result_schema(
+        {
             "rule_id": {"type": "string"},
             "discrepancy_type": {"enum": DISCREPANCY_TYPES},
             "cost_band": {"enum": [band for _, band in COST_BANDS]},
             "flat_fee": {"type": "number"},
             "percent_of_value": {"type": "number"},
             "max_amount": {"type": "number"},
-        },
-        "required": [
-            "rule_id",
-            "discrepancy_type",
-            "cost_band",
-            "flat_fee",
-            "percent_of_value",
-            "max_amount",
-        ],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     rule_id = f"{args['discrepancy_type']}/{cost_band(args['unit_cost'])}"
-    terms = ctx.tables.row("chargeback_matrix", "rule_id", rule_id)
-    if terms is None:
-        raise not_found("chargeback rule", "rule_id", rule_id)
+    terms = require_row(ctx, "chargeback_matrix", "rule_id", rule_id, "chargeback rule")
     return {
         k: terms[k]
         for k in (

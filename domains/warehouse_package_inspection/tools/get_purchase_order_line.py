@@ -1,7 +1,7 @@
 """Purchase-order lookup: what was ordered, from whom, at what cost and for which site."""
 
-from sopgym.core.tools import JSON, ToolContext, not_found, tool
-from sopgym.domains.warehouse_package_inspection.tools._common import PO_NUMBER, object_schema
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, require_row, result_schema, tool
+from sopgym.domains.warehouse_package_inspection.tools._common import PO_NUMBER
 
 PO_FIELDS = (
     "po_number",
@@ -23,10 +23,9 @@ PO_FIELDS = (
         "confirmed product id, ordered and cancelled quantities, the agreed unit cost and the "
         "warehouse the goods were ordered for."
     ),
-    input_schema=object_schema({"po_number": PO_NUMBER}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"po_number": PO_NUMBER}),
+    output_schema=result_schema(
+        {
             "po_number": {"type": "string"},
             "vendor_id": {"type": "string"},
             "product_id": {"type": "string"},
@@ -36,12 +35,9 @@ PO_FIELDS = (
             "unit_cost": {"type": "number"},
             "ship_to_warehouse": {"type": "string"},
             "order_date": {"type": "string", "format": "date"},
-        },
-        "required": list(PO_FIELDS),
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
-    line = ctx.tables.row("purchase_orders", "po_number", args["po_number"])
-    if line is None:
-        raise not_found("purchase order", "po_number", args["po_number"])
+    line = require_row(ctx, "purchase_orders", "po_number", args["po_number"], "purchase order")
     return {k: line[k] for k in PO_FIELDS}

@@ -1,11 +1,7 @@
 """Item-master lookup by GTIN: which product a decoded barcode identifies, if any."""
 
-from sopgym.core.tools import JSON, ToolContext, tool
-from sopgym.domains.warehouse_package_inspection.tools._common import (
-    GTIN,
-    NULLABLE_STRING,
-    object_schema,
-)
+from sopgym.core.tools import JSON, ToolContext, arguments_schema, result_schema, tool
+from sopgym.domains.warehouse_package_inspection.tools._common import GTIN, NULLABLE_STRING
 
 PRODUCT_FIELDS = ("product_id", "description", "category", "unit_of_measure")
 
@@ -16,16 +12,14 @@ PRODUCT_FIELDS = ("product_id", "description", "category", "unit_of_measure")
         "Find the product registered in the item master under a 13-digit GTIN. Returns "
         "product_found false when no product carries that GTIN."
     ),
-    input_schema=object_schema({"gtin": GTIN}),
-    output_schema={
-        "type": "object",
-        "properties": {
+    input_schema=arguments_schema({"gtin": GTIN}),
+    output_schema=result_schema(
+        {
             "gtin": {"type": "string"},
             "product_found": {"type": "boolean"},
             **dict.fromkeys(PRODUCT_FIELDS, NULLABLE_STRING),
-        },
-        "required": ["gtin", "product_found", *PRODUCT_FIELDS],
-    },
+        }
+    ),
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     product = ctx.tables.row("products", "gtin", args["gtin"])
