@@ -119,13 +119,15 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
         name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
         provider = rng.choice(PROVIDERS)
         policy_number = f"{provider[:3].upper()}-{100000 + i * 37:06d}"
-        patients.append({
-            "patient_id": pid,
-            "full_name": name,
-            "date_of_birth": birth.isoformat(),
-            "allergies": rng.choice(ALLERGIES),
-            "open_registration": i % 11 == 5,
-        })
+        patients.append(
+            {
+                "patient_id": pid,
+                "full_name": name,
+                "date_of_birth": birth.isoformat(),
+                "allergies": rng.choice(ALLERGIES),
+                "open_registration": i % 11 == 5,
+            }
+        )
         policies.append(
             _policy(
                 rng,
@@ -153,12 +155,14 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
                     if rx == "full"
                     else (rng.choice([15, 20, 30]), rng.choice([30, 40, 50]))
                 )
-                plans.append({
-                    "rx_member_id": inputs["rx_member_id"],
-                    "plan_tier": rng.choice(["gold", "silver", "bronze"]),
-                    "generic_copay_percent": generic,
-                    "brand_copay_percent": brand,
-                })
+                plans.append(
+                    {
+                        "rx_member_id": inputs["rx_member_id"],
+                        "plan_tier": rng.choice(["gold", "silver", "bronze"]),
+                        "generic_copay_percent": generic,
+                        "brand_copay_percent": brand,
+                    }
+                )
         smoking, alcohol, exercise = LIFESTYLES[(i * 5) % len(LIFESTYLES)]
         inputs.update(
             smoking_status=smoking,
