@@ -2,8 +2,11 @@
 
 pyproject.toml maps each top-level folder onto a `sopgym.<folder>` subpackage; setuptools
 cannot discover nested packages through such a mapping, so this walks the folders once.
+It first generates the gRPC modules (``proto/gen/``, never committed) with grpcio-tools, a
+build requirement, so every build and install carries code generated from the ``.proto`` files.
 """
 
+import runpy
 from pathlib import Path
 
 from setuptools import setup
@@ -15,6 +18,7 @@ ROOTS = {
     "sopgym.agents": "agents",
     "sopgym.domains": "domains",
     "sopgym.observability": "observability",
+    "sopgym.proto": "proto",
 }
 
 
@@ -27,4 +31,5 @@ def _packages() -> list[str]:
     return found
 
 
+runpy.run_path("proto/codegen.py")["generate"]()
 setup(packages=_packages(), package_dir=ROOTS)

@@ -1,4 +1,8 @@
-"""Agents: each one drives an episode through the gateway, in its own worker process."""
+"""Agents: each one drives an episode through the gateway, in its own worker process.
+
+``oracle`` replays gold calls (no model); ``fc``, ``react`` and ``plan`` are LangGraph agents
+that talk to a model chosen by a model spec (see :mod:`sopgym.agents.models`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 from sopgym.agents.base import Agent
 
 AgentFactory = Callable[..., Agent]
+DEFAULT_AGENT = "react"
 
 
 def _oracle(**_: Any) -> Agent:
@@ -16,7 +21,42 @@ def _oracle(**_: Any) -> Agent:
     return OracleAgent()
 
 
-AGENTS: dict[str, AgentFactory] = {"oracle": _oracle}
+def _fc(**options: Any) -> Agent:
+    from sopgym.agents.fc import FunctionCallingAgent
+
+    return FunctionCallingAgent(**options)
+
+
+def _react(**options: Any) -> Agent:
+    from sopgym.agents.react import ReActAgent
+
+    return ReActAgent(**options)
+
+
+def _plan(**options: Any) -> Agent:
+    from sopgym.agents.plan import PlanExecuteAgent
+
+    return PlanExecuteAgent(**options)
+
+
+def _baseline(**options: Any) -> Agent:
+    from sopgym.importers.baseline_agent import make_baseline  # the generic policy, no model
+
+    return make_baseline(**options)
+
+
+AGENTS: dict[str, AgentFactory] = {
+    "oracle": _oracle,
+    "fc": _fc,
+    "react": _react,
+    "plan": _plan,
+    "baseline": _baseline,
+}
+MODEL_FREE = frozenset({"oracle", "baseline"})  # agents that never call a model
+
+
+def uses_model(name: str) -> bool:
+    return name not in MODEL_FREE
 
 
 def make_agent(name: str, **options: Any) -> Agent:

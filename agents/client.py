@@ -10,8 +10,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
+from opentelemetry.propagate import inject
+
+from sopgym.observability.genai import end_tool, tool_span
 
 JSON = dict[str, Any]
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -48,6 +52,7 @@ class GatewayClient:
         self, method: str, path: str, token: str | None = None, json: Any = None
     ) -> httpx.Response:
         headers = {"authorization": f"Bearer {token}"} if token else {}
+        inject(headers)  # W3C trace context: the gateway's span joins the caller's trace
         for attempt in range(self._retries + 1):
             try:
                 response = self._http.request(method, path, json=json, headers=headers)
@@ -88,6 +93,13 @@ class GatewayClient:
             raise GatewayError(f"cannot read episode {episode_id}: {response.text}")
         return response.json()
 
+    def tasks(self, domain: str) -> list[JSON]:
+        """A domain's task inputs (never its gold): sharded workers take their tasks here."""
+        response = self.request("GET", f"/v1/tasks?domain={quote(domain, safe='')}")
+        if response.status_code != 200:
+            raise GatewayError(f"cannot list tasks of {domain}: {response.text}")
+        return response.json()["tasks"]
+
     def close(self) -> None:
         self._http.close()
 
@@ -104,7 +116,15 @@ class Episode:
         self.input_schema: JSON = opened.get("input_schema", {})
         self.output_schema: JSON = opened.get("output_schema", {})
 
-    def call(self, name: str, arguments: Any) -> ToolResult:
+    def call(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
+        """Call a tool; ``call_id`` is the model's id for the call, if it gave one."""
+        with tool_span(name, arguments, call_id) as span:
+            status, body = self._call(name, arguments)
+            end_tool(span, status, body)
+        return ToolResult(status, body)
+
+    def _call(self, name: str, arguments: Any) -> tuple[int, JSON]:
+        """The transport's part of a call (gRPC episodes override it)."""
         response = self._client.request(
             "POST", f"/v1/episodes/{self.id}/tools/{name}", token=self.token, json=arguments
         )
@@ -112,7 +132,7 @@ class Episode:
             body = response.json()
         except ValueError:
             body = {"error": {"code": "invalid_response", "message": response.text[:200]}}
-        return ToolResult(response.status_code, body)
+        return response.status_code, body
 
     def finish(self, outputs: JSON) -> None:
         response = self._client.request(
@@ -120,3 +140,18 @@ class Episode:
         )
         if response.status_code != 200:
             raise GatewayError(f"cannot finish episode {self.id}: {response.text}")
+
+
+TRANSPORTS = ("http", "grpc")
+
+
+def connect(address: str, transport: str = "http", **options: Any) -> GatewayClient:
+    """A gateway client for ``transport``: ``http`` (``address`` is the base URL) or ``grpc``
+    (``address`` is ``host:port`` or ``grpc://host:port``); both give the same episodes."""
+    if transport == "grpc":
+        from sopgym.agents.grpc_client import GrpcGatewayClient
+
+        return GrpcGatewayClient(address, **options)  # type: ignore[return-value]
+    if transport != "http":
+        raise ValueError(f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
+    return GatewayClient(address, **options)

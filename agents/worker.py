@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -18,14 +19,27 @@ import orjson
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
-from sopgym.agents.client import GatewayClient
+from sopgym.agents.client import GatewayClient, connect
 from sopgym.core.tasks import Task
+from sopgym.observability import genai, tracing
 
 JSON = dict[str, Any]
 
 
-def run_job(agent: Agent, client: GatewayClient, job: JSON, task_timeout: float) -> JSON:
+def run_job(
+    agent: Agent, client: GatewayClient, job: JSON, task_timeout: float, model: str | None = None
+) -> JSON:
+    """Work one job inside the episode's root span: one task episode is one trace."""
     task = Task.from_json(job["task"])
+    with genai.task_span(task.id, task.domain, agent.name, model, job.get("run_id")) as span:
+        report = _run_episode(agent, client, job, task, task_timeout)
+        genai.end_task(span, report["status"], report["episode_id"], report["error"])
+    return report
+
+
+def _run_episode(
+    agent: Agent, client: GatewayClient, job: JSON, task: Task, task_timeout: float
+) -> JSON:
     started = time.monotonic()
     report: JSON = {
         "task_id": task.id,
@@ -65,15 +79,24 @@ def serve(
     agent_options: JSON,
     jobs: TextIO = sys.stdin,
     out: TextIO = sys.stdout,
+    transport: str = "http",
+    observe: Callable[[JSON, JSON | None], None] | None = None,
 ) -> None:
+    """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
     agent = make_agent(agent_name, **agent_options)
-    client = GatewayClient(gateway_url)
+    client = connect(gateway_url, transport)
     try:
         for line in jobs:
             if not line.strip():
                 continue
-            report = run_job(agent, client, orjson.loads(line), task_timeout)
+            report = run_job(
+                agent, client, orjson.loads(line), task_timeout, agent_options.get("model")
+            )
+            tracing.flush()  # the episode's spans leave before its result: a later crash of
+            # this worker cannot take a finished episode's trace with it
             out.write(orjson.dumps(report).decode() + "\n")
             out.flush()
+            if observe is not None:
+                observe(report, None)
     finally:
         client.close()

@@ -88,6 +88,14 @@ class UpstreamPool:
             b"\r\n",
             body,
         ))
+        return await self._send(request)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        """GET ``path`` (rare: task lists, fetched once per domain)."""
+        return await self._send(b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._host_header
+                                + b"\r\n")
+
+    async def _send(self, request: bytes) -> tuple[int, bytes]:
         async with self._slots:
             connection, reused = await self._acquire()
             try:

@@ -11,10 +11,16 @@ from typing import Any
 import click
 import orjson
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from sopgym.agents import DEFAULT_AGENT
+from sopgym.agents.models import ModelUnavailable
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain
+from sopgym.importers.cli import audit_group, import_group
+from sopgym.observability.cli import OBSERVABILITY_COMMANDS
+from sopgym.scaleout import SCALEOUT_COMMANDS, run_shard_command, shard_options, worker_metrics
 
 console = Console(stderr=True)
 DEFAULT_DOMAIN = "patient_intake"
@@ -24,6 +30,14 @@ DEFAULT_DOMAIN = "patient_intake"
 @click.version_option(package_name="sopgym")
 def main() -> None:
     """sopgym: run LLM agents through SOPs against real HTTP tool services."""
+
+
+main.add_command(import_group)  # sopgym import sop-bench ...
+main.add_command(audit_group)  # sopgym audit sop-bench ...
+for _command in OBSERVABILITY_COMMANDS:  # sopgym collector / eval / report / compare
+    main.add_command(_command)
+for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
+    main.add_command(_command)
 
 
 def _domain(name: str) -> Any:
@@ -68,8 +82,23 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 
 @main.command()
 @click.argument("domains", nargs=-1)
-@click.option("--agent", default="oracle", show_default=True, help="Agent to run.")
-@click.option("--model", default="scripted", show_default=True, help="Model spec.")
+@click.option(
+    "--agent",
+    default=DEFAULT_AGENT,
+    show_default=True,
+    help="Agent to run: fc, react, plan (LLM agents) or oracle (replays the gold).",
+)
+@click.option(
+    "--model",
+    default="scripted",
+    show_default=True,
+    help="Model spec: scripted[:profile], openai:<model>, anthropic:<model>, bedrock:<model-id>.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="Endpoint of the model's API, e.g. an OpenAI-compatible server's .../v1.",
+)
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 256))
 @click.option(
     "--distractors",
@@ -98,10 +127,17 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     default=None,
     help="Where generated datasets are cached (default: ~/.cache/sopgym).",
 )
+@click.option(
+    "--trace/--no-trace",
+    default=True,
+    show_default=True,
+    help="Record OpenTelemetry traces in the run's trace store (runs/<id>/traces/).",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
     model: str,
+    base_url: str | None,
     workers: int,
     distractors: int,
     sop_variant: str,
@@ -111,6 +147,7 @@ def run(
     run_id: str | None,
     resume: str | None,
     data_root: Path | None,
+    trace: bool,
 ) -> None:
     """Run an agent on every task of DOMAINS (default: patient_intake; 'all' for every one)."""
     from sopgym.runner import RunConfig, Runner, new_run_id
@@ -126,24 +163,36 @@ def run(
             names = domain_names()
         for name in names:
             _domain(name)
+        from sopgym.importers.resolve import run_refusal
+
+        refusal = run_refusal(agent, [_domain(n) for n in names])
+        if refusal:  # imported benchmarks have no gold calls to replay
+            raise click.UsageError(refusal)
         from sopgym.agents import AGENTS
 
         if agent not in AGENTS:
             raise click.UsageError(f"unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+        _check_model_spec(model)
         config = RunConfig(
             domains=names,
             agent=agent,
             model=model,
+            base_url=base_url,
             workers=workers,
             distractors=distractors,
             sop_variant=sop_variant,
             limit=limit,
             task_timeout=task_timeout,
+            trace=trace,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
             raise click.UsageError(f"{run_dir} exists; use --resume {run_dir.name}")
     runner = Runner(config, run_dir, data_root)
+    try:
+        runner.check_model()  # a missing key or dead endpoint: one line, before anything starts
+    except ModelUnavailable as error:
+        _model_unavailable(error)
     tasks = runner.prepare()
     todo = runner.pending(tasks)
     console.print(
@@ -166,11 +215,30 @@ def run(
             f"[yellow]interrupted[/]: resume with [bold]sopgym run --resume {run_dir.name}[/]"
         )
         sys.exit(130)
+    except ModelUnavailable as error:  # the scripted model server, checked once it is up
+        _model_unavailable(error)
     except Exception as error:  # one clear line, the details are in the run's logs
         console.print(f"[red]run failed[/]: {error}\nlogs: {run_dir / 'logs'}")
         sys.exit(1)
     _print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
+
+
+def _model_unavailable(error: ModelUnavailable) -> None:
+    console.print(f"[red]model unavailable[/]: {escape(str(error))}", soft_wrap=True)
+    sys.exit(2)
+
+
+def _check_model_spec(spec: str) -> None:
+    from sopgym.agents.models import ModelUnavailable, is_scripted, parse_model_spec
+    from sopgym.services.model.profiles import ProfileError, parse_profile
+
+    try:
+        parse_model_spec(spec)
+        if is_scripted(spec):
+            parse_profile(spec.partition(":")[2])
+    except (ModelUnavailable, ProfileError) as error:
+        raise click.UsageError(f"--model: {error}") from None
 
 
 def _progress() -> Progress:
@@ -196,7 +264,7 @@ def _print_summary(summary: dict) -> None:
             f"{s['ecr']:.1%}",
             f"{s['c_tsr']:.1%}",
             f"{s['tsr']:.1%}",
-            f"{s['tool_f1']:.3f}",
+            "n/a" if s["tool_f1"] is None else f"{s['tool_f1']:.3f}",
             errors,
         )
     Console().print(table)
@@ -211,9 +279,12 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
     """Serve one domain's tools over HTTP."""
     import uvicorn
 
+    from sopgym.observability.asgi import traced
+    from sopgym.observability.tracing import setup_tracing
     from sopgym.services.tools.app import create_app
 
-    app = create_app(_domain(domain), data_root)
+    setup_tracing("sopgym-tools", {"sopgym.domain": domain})
+    app = traced(create_app(_domain(domain), data_root), "sopgym.tools")
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 
@@ -225,16 +296,26 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
     "services",
     multiple=True,
     required=True,
-    help="DOMAIN=URL of a tool service; repeat for each domain.",
+    envvar="SOPGYM_GATEWAY_SERVICES",
+    help="DOMAIN=URL of a tool service; repeat for each domain ($SOPGYM_GATEWAY_SERVICES: "
+    "space-separated).",
 )
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
-def gateway(host: str, port: int, services: tuple[str, ...], distractors: int) -> None:
-    """Serve the gateway in front of the given tool services."""
+@click.option(
+    "--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port."
+)
+def gateway(
+    host: str, port: int, services: tuple[str, ...], distractors: int, grpc_port: int | None
+) -> None:
+    """Serve the gateway in front of the given tool services (HTTP, and gRPC if asked)."""
     import uvicorn
 
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import discover
+    from sopgym.observability.tracing import setup_tracing
     from sopgym.stack import ADMIN_TOKEN_ENV
+
+    setup_tracing("sopgym-gateway")
 
     urls = {}
     for item in services:
@@ -242,7 +323,7 @@ def gateway(host: str, port: int, services: tuple[str, ...], distractors: int) -
         if not sep or not url.startswith("http"):
             raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
         urls[name] = url.rstrip("/")
-    app = Gateway(discover(urls), distractors, os.environ.get(ADMIN_TOKEN_ENV))
+    app = Gateway(discover(urls), distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host)
     uvicorn.run(
         app,
         host=host,
@@ -256,15 +337,110 @@ def gateway(host: str, port: int, services: tuple[str, ...], distractors: int) -
 
 
 @main.command("agent-worker")
-@click.option("--gateway", "gateway_url", required=True, help="Base URL of the gateway.")
+@click.option(
+    "--gateway",
+    "gateway_url",
+    required=True,
+    help="The gateway: base URL (http transport) or host:port (grpc transport).",
+)
+@click.option("--transport", type=click.Choice(["http", "grpc"]), default="http", show_default=True)
 @click.option("--agent", default="oracle", show_default=True)
 @click.option("--model", default="scripted", show_default=True)
+@click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")
 @click.option("--task-timeout", default=300.0, show_default=True)
 @click.option("--options", default="{}", help="Agent options as a JSON object.")
+@shard_options
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=None,
+    help="Serve Prometheus metrics (GET /metrics) and GET /healthz on this port.",
+)
+@click.option("--metrics-host", default="0.0.0.0", show_default=True)
 def agent_worker(
-    gateway_url: str, agent: str, model: str, task_timeout: float, options: str
+    gateway_url: str,
+    transport: str,
+    agent: str,
+    model: str,
+    base_url: str | None,
+    task_timeout: float,
+    options: str,
+    metrics_port: int | None,
+    metrics_host: str,
+    **shard: Any,
 ) -> None:
-    """Work tasks read as JSON lines on stdin; write one result line per task on stdout."""
+    """Work tasks read as JSON lines on stdin, one result line per task on stdout; or, with
+    --shard, one shard of --domain's tasks taken from the gateway, results in --run-dir."""
     from sopgym.agents.worker import serve
+    from sopgym.observability.tracing import setup_tracing
 
-    serve(agent, gateway_url, task_timeout, {"model": model, **orjson.loads(options)})
+    setup_tracing("sopgym-agent-worker", {"gen_ai.agent.name": agent})
+    observe = worker_metrics(agent, model, metrics_host, metrics_port)
+    agent_options = orjson.loads(options)
+    if shard["shard"] is not None:
+        run_shard_command(
+            gateway_url, transport, agent, model, base_url, task_timeout, agent_options, observe,
+            **shard,
+        )  # fmt: skip
+        return
+    if base_url:
+        agent_options["base_url"] = base_url
+    serve(
+        agent,
+        gateway_url,
+        task_timeout,
+        {"model": model, **agent_options},
+        transport=transport,
+        observe=observe,
+    )
+
+
+@main.command("model-server")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8200, show_default=True, type=int)
+@click.option(
+    "--domain",
+    "domains",
+    multiple=True,
+    help="Domain whose tasks the model knows; repeat (default: every domain).",
+)
+@click.option(
+    "--profile",
+    default="perfect",
+    show_default=True,
+    help="Error profile for requests whose model name does not say scripted:<profile>.",
+)
+@click.option(
+    "--injection-log",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="JSONL file recording every mistake the model injects, per task.",
+)
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+def model_server(
+    host: str,
+    port: int,
+    domains: tuple[str, ...],
+    profile: str,
+    injection_log: Path | None,
+    data_root: Path | None,
+) -> None:
+    """Serve the scripted model: an offline OpenAI-compatible Chat Completions endpoint."""
+    import uvicorn
+
+    from sopgym.services.model.app import create_app
+    from sopgym.services.model.profiles import ProfileError, parse_profile
+
+    try:
+        parse_profile(profile)
+    except ProfileError as error:
+        raise click.UsageError(f"--profile: {error}") from None
+    for name in domains:
+        _domain(name)
+    from sopgym.observability.asgi import traced
+    from sopgym.observability.tracing import setup_tracing
+
+    setup_tracing("sopgym-model")
+    app = create_app(list(domains) or None, data_root, profile, injection_log)
+    app = traced(app, "sopgym.model")
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

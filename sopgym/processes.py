@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
+import orjson
 
 
 class StartupError(RuntimeError):
@@ -74,6 +75,19 @@ class ManagedProcess:
                     pass
                 time.sleep(0.05)
         raise StartupError(f"{self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
+
+    def exchange(self, message: dict) -> dict | None:
+        """Send one JSON line to a piped child and read its one-line JSON answer; ``None``
+        when the child has exited or exits before answering (agent workers, one job each)."""
+        if self.popen.poll() is not None:
+            return None
+        try:
+            self.popen.stdin.write(orjson.dumps(message).decode() + "\n")  # type: ignore[union-attr]
+            self.popen.stdin.flush()  # type: ignore[union-attr]
+            line = self.popen.stdout.readline()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError, ValueError):  # ValueError: pipe closed by stop()
+            return None
+        return orjson.loads(line) if line else None
 
     def log_tail(self, lines: int = 20) -> str:
         try:

@@ -11,13 +11,15 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from sopgym.agents import uses_model
 from sopgym.agents.client import GatewayClient
+from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
@@ -42,6 +44,8 @@ class RunConfig:
     limit: int | None = None
     task_timeout: float = 300.0
     agent_options: JSON = field(default_factory=dict)
+    base_url: str | None = None  # the model endpoint (scripted: the stack's model server)
+    trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -72,6 +76,15 @@ class RunPaths:
     def logs(self) -> Path:
         return self.root / "logs"
 
+    @property
+    def traces(self) -> Path:
+        return self.root / "traces"
+
+    @property
+    def injections(self) -> Path:
+        """The scripted model's log of the mistakes it injected, per task."""
+        return self.root / "injections.jsonl"
+
 
 Progress = Callable[[JSON], None]
 
@@ -80,6 +93,7 @@ class Runner:
     def __init__(self, config: RunConfig, run_dir: Path, data_root: Path | None = None) -> None:
         self.config, self.paths, self.data_root = config, RunPaths(run_dir), data_root
         self.data: dict[str, DomainData] = {}
+        self._model_checked = False
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
@@ -103,9 +117,19 @@ class Runner:
     def execute(self, tasks: list[Task], progress: Progress | None = None) -> JSON:
         todo = self.pending(tasks)
         if todo:
+            model = self._model_spec()
+            self.check_model()
             with embedded_stack(
-                self.config.domains, self.paths.logs, self.data_root, self.config.distractors
+                self.config.domains,
+                self.paths.logs,
+                self.data_root,
+                self.config.distractors,
+                traces=self.paths.traces if self.config.trace else None,
+                model=self.config.model if model is not None else None,
+                injection_log=self.paths.injections,
             ) as stack:
+                if model is not None and model.scripted:
+                    preflight(replace(model, base_url=stack.model_url))
                 self._drive(stack, todo, progress)
         return self.write_summary(tasks)
 
@@ -163,16 +187,9 @@ class Runner:
                 "sop_variant": self.config.sop_variant,
                 "run_id": self.paths.root.name,
             }
-            line = None
-            if worker.popen.poll() is None:
-                try:
-                    worker.popen.stdin.write(orjson.dumps(job).decode() + "\n")  # type: ignore[union-attr]
-                    worker.popen.stdin.flush()  # type: ignore[union-attr]
-                    line = worker.popen.stdout.readline()  # type: ignore[union-attr]
-                except (BrokenPipeError, OSError):
-                    line = None
-            if line:
-                record(task, orjson.loads(line))
+            report = worker.exchange(job)
+            if report is not None:
+                record(task, report)
                 continue
             # The worker died mid-task: the task is recorded as failed, a fresh worker goes on.
             record(
@@ -200,18 +217,46 @@ class Runner:
             "--task-timeout",
             str(self.config.task_timeout),
             "--options",
-            orjson.dumps(self.config.agent_options).decode(),
+            orjson.dumps(self._agent_options(stack)).decode(),
         )
         return stack.group.start(
-            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", pipes=True
+            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=stack.env, pipes=True
         )
 
+    def check_model(self) -> None:
+        """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:
+        a missing key or package, an unreachable endpoint. Checked once, before any task; the
+        scripted model is checked when the stack has started it."""
+        model = self._model_spec()
+        if model is not None and not model.scripted and not self._model_checked:
+            preflight(model)
+            self._model_checked = True
+
+    def _model_spec(self) -> ModelSpec | None:
+        """The run's model, or None for agents that use none (the oracle)."""
+        if not uses_model(self.config.agent):
+            return None
+        return parse_model_spec(self.config.model, self.config.base_url)
+
+    def _agent_options(self, stack: Stack) -> JSON:
+        options = dict(self.config.agent_options)
+        model = self._model_spec()
+        base_url = stack.model_url if model is not None and model.scripted else self.config.base_url
+        if model is not None and base_url:
+            options["base_url"] = base_url
+        return options
+
     def _score(self, admin: GatewayClient, admin_token: str, task: Task, report: JSON) -> JSON:
-        domain_data = self.data[task.domain]
-        trajectory = None
+        record = None
         if report.get("episode_id"):
             record = admin.record(report["episode_id"], admin_token)
-            trajectory = Trajectory.from_json(record)
+        return self.result_row(task, report, record)
+
+    def result_row(self, task: Task, report: JSON, record: JSON | None) -> JSON:
+        """The results.jsonl row of a task: the worker's ``report`` scored against the gold
+        with the gateway's episode ``record`` (``sopgym merge`` scores shard results here too)."""
+        domain_data = self.data[task.domain]
+        trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
         score = score_task(task.domain, trajectory, gold, domain_data.domain.output_schema)
         return {

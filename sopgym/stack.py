@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sopgym.processes import ProcessGroup, free_port, sopgym_command
+from sopgym.agents.models import is_scripted
+from sopgym.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 
 ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
 
@@ -20,15 +21,36 @@ class Stack:
     gateway_url: str = ""
     admin_token: str = ""
     services: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # for every child: OTEL_* when traced
+    model_url: str | None = None  # the scripted model server's /v1 base URL, when started
+    grpc_target: str | None = None  # the gateway's gRPC host:port, when it serves gRPC
 
 
 @contextmanager
 def embedded_stack(
-    domains: list[str], logs: Path, data_root: Path | None = None, distractors: int = 0
+    domains: list[str],
+    logs: Path,
+    data_root: Path | None = None,
+    distractors: int = 0,
+    traces: Path | None = None,
+    model: str | None = None,
+    injection_log: Path | None = None,
+    grpc: bool = False,
 ) -> Iterator[Stack]:
-    """Start services (in parallel), then the gateway; stop everything on the way out."""
+    """Start services (in parallel), then the gateway; stop everything on the way out.
+
+    With ``traces``, an OTLP receiver writing the trace store there starts first, and every
+    child (``stack.env``) exports its spans to it. With a ``scripted[:profile]`` ``model``,
+    the scripted model server starts alongside the tool services, logging the mistakes it
+    injects to ``injection_log``. With ``grpc``, the gateway also serves gRPC
+    (``stack.grpc_target``).
+    """
     with ProcessGroup() as group:
         stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24))
+        if traces is not None:
+            from sopgym.observability.embedded import start_collector
+
+            stack.env = start_collector(group, traces, logs)
         data_args = ["--data-root", str(data_root)] if data_root else []
         children = []
         for domain in domains:
@@ -40,21 +62,45 @@ def embedded_stack(
                     f"tools-{domain}",
                     sopgym_command("serve-tools", domain, "--port", str(port), *data_args),
                     logs / f"tools-{domain.replace('/', '__')}.log",
+                    env=stack.env,
                     ready_url=f"{url}/readyz",
                 )
             )
+        if model is not None and is_scripted(model):
+            children.append(_start_model_server(stack, domains, data_args, injection_log))
         for child in children:
             child.wait_ready()
         port = free_port()
         stack.gateway_url = f"http://127.0.0.1:{port}"
         service_args = [a for d, u in stack.services.items() for a in ("--service", f"{d}={u}")]
+        if grpc:
+            grpc_port = free_port()
+            stack.grpc_target = f"127.0.0.1:{grpc_port}"
+            service_args += ["--grpc-port", str(grpc_port)]
         group.start(
             "gateway",
             sopgym_command(
                 "gateway", "--port", str(port), "--distractors", str(distractors), *service_args
             ),
             logs / "gateway.log",
-            env={ADMIN_TOKEN_ENV: stack.admin_token},
+            env={**stack.env, ADMIN_TOKEN_ENV: stack.admin_token},
             ready_url=f"{stack.gateway_url}/readyz",
         ).wait_ready()
         yield stack
+
+
+def _start_model_server(
+    stack: Stack, domains: list[str], data_args: list[str], injection_log: Path | None
+) -> ManagedProcess:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    stack.model_url = f"{url}/v1"
+    log_args = ["--injection-log", str(injection_log)] if injection_log else []
+    domain_args = [a for d in domains for a in ("--domain", d)]
+    return stack.group.start(
+        "model",
+        sopgym_command("model-server", "--port", str(port), *domain_args, *data_args, *log_args),
+        stack.logs / "model.log",
+        env=stack.env,
+        ready_url=f"{url}/readyz",
+    )

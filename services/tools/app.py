@@ -20,6 +20,8 @@ from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.core.tools import ToolContext
+from sopgym.observability.asgi import fastapi_telemetry
+from sopgym.observability.episode_spans import record_tool_error
 
 EPISODE_HEADER = "x-sopgym-episode"
 log = logging.getLogger("sopgym.services")
@@ -49,7 +51,12 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> FastAPI:
     # Stateful domains get one mutable state per episode, created on the episode's first call.
     episode_contexts: dict[str, ToolContext] = {}
 
-    app = FastAPI(title=f"sopgym tools: {domain.name}", docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title=f"sopgym tools: {domain.name}",
+        docs_url=None,
+        redoc_url=None,
+        telemetry=fastapi_telemetry(),  # spans only when the process set up tracing
+    )
 
     def context_for(episode_id: str | None) -> ToolContext:
         if domain.initial_state is None or episode_id is None:
@@ -84,6 +91,13 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> FastAPI:
     async def list_tools() -> Response:
         return _json(catalog)
 
+    task_list = dumps({"domain": domain.name, "tasks": [t.to_json() for t in data.tasks]})
+
+    @app.get("/v1/tasks")
+    async def list_tasks() -> Response:
+        """The task inputs, never the gold: sharded agent workers take their tasks from here."""
+        return Response(task_list, media_type="application/json")
+
     @app.post("/v1/tools/{name}")
     async def call_tool(name: str, request: Request) -> Response:
         tool = tools.get(name)
@@ -93,6 +107,7 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> FastAPI:
             arguments = loads_object(await request.body())
             result = tool(arguments, context_for(request.headers.get(EPISODE_HEADER)))
         except ToolError as error:
+            record_tool_error(error)  # a span event with the code and field, when traced
             return _error(error)
         except Exception:  # a defect in the pack: report it structurally, log the traceback
             log.exception("tool %s failed", name)

@@ -84,6 +84,7 @@ def derive_gold(domain: DomainPack, tables: Tables, files_dir: Path, task: Task)
         decisions=solution.decisions,
         outputs=solution.outputs,
         final_state=ctx.state,
+        reference_calls=domain.reference_policy,
     )
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sopgym.core.errors import ToolError
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task, ToolCall
 from sopgym.core.tools import Tool, ToolContext
@@ -37,16 +36,9 @@ class PolicyRun:
         self._ctx = ctx
         self.calls: list[ToolCall] = []
 
-    def call(self, name: str, **arguments: Any) -> JSON:
+    def call(self, name: str, /, **arguments: Any) -> JSON:
         self.calls.append(ToolCall(name, dict(arguments)))
         return self._tools[name](dict(arguments), self._ctx)
-
-    def try_call(self, name: str, **arguments: Any) -> JSON | ToolError:
-        """A gold call whose refusal (e.g. ``not_found``) is itself an SOP branch."""
-        try:
-            return self.call(name, **arguments)
-        except ToolError as error:
-            return error
 
     @property
     def state(self) -> dict[str, Any] | None:
@@ -76,6 +68,9 @@ class DomainPack:
     sop_files: dict[str, str] = field(
         default_factory=lambda: {"clean": "sop.md", "noisy": "sop_noisy.md"}
     )
+    # False for imported benchmarks: ``solve`` only knows the expected outputs, so there are
+    # no gold calls and tool-call metrics do not apply.
+    reference_policy: bool = True
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.all_tools()]

@@ -7,6 +7,7 @@ import pkgutil
 from functools import cache
 
 from sopgym.core.domain import DomainPack
+from sopgym.importers import PREFIX as IMPORTED_PREFIX
 
 
 class UnknownDomainError(KeyError):
@@ -28,6 +29,10 @@ def domain_names() -> list[str]:
 
 @cache
 def load_domain(name: str) -> DomainPack:
+    if name.startswith(IMPORTED_PREFIX):  # imported benchmarks: see sopgym/importers
+        from sopgym.importers.resolve import load_imported
+
+        return load_imported(name)
     if name not in domain_names():
         raise UnknownDomainError(name)
     module = importlib.import_module(f"sopgym.domains.{name}")

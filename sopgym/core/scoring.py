@@ -11,7 +11,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
@@ -58,11 +58,12 @@ class TaskScore:
     completed: bool
     success: bool
     fields: dict[str, bool] = field(default_factory=dict)
-    tool_precision: float = 0.0
-    tool_recall: float = 0.0
-    tool_f1: float = 0.0
+    # None: not applicable, the task has no reference calls (an imported benchmark)
+    tool_precision: float | None = 0.0
+    tool_recall: float | None = 0.0
+    tool_f1: float | None = 0.0
     calls: int = 0
-    gold_calls: int = 0
+    gold_calls: int | None = 0
     errors: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> JSON:
@@ -74,13 +75,16 @@ def score_task(
 ) -> TaskScore:
     """Score one episode. ``None`` (no trajectory at all) is an incomplete episode."""
     if trajectory is None:
-        return TaskScore(
-            task_id=gold.task_id,
-            domain=domain,
-            completed=False,
-            success=False,
-            gold_calls=len(gold.calls),
-            errors={"incomplete": 1},
+        return _applicable(
+            gold,
+            TaskScore(
+                task_id=gold.task_id,
+                domain=domain,
+                completed=False,
+                success=False,
+                gold_calls=len(gold.calls),
+                errors={"incomplete": 1},
+            ),
         )
     completed = trajectory.finished and isinstance(trajectory.outputs, dict)
     outputs = trajectory.outputs if completed else {}
@@ -91,7 +95,7 @@ def score_task(
         for name, expected in gold.outputs.items()
     }
     precision, recall, f1 = tool_match(trajectory, gold)
-    return TaskScore(
+    score = TaskScore(
         task_id=gold.task_id,
         domain=domain,
         completed=completed,
@@ -102,8 +106,16 @@ def score_task(
         tool_f1=f1,
         calls=len(trajectory.calls),
         gold_calls=len(gold.calls),
-        errors=error_taxonomy(trajectory, gold),
+        errors=error_taxonomy(trajectory, gold, wrong_final=completed and not all(fields.values())),
     )
+    return _applicable(gold, score)
+
+
+def _applicable(gold: Gold, score: TaskScore) -> TaskScore:
+    """Tool metrics marked not applicable where no reference policy made gold calls."""
+    if gold.reference_calls:
+        return score
+    return replace(score, tool_precision=None, tool_recall=None, tool_f1=None, gold_calls=None)
 
 
 def tool_match(trajectory: Trajectory, gold: Gold) -> tuple[float, float, float]:
@@ -120,13 +132,14 @@ def tool_match(trajectory: Trajectory, gold: Gold) -> tuple[float, float, float]
     return precision, recall, f1
 
 
-def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
+def error_taxonomy(trajectory: Trajectory, gold: Gold, wrong_final: bool) -> dict[str, int]:
     """Counts per error class for one episode.
 
     blank: the gold needs tool calls and the agent made none. validation / type: calls the
     service rejected by schema. wrong_value: an accepted call to a gold tool whose arguments
     match none of that tool's gold calls. hallucinated: a tool not in the episode's catalog.
-    distractor: a call to a distractor tool. wrong_final: completed with a wrong output.
+    distractor: a call to a distractor tool. wrong_final: completed with a wrong output (decided
+    by the caller's field comparison, so output tolerances apply).
     """
     counts: Counter[str] = Counter()
     if gold.calls and not trajectory.calls:
@@ -149,11 +162,7 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
             counts["wrong_value"] += 1
         if call.distractor:
             counts["distractor"] += 1
-    if (
-        trajectory.finished
-        and isinstance(trajectory.outputs, dict)
-        and any(not values_match(trajectory.outputs.get(k), v) for k, v in gold.outputs.items())
-    ):
+    if wrong_final:
         counts["wrong_final"] += 1
     return dict(counts)
 
@@ -190,6 +199,10 @@ def summarize(scores: Iterable[TaskScore]) -> JSON:
     return {**aggregate(scores), "domains": {d: aggregate(v) for d, v in sorted(by_domain.items())}}
 
 
-def _mean(values: Iterable[float]) -> float:
+def _mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the applicable values; None when there are values but none applies."""
     values = list(values)
-    return sum(values) / len(values) if values else 0.0
+    applicable = [v for v in values if v is not None]
+    if applicable:
+        return sum(applicable) / len(applicable)
+    return None if values else 0.0

@@ -54,6 +54,9 @@ class Gold:
     decisions: JSON
     outputs: JSON
     final_state: JSON | None = None
+    # False when no reference policy made the calls (imported benchmarks): ``calls`` is empty
+    # because nobody knows them, not because none are needed.
+    reference_calls: bool = True
 
     def to_json(self) -> JSON:
         return {
@@ -62,6 +65,7 @@ class Gold:
             "decisions": self.decisions,
             "outputs": self.outputs,
             "final_state": self.final_state,
+            "reference_calls": self.reference_calls,
         }
 
     @classmethod
@@ -72,6 +76,7 @@ class Gold:
             decisions=data.get("decisions", {}),
             outputs=data["outputs"],
             final_state=data.get("final_state"),
+            reference_calls=data.get("reference_calls", True),
         )
 
 

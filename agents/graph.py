@@ -1,0 +1,261 @@
+"""What the three LangGraph agents share: state, limits, tool-call plumbing, answer handling.
+
+An agent subclass only wires its graph and decides how a model turn becomes tool requests and
+how tool outcomes are shown back to the model (native tool messages or ReAct observations).
+Calling the model, calling tools through the gateway, enforcing the step and wall-clock
+limits, and reading the final answer happen here, once.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+import orjson
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, StateGraph
+
+from sopgym.agents import llm as model_calls
+from sopgym.agents.answers import extract_final_answer
+from sopgym.agents.base import JSON, AgentContext
+from sopgym.agents.client import Episode
+from sopgym.agents.llm import LLM, DeadlineExceeded
+from sopgym.agents.prompts import case_message, final_request, observation
+from sopgym.core.tasks import Task
+
+
+class StepLimitExceeded(RuntimeError):
+    """The agent used all its model turns without finishing."""
+
+
+class NoFinalAnswer(RuntimeError):
+    """The model stopped without an answer we could read, even after being asked again."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_steps: int = 40  # model turns per task
+    max_nudges: int = 2  # "give the final answer" reminders
+    max_replans: int = 6  # plan agent only
+
+
+@dataclass
+class ToolRequest:
+    id: str
+    name: str
+    arguments: Any  # a JSON object, or the raw text of arguments that were not valid JSON
+
+
+@dataclass
+class ToolOutcome:
+    request: ToolRequest
+    ok: bool
+    status: int
+    content: Any  # the tool's result, or its structured error
+
+    @property
+    def text(self) -> str:
+        return orjson.dumps(self.content).decode()
+
+
+class State(TypedDict, total=False):
+    messages: Annotated[list[BaseMessage], operator.add]
+    pending: list[ToolRequest]
+    outcomes: list[ToolOutcome]
+    final: JSON | None
+    nudges: int
+    plan: list[JSON]
+    done: list[int]
+    replans: int
+
+
+@dataclass
+class Run:
+    """One episode's runtime, handed to every node through the graph's config."""
+
+    task: Task
+    episode: Episode
+    context: AgentContext
+    llm: LLM
+    limits: Limits
+    tools: list[JSON] = field(default_factory=list)  # OpenAI-style function specs
+    steps: int = 0
+
+    @property
+    def fields(self) -> list[str]:
+        return list(self.episode.output_schema.get("properties", {}))
+
+    def ask(
+        self,
+        messages: list[BaseMessage],
+        *,
+        tools: bool = False,
+        stop: list[str] | None = None,
+        purpose: str = "act",
+    ) -> AIMessage:
+        """One model turn, counted against the step limit."""
+        if self.steps >= self.limits.max_steps:
+            raise StepLimitExceeded(f"step limit of {self.limits.max_steps} model turns reached")
+        self.steps += 1
+        # through the module, so a wrapper installed on llm.invoke_model (tracing) applies
+        return model_calls.invoke_model(
+            self.llm,
+            messages,
+            self.context,
+            tools=self.tools if tools else None,
+            stop=stop,
+            purpose=purpose,
+        )
+
+    def call_tools(self, requests: list[ToolRequest]) -> list[ToolOutcome]:
+        """Each request goes to the gateway as is, unknown names included, so the trajectory
+        records what the model really asked for; refusals come back as outcomes."""
+        outcomes = []
+        for request in requests:
+            if self.context.deadline is not None and time.monotonic() >= self.context.deadline:
+                raise DeadlineExceeded("task wall-clock limit reached")
+            result = self.episode.call(request.name, request.arguments, request.id)
+            outcomes.append(ToolOutcome(request, result.ok, result.status, result.content))
+        return outcomes
+
+
+def run_of(config: RunnableConfig) -> Run:
+    return config["configurable"]["run"]
+
+
+def openai_tool(spec: JSON) -> JSON:
+    """The episode spec's OpenAI rendering (LangChain converts it for the other providers)."""
+    return spec.get("openai") or {
+        "type": "function",
+        "function": {
+            "name": spec["name"],
+            "description": spec.get("description", ""),
+            "parameters": spec.get("input_schema") or {"type": "object"},
+        },
+    }
+
+
+def text_of(message: BaseMessage) -> str:
+    """A message's text, whether its content is a string or a list of content blocks."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(block.get("text", ""))
+    return "".join(parts)
+
+
+def native_requests(message: AIMessage) -> list[ToolRequest]:
+    """Tool calls of a native function-calling turn; calls whose arguments were not valid
+    JSON are kept (raw) so the gateway records and refuses them like any bad call."""
+    requests = [
+        ToolRequest(call.get("id") or f"call_{i}", call["name"], call.get("args", {}))
+        for i, call in enumerate(message.tool_calls)
+    ]
+    for i, call in enumerate(message.invalid_tool_calls):
+        requests.append(
+            ToolRequest(call.get("id") or f"bad_{i}", call.get("name") or "", call.get("args"))
+        )
+    return requests
+
+
+class GraphAgent:
+    """Base of the LangGraph agents: builds the model once per worker, the graph once per
+    agent, and runs one graph invocation per episode."""
+
+    name = "graph"
+    native_tools = True  # False: tools are described in the prompt (ReAct)
+
+    def __init__(
+        self,
+        model: str = "scripted",
+        base_url: str | None = None,
+        max_steps: int = Limits.max_steps,
+        max_replans: int = Limits.max_replans,
+        temperature: float | None = 0.0,
+        request_timeout: float = 120.0,
+        retries: int = 4,
+        **_: Any,
+    ) -> None:
+        self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries)
+        self.limits = Limits(max_steps=max_steps, max_replans=max_replans)
+        self.graph = self.build(StateGraph(State)).compile()
+
+    # ---- what subclasses provide ----
+    def build(self, graph: StateGraph) -> StateGraph:
+        raise NotImplementedError
+
+    def system_text(self, run: Run) -> str:
+        raise NotImplementedError
+
+    # ---- shared ----
+    def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
+        run = Run(task, episode, context, self.llm, self.limits)
+        if self.native_tools:
+            run.tools = [openai_tool(spec) for spec in episode.tools]
+        opening = [
+            SystemMessage(self.system_text(run)),
+            HumanMessage(case_message(episode.sop, task.inputs)),
+        ]
+        state = self.graph.invoke(
+            {"messages": opening, "nudges": 0, "replans": 0, "final": None},
+            config={
+                "configurable": {"run": run},
+                "recursion_limit": 4 * self.limits.max_steps + 20,
+            },
+        )
+        final = state.get("final")
+        if not isinstance(final, dict):
+            raise NoFinalAnswer("the agent ended without a final answer")
+        return final
+
+    def render_outcomes(self, outcomes: list[ToolOutcome]) -> list[BaseMessage]:
+        """Tool outcomes as the model sees them: tool messages, or one ReAct observation."""
+        if self.native_tools:
+            return [
+                ToolMessage(
+                    o.text,
+                    tool_call_id=o.request.id,
+                    name=o.request.name,
+                    status="success" if o.ok else "error",
+                )
+                for o in outcomes
+            ]
+        return [HumanMessage("\n".join(observation(o.content) for o in outcomes))]
+
+    def tools_node(self, state: State, config: RunnableConfig) -> dict[str, Any]:
+        outcomes = run_of(config).call_tools(state.get("pending") or [])
+        return {"messages": self.render_outcomes(outcomes), "pending": [], "outcomes": outcomes}
+
+    def conclude(self, state: State, text: str, run: Run) -> dict[str, Any]:
+        """Read the final answer from ``text``; without one, remind the model (a few times)."""
+        final = extract_final_answer(text, run.fields)
+        if final is not None:
+            return {"final": final}
+        nudges = state.get("nudges", 0)
+        if nudges >= run.limits.max_nudges:
+            raise NoFinalAnswer(f"no readable final answer after {nudges} reminders")
+        reminder = HumanMessage(final_request(run.episode.output_schema))
+        return {"messages": [reminder], "nudges": nudges + 1}
+
+
+def after_answer(retry_node: str):
+    """Edge after an answer attempt: done, or back to ``retry_node`` after a reminder."""
+
+    def route(state: State) -> str:
+        return END if state.get("final") is not None else retry_node
+
+    return route

@@ -1,0 +1,160 @@
+"""The single door to a model: every LLM call of every agent goes through :func:`invoke_model`.
+
+Keeping one choke point means usage accounting (model, tokens, latency per call), retries with
+backoff on transport errors and 429/5xx, and deadline handling are the same for all agents and
+all providers, and that tracing has exactly one function to wrap.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from sopgym.agents.base import JSON, AgentContext
+from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
+from sopgym.observability.genai import traced_model_call
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable", "overloaded")
+
+
+class ModelCallError(RuntimeError):
+    """The model could not be called (after retries, or for a non-retryable reason)."""
+
+
+class DeadlineExceeded(RuntimeError):
+    """The task's wall-clock limit ran out."""
+
+
+@dataclass
+class LLM:
+    """A chat model plus the facts a call needs: its spec and the retry policy."""
+
+    spec: ModelSpec
+    chat: Any  # langchain BaseChatModel
+    retries: int = 4
+    backoff: float = 0.5
+    _bound: dict[int, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: str,
+        base_url: str | None = None,
+        temperature: float | None = 0.0,
+        request_timeout: float = 120.0,
+        retries: int = 4,
+    ) -> LLM:
+        parsed = parse_model_spec(spec, base_url)
+        return cls(parsed, build_chat_model(parsed, temperature, request_timeout), retries)
+
+    def runnable(self, tools: list[JSON] | None) -> Any:
+        """The chat model, with ``tools`` bound natively when given (bindings are cached per
+        catalog, since every call of an episode offers the same tools)."""
+        if not tools:
+            return self.chat
+        key = id(tools)
+        bound = self._bound.get(key)
+        if bound is None or bound[0] is not tools:
+            if len(self._bound) > 8:
+                self._bound.clear()
+            bound = self._bound[key] = (tools, self.chat.bind_tools(tools))
+        return bound[1]
+
+
+@traced_model_call  # a GenAI `chat` span per call
+def invoke_model(
+    llm: LLM,
+    messages: Sequence[BaseMessage],
+    context: AgentContext,
+    *,
+    tools: list[JSON] | None = None,
+    stop: list[str] | None = None,
+    purpose: str = "step",
+) -> AIMessage:
+    """Call the model once (retrying transient failures) and record the call in
+    ``context.usage``: model, purpose, input/output tokens, latency and attempts."""
+    runnable = llm.runnable(tools)
+    kwargs = {"stop": stop} if stop else {}
+    started = time.perf_counter()
+    attempt = 0
+    while True:
+        _check_deadline(context)
+        attempt += 1
+        try:
+            message = runnable.invoke(list(messages), **kwargs)
+            break
+        except Exception as error:
+            delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
+            if not is_retryable(error) or attempt > llm.retries or _too_late(context, delay):
+                _record(llm, context, purpose, started, attempt, None, error)
+                raise ModelCallError(
+                    f"{llm.spec.label}: {type(error).__name__}: {_first_line(error)}"
+                ) from error
+            time.sleep(delay)
+    _record(llm, context, purpose, started, attempt, message, None)
+    return message
+
+
+def _record(
+    llm: LLM,
+    context: AgentContext,
+    purpose: str,
+    started: float,
+    attempts: int,
+    message: AIMessage | None,
+    error: Exception | None,
+) -> None:
+    usage = (getattr(message, "usage_metadata", None) or {}) if message is not None else {}
+    context.usage.append(
+        {
+            "model": llm.spec.label,
+            "purpose": purpose,
+            "input_tokens": usage.get("input_tokens", 0),
+            "output_tokens": usage.get("output_tokens", 0),
+            "latency_s": round(time.perf_counter() - started, 6),
+            "attempts": attempts,
+            "error": f"{type(error).__name__}: {_first_line(error)}" if error else None,
+        }
+    )
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Transport failures, timeouts, throttling and 5xx are worth another try; a 4xx (bad
+    request, bad key, unknown model) is not."""
+    status = getattr(error, "status_code", None)
+    if status is None:
+        response = getattr(error, "response", None)
+        status = getattr(response, "status_code", None)
+        if status is None and isinstance(response, dict):  # botocore ClientError
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if isinstance(status, int):
+        return status in RETRY_STATUSES
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < 5:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    names = " ".join(type(e).__name__.lower() for e in chain)
+    return any(word in names for word in _TRANSIENT_NAMES) or any(
+        isinstance(e, (ConnectionError, TimeoutError)) for e in chain
+    )
+
+
+def _check_deadline(context: AgentContext) -> None:
+    if context.deadline is not None and time.monotonic() >= context.deadline:
+        raise DeadlineExceeded("task wall-clock limit reached")
+
+
+def _too_late(context: AgentContext, delay: float) -> bool:
+    return context.deadline is not None and time.monotonic() + delay >= context.deadline
+
+
+def _first_line(error: BaseException | None) -> str:
+    text = str(error or "").strip()
+    return text.splitlines()[0][:300] if text else ""

@@ -1,0 +1,159 @@
+"""Model specs (``openai:<model>``, ``anthropic:<model>``, ``bedrock:<model-id>``,
+``scripted[:profile]``), the LangChain chat model each one builds, and the preflight check.
+
+The preflight runs once in the driving process before any task starts, so a missing key or an
+unreachable endpoint is one clear line rather than a traceback per task. Provider packages
+other than OpenAI's are optional (the ``providers`` extra) and imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sopgym.observability.genai import traced_http_client
+
+PROVIDERS = ("scripted", "openai", "anthropic", "bedrock")
+SCRIPTED = "scripted"
+_EXTRA = "pip install 'sopgym[providers]'"
+_PACKAGES = {"anthropic": "langchain_anthropic", "bedrock": "langchain_aws"}
+
+
+class ModelUnavailable(RuntimeError):
+    """A model cannot be used: bad spec, missing key or package, unreachable endpoint."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    provider: str
+    name: str  # what is sent to the API as the model name
+    base_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.provider == SCRIPTED else f"{self.provider}:{self.name}"
+
+    @property
+    def scripted(self) -> bool:
+        return self.provider == SCRIPTED
+
+
+def is_scripted(spec: str) -> bool:
+    return spec == SCRIPTED or spec.startswith(SCRIPTED + ":")
+
+
+def parse_model_spec(spec: str, base_url: str | None = None) -> ModelSpec:
+    """``scripted[:profile]`` keeps the whole string as the model name: the scripted server
+    reads its error profile from it."""
+    spec = spec.strip()
+    if is_scripted(spec):
+        return ModelSpec(SCRIPTED, spec, base_url)
+    provider, sep, name = spec.partition(":")
+    if not sep or provider not in PROVIDERS or not name.strip():
+        raise ModelUnavailable(
+            f"bad model spec {spec!r}: use openai:<model>, anthropic:<model>, "
+            "bedrock:<model-id> or scripted[:profile]"
+        )
+    return ModelSpec(provider, name.strip(), base_url)
+
+
+def build_chat_model(spec: ModelSpec, temperature: float | None = 0.0, timeout: float = 120.0):
+    """The LangChain chat model for ``spec``. Retries are left to
+    :func:`sopgym.agents.llm.invoke_model`, so every provider retries the same way."""
+    if spec.provider in (SCRIPTED, "openai"):
+        from langchain_openai import ChatOpenAI
+
+        if spec.scripted and not spec.base_url:
+            raise ModelUnavailable("the scripted model needs the model server's base URL")
+        key = os.environ.get("OPENAI_API_KEY") or ("scripted" if spec.scripted else "not-needed")
+        options: dict[str, Any] = {}
+        if spec.base_url:
+            options["use_responses_api"] = False  # OpenAI-compatible servers speak Chat Completions
+        return ChatOpenAI(
+            model=spec.name,
+            base_url=spec.base_url,
+            api_key=key,
+            temperature=temperature,
+            timeout=timeout,
+            max_retries=0,
+            http_client=traced_http_client(timeout),  # W3C trace context to the model server
+            **options,
+        )
+    module = _provider_module(spec.provider)
+    if spec.provider == "anthropic":
+        options = {"base_url": spec.base_url} if spec.base_url else {}
+        return module.ChatAnthropic(
+            model=spec.name,
+            temperature=temperature,
+            timeout=timeout,
+            max_retries=0,
+            max_tokens=4096,
+            **options,
+        )
+    options = {"endpoint_url": spec.base_url} if spec.base_url else {}
+    return module.ChatBedrockConverse(model=spec.name, temperature=temperature, **options)
+
+
+def _provider_module(provider: str) -> Any:
+    name = _PACKAGES[provider]
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise ModelUnavailable(f"{provider} models need the {name} package: {_EXTRA}") from None
+
+
+def preflight(spec: ModelSpec, timeout: float = 5.0) -> None:
+    """Raise :class:`ModelUnavailable` (one line) unless ``spec`` can plausibly be called."""
+    if spec.provider in (SCRIPTED, "openai"):
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and not spec.base_url:
+            raise ModelUnavailable(
+                f"{spec.label}: OPENAI_API_KEY is not set (or pass --base-url for an "
+                "OpenAI-compatible server)"
+            )
+        url = (spec.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+        headers = {"authorization": f"Bearer {key}"} if key and not spec.scripted else {}
+        _probe(spec, url, headers, timeout)
+    elif spec.provider == "anthropic":
+        _require_package(spec.provider)
+        key = os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise ModelUnavailable(f"{spec.label}: ANTHROPIC_API_KEY is not set")
+        base = spec.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+        headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
+        _probe(spec, base.rstrip("/") + "/v1/models", headers, timeout)
+    elif spec.provider == "bedrock":
+        _require_package(spec.provider)
+        import boto3
+
+        session = boto3.Session()
+        if session.get_credentials() is None:
+            raise ModelUnavailable(
+                f"{spec.label}: no AWS credentials found (AWS_PROFILE or AWS_ACCESS_KEY_ID)"
+            )
+        if not session.region_name:
+            raise ModelUnavailable(f"{spec.label}: no AWS region set (AWS_REGION)")
+
+
+def _require_package(provider: str) -> None:
+    name = _PACKAGES[provider]
+    if importlib.util.find_spec(name) is None:
+        raise ModelUnavailable(f"{provider} models need the {name} package: {_EXTRA}")
+
+
+def _probe(spec: ModelSpec, url: str, headers: dict[str, str], timeout: float) -> None:
+    """Reachability and key check; any answer other than 401/403 counts as reachable."""
+    try:
+        response = httpx.get(url, headers=headers, timeout=timeout)
+    except httpx.HTTPError as error:
+        reason = str(error) or type(error).__name__
+        raise ModelUnavailable(f"{spec.label}: cannot reach {url}: {reason}") from None
+    if response.status_code in (401, 403):
+        raise ModelUnavailable(
+            f"{spec.label}: {url} rejected the credentials (HTTP {response.status_code})"
+        )

@@ -1,0 +1,84 @@
+"""Evaluator throughput: spans scored per second, on one core, from a trace store on disk.
+
+A real traced run (the LangGraph ReAct agent on patient intake, driven by the scripted model
+with its ``noisy`` error profile, so traces hold refusals, retries and chat spans) is
+replicated into many runs (fresh run ids, episode ids and trace ids per copy) until the store
+holds ``--spans`` spans; then the whole evaluation is timed: read the OTLP JSON lines, rebuild
+every episode, score every task. Target (issue 4): >= 50,000 spans/s.
+
+    python bench/bench_evaluator.py [--spans 200000] [--source RUN_DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sopgym.observability.evaluator import TaskSet, evaluate
+from sopgym.observability.otlp import read_spans
+from sopgym.observability.semconv import EVALUATED_SCOPES
+from sopgym.observability.sources import trace_files
+
+_TRACE_ID = re.compile(rb'"traceId":"[0-9a-f]{6}')
+
+
+def make_run(root: Path) -> Path:
+    subprocess.run(
+        [sys.executable, "-m", "sopgym", "run", "patient_intake", "--agent", "react",
+         "--model", "scripted:noisy", "--runs-dir", str(root), "--run-id", "base"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return root / "base"
+
+
+def replicate(lines: list[bytes], run_id: str, copies: int) -> bytes:
+    """``copies`` of a run's trace lines, each with its own run, episode and trace ids."""
+    run_value = f'"stringValue":"{run_id}"}}'.encode()
+    out = []
+    for copy in range(copies):
+        prefix = f'"traceId":"{copy:06x}'.encode()
+        for line in lines:
+            line = line.replace(run_value, f'"stringValue":"{run_id}-{copy}"}}'.encode())
+            line = line.replace(b'"ep-', f'"ep{copy}-'.encode())
+            line = line.replace(b"/ep-", f"/ep{copy}-".encode())
+            out.append(_TRACE_ID.sub(prefix, line))
+    return b"\n".join(out) + b"\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--source", type=Path, default=None, help="a traced run folder to reuse")
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        run = options.source or make_run(root)
+        lines = [line for f in trace_files(run) for line in f.read_bytes().splitlines() if line]
+        per_copy = read_spans(trace_files(run)).total
+        copies = max(1, -(-options.spans // per_copy))
+        store = root / "store.jsonl"
+        store.write_bytes(replicate(lines, run.name, copies))
+        taskset = TaskSet()
+        taskset.get("patient_intake")  # gold loaded outside the timing, as it is once per run
+        started, cpu = time.perf_counter(), time.process_time()
+        spans = read_spans([store], EVALUATED_SCOPES)
+        parsed = time.perf_counter()
+        result = evaluate(spans, taskset)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        size = store.stat().st_size
+    print(f"store: {size / 1e6:.1f} MB, {spans.total} spans ({len(spans.spans)} decoded), "
+          f"{result['episodes']} episodes, {len(result['per_task'])} task rows "
+          f"({copies} copies of a {per_copy}-span run)")  # fmt: skip
+    print(f"read + parse   {parsed - started:.2f} s")
+    print(f"rebuild + score {wall - (parsed - started):.2f} s")
+    print(f"total {wall:.2f} s wall, {cpu:.2f} s CPU: {spans.total / wall:,.0f} spans/s "
+          f"(target >= 50,000 on one core)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

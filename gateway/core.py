@@ -1,0 +1,262 @@
+"""The gateway's transport-independent core: catalogs, episodes, validation, call records.
+
+The HTTP adapter (:mod:`.app`) and the gRPC servicer (:mod:`.grpc_server`) both call these
+methods, so the two transports share one episode store, one validation, one record of every
+call and the same span annotations; they differ only in how a request arrives and how an
+answer or a :class:`~sopgym.core.errors.ToolError` leaves. Every refusal is raised as a
+``ToolError`` except a tool call's, which is recorded and returned (:class:`CallOutcome`) like
+any other call.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from sopgym.core.errors import ToolError
+from sopgym.core.trajectory import CallRecord
+from sopgym.gateway.catalog import Catalog
+from sopgym.gateway.episodes import Episode, EpisodeStore
+from sopgym.gateway.metrics import GatewayMetrics
+from sopgym.gateway.upstream import UpstreamError, UpstreamPool
+from sopgym.observability import episode_spans, tracing
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class CallOutcome:
+    """A recorded tool call: the HTTP status and body to answer with, and for other
+    transports the parsed result or the error."""
+
+    status: int
+    body: bytes | JSON  # the service's raw reply, or the gateway's own error body
+    result: Any = None
+    error: ToolError | None = None
+
+
+@dataclass
+class TaskList:
+    payload: bytes  # the tool service's reply: {"domain", "tasks"}
+    tasks: list[JSON]
+
+
+class GatewayCore:
+    def __init__(
+        self,
+        catalog: Catalog,
+        default_distractors: int = 0,
+        admin_token: str | None = None,
+        metrics: GatewayMetrics | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.default_distractors = default_distractors
+        self.admin_token = admin_token
+        self.episodes = EpisodeStore()
+        self.metrics = metrics or GatewayMetrics()
+        self._pools: dict[str, UpstreamPool] = {}
+        self._tasks: dict[str, TaskList] = {}
+
+    # ---- read-only views ----
+    def health(self) -> JSON:
+        return {"status": "ok", "episodes": len(self.episodes)}
+
+    def catalog_summary(self) -> JSON:
+        return {
+            "domains": {
+                name: {"tools": list(s.tools), "distractors": list(s.distractors)}
+                for name, s in self.catalog.services.items()
+            }
+        }
+
+    async def tasks(self, domain: str | None) -> TaskList:
+        """A domain's task inputs, as its tool service lists them (never the gold)."""
+        service = self.service(domain, "domain")
+        listed = self._tasks.get(service.domain)
+        if listed is None:
+            try:
+                status, payload = await self._pool(service.domain).get("/v1/tasks")
+            except (UpstreamError, TimeoutError) as error:
+                raise ToolError(
+                    "upstream_unavailable", f"tool service {service.domain} unreachable: {error}"
+                ) from None
+            if status != 200:
+                raise ToolError(
+                    "upstream_unavailable", f"tool service {service.domain} lists no tasks"
+                )
+            listed = self._tasks[service.domain] = TaskList(payload, orjson.loads(payload)["tasks"])
+        return listed
+
+    # ---- episodes ----
+    def open(self, request: JSON, transport: str) -> JSON:
+        service = self.service(request.get("domain"), "domain")
+        task_id = request.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise ToolError("missing_argument", "task_id is required", "task_id")
+        count = request.get("distractors", self.default_distractors)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise ToolError("invalid_value", "distractors must be an integer >= 0", "distractors")
+        tools, distractors = self.catalog.episode_tools(service.domain, task_id, count)
+        variant = request.get("sop_variant", "clean")
+        if variant not in service.sop:
+            raise ToolError(
+                "invalid_value",
+                f"no SOP variant {variant!r}; have: {', '.join(service.sop)}",
+                "sop_variant",
+            )
+        meta = request.get("meta") if isinstance(request.get("meta"), dict) else {}
+        episode = self.episodes.open(task_id, service.domain, tools, distractors, meta)
+        episode_spans.annotate_open(episode, variant)
+        self.metrics.opened.add((service.domain, transport))
+        return {
+            "episode_id": episode.id,
+            "token": episode.token,
+            "sop": service.sop[variant],
+            "input_schema": service.input_schema,
+            "output_schema": service.output_schema,
+            "tools": [self.catalog.spec(n) for n in tools],
+        }
+
+    def episode(self, episode_id: str) -> Episode:
+        episode = self.episodes.get(episode_id)
+        if episode is None:
+            raise ToolError("unknown_episode", f"no episode {episode_id!r}")
+        return episode
+
+    def authorize(self, episode: Episode, token: str | None, admin_ok: bool = False) -> None:
+        if token is None:
+            raise ToolError("unauthorized", "missing bearer token")
+        if hmac.compare_digest(token, episode.token):
+            return
+        if admin_ok and self.admin_token and hmac.compare_digest(token, self.admin_token):
+            return
+        raise ToolError("forbidden", "token does not grant access to this episode")
+
+    async def call_tool(
+        self, episode: Episode, name: str, body: bytes, transport: str
+    ) -> CallOutcome:
+        """Forward one call to the tool's service and record it, whatever the answer."""
+        if episode.finished:
+            raise ToolError("episode_closed", "episode already finished")
+        started = time.perf_counter()
+        try:
+            arguments: Any = orjson.loads(body) if body else {}
+        except orjson.JSONDecodeError:
+            error = ToolError("invalid_json", "tool arguments are not valid JSON")
+            return self._refused(
+                episode, name, body.decode(errors="replace"), started, error, transport
+            )
+        if name not in episode.tools:
+            error = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
+            return self._refused(episode, name, arguments, started, error, transport, False)
+        service = self.catalog.owner[name]
+        try:
+            status, payload = await self._pool(service.domain).post(
+                f"/v1/tools/{name}",
+                body or b"{}",
+                b"x-sopgym-episode: " + episode.id.encode() + b"\r\n" + tracing.traceparent_line(),
+            )
+            response = orjson.loads(payload)
+        except (UpstreamError, TimeoutError) as error:
+            failure = ToolError(
+                "upstream_unavailable", f"tool service {service.domain} unreachable: {error}"
+            )
+            return self._refused(episode, name, arguments, started, failure, transport)
+        except orjson.JSONDecodeError:
+            failure = ToolError(
+                "upstream_unavailable", f"tool service {service.domain} sent a non-JSON reply"
+            )
+            return self._refused(episode, name, arguments, started, failure, transport)
+        refusal = response.get("error") if status >= 400 else None
+        error = None
+        if refusal:
+            error = ToolError(refusal["code"], refusal.get("message", ""), refusal.get("field"))
+        result = response.get("result")
+        self._record(
+            episode,
+            CallRecord(
+                name=name,
+                arguments=arguments,
+                status=status,
+                error_code=error.code if error else None,
+                error_field=error.field if error else None,
+                result=result,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                distractor=name in episode.distractors,
+            ),
+            transport,
+        )
+        return CallOutcome(status, payload, result, error)
+
+    def finish(self, episode: Episode, request: JSON, transport: str) -> JSON:
+        if episode.finished:
+            raise ToolError("episode_closed", "episode already finished")
+        outputs = request.get("outputs")
+        if not isinstance(outputs, dict):
+            raise ToolError("invalid_value", "outputs must be a JSON object", "outputs")
+        episode.outputs = outputs
+        episode.finished_at = time.time()
+        episode_spans.annotate_finish(episode)
+        self.metrics.finished.add((episode.domain, transport))
+        return {"episode_id": episode.id, "finished": True, "calls": len(episode.calls)}
+
+    def record(self, episode: Episode) -> JSON:
+        return episode.record()
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+
+    # ---- helpers ----
+    def service(self, domain: Any, field: str) -> Any:
+        if not isinstance(domain, str) or domain not in self.catalog.services:
+            known = ", ".join(sorted(self.catalog.services))
+            raise ToolError("invalid_value", f"unknown domain {domain!r}; serving: {known}", field)
+        return self.catalog.services[domain]
+
+    def _pool(self, domain: str) -> UpstreamPool:
+        pool = self._pools.get(domain)
+        if pool is None:
+            service = self.catalog.services[domain]
+            pool = self._pools[domain] = UpstreamPool(service.host, service.port)
+        return pool
+
+    def _refused(
+        self,
+        episode: Episode,
+        name: str,
+        arguments: Any,
+        started: float,
+        error: ToolError,
+        transport: str,
+        in_catalog: bool = True,
+    ) -> CallOutcome:
+        """A call the gateway itself refused: recorded like any other."""
+        self._record(
+            episode,
+            CallRecord(
+                name=name,
+                arguments=arguments,
+                status=error.status,
+                error_code=error.code,
+                error_field=error.field,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                in_catalog=in_catalog,
+                distractor=name in episode.distractors,
+            ),
+            transport,
+        )
+        return CallOutcome(error.status, error.to_body(), None, error)
+
+    def _record(self, episode: Episode, call: CallRecord, transport: str) -> None:
+        """Record a call, put the same record on the request's span for the evaluator, and
+        count it."""
+        episode.calls.append(call)
+        episode_spans.annotate_call(episode, len(episode.calls) - 1, call)
+        self.metrics.call(
+            episode.domain, call.error_code or "ok", transport, call.duration_ms / 1000
+        )

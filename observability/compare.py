@@ -1,0 +1,103 @@
+"""``sopgym compare``: what changed between two evaluations (B minus A), overall, per domain,
+and task by task (which tasks were fixed, which broke)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sopgym.observability.report import num, pct
+
+JSON = dict[str, Any]
+
+# (key, label, is a rate) of the metrics compared; latency is looked up as latency_s.p50.
+METRICS = [
+    ("ecr", "ECR", True),
+    ("c_tsr", "C-TSR", True),
+    ("tsr", "TSR", True),
+    ("tool_precision", "tool precision", False),
+    ("tool_recall", "tool recall", False),
+    ("tool_f1", "tool F1", False),
+    ("wrong_tool_rate", "wrong-tool rate", True),
+    ("param_failure_rate", "parameter-failure rate", True),
+    ("wrong_value_rate", "wrong-value rate", True),
+    ("blank_rate", "blank rate", True),
+    ("order_violations", "order violations", False),
+    ("incomplete_traces", "incomplete traces", False),
+    ("latency_p50", "latency p50 (s)", False),
+    ("llm_calls_per_task", "LLM calls / task", False),
+    ("tokens_per_task", "tokens / task", False),
+]
+
+
+def _value(metrics: JSON | None, key: str) -> float | None:
+    if metrics is None:
+        return None
+    if key == "latency_p50":
+        return metrics["latency_s"]["p50"]
+    return metrics.get(key)
+
+
+def deltas(a: JSON | None, b: JSON | None) -> JSON:
+    out = {}
+    for key, _, _ in METRICS:
+        va, vb = _value(a, key), _value(b, key)
+        out[key] = {
+            "a": va,
+            "b": vb,
+            "delta": vb - va if va is not None and vb is not None else None,
+        }
+    return out
+
+
+def compare(a: JSON, b: JSON) -> JSON:
+    """Deltas of two evaluation results, plus per-task success flips."""
+    domains = sorted(set(a["domains"]) | set(b["domains"]))
+    rows_a = {(r["domain"], r["task_id"]): r for r in a["per_task"]}
+    rows_b = {(r["domain"], r["task_id"]): r for r in b["per_task"]}
+    common = sorted(set(rows_a) & set(rows_b))
+
+    def success(row: JSON) -> bool:
+        return bool(row["score"]["success"])
+
+    return {
+        "a": a["source"],
+        "b": b["source"],
+        "overall": deltas(a, b),
+        "domains": {d: deltas(a["domains"].get(d), b["domains"].get(d)) for d in domains},
+        "fixed": [
+            f"{d}/{t}" for d, t in common if success(rows_b[d, t]) and not success(rows_a[d, t])
+        ],
+        "broken": [
+            f"{d}/{t}" for d, t in common if success(rows_a[d, t]) and not success(rows_b[d, t])
+        ],
+        "only_a": [f"{d}/{t}" for d, t in sorted(set(rows_a) - set(rows_b))],
+        "only_b": [f"{d}/{t}" for d, t in sorted(set(rows_b) - set(rows_a))],
+    }
+
+
+def _fmt(value: float | None, rate: bool, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    text = pct(value) if rate else num(value)
+    return f"+{text}" if signed and value > 0 else text
+
+
+def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
+    lines = [f"# compare: A = {name_a}, B = {name_b}", ""]
+    sections = [("overall", result["overall"]), *result["domains"].items()]
+    for title, metrics in sections:
+        lines += [f"## {title}", "", "| metric | A | B | B - A |", "|---|---|---|---|"]
+        for key, label, rate in METRICS:
+            m = metrics[key]
+            lines.append(
+                f"| {label} | {_fmt(m['a'], rate)} | {_fmt(m['b'], rate)} | "
+                f"{_fmt(m['delta'], rate, signed=True)} |"
+            )
+        lines.append("")
+    for key, label in (("fixed", "fixed in B"), ("broken", "broken in B"), ("only_a", "only in A"),
+                       ("only_b", "only in B")):  # fmt: skip
+        items = result[key]
+        lines.append(f"**{label}** ({len(items)}): {', '.join(items[:50]) or '-'}")
+        if len(items) > 50:
+            lines[-1] += f", ... (+{len(items) - 50})"
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,294 @@
+"""The evaluator: scores episodes from their traces alone, plus the task set's gold.
+
+Each episode's trajectory is rebuilt from spans (:mod:`.episodes`) and scored by the same
+:func:`sopgym.core.scoring.score_task` the runner applies to the gateway's records, so the
+two paths agree task by task. On top of that score it adds what only the trace knows or what
+needs the domain's dependency graph: order violations, latency, LLM calls and tokens.
+
+Episodes are grouped by (run id, agent); in each group every expected task gets exactly one
+row: its latest episode, or an incomplete row when no trace of it exists. Earlier attempts
+are listed as superseded, episodes of unknown tasks as unmatched: nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sopgym.core import dataset
+from sopgym.core.domain import DomainPack
+from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
+from sopgym.core.registry import load_domain
+from sopgym.core.scoring import TaskScore, aggregate, score_task
+from sopgym.core.tasks import Gold, Task
+from sopgym.core.trajectory import Trajectory
+from sopgym.observability import semconv as sc
+from sopgym.observability.episodes import EpisodeSpans, assemble
+from sopgym.observability.otlp import SpanBatch
+
+JSON = dict[str, Any]
+_MALFORMED = VALIDATION_CODES | TYPE_CODES
+
+
+@dataclass
+class DomainTasks:
+    domain: DomainPack
+    tasks: list[Task]
+    gold: dict[str, Gold]
+
+
+class TaskSet:
+    """The gold of the domains being evaluated, loaded on first use (tables are not needed)."""
+
+    def __init__(self, data_root: Path | None = None) -> None:
+        self.data_root = data_root
+        self._domains: dict[str, DomainTasks | None] = {}
+
+    def get(self, name: str) -> DomainTasks | None:
+        if name not in self._domains:
+            try:
+                domain = load_domain(name)
+            except KeyError:
+                self._domains[name] = None
+                return None
+            tasks, gold = dataset.load_tasks(dataset.materialize(domain, self.data_root))
+            self._domains[name] = DomainTasks(domain, tasks, gold)
+        return self._domains[name]
+
+    def expected(self, domains: Iterable[str], limit: int | None = None) -> list[tuple[str, str]]:
+        """(domain, task id) of every task a run over ``domains`` should have attempted."""
+        keys = []
+        for name in domains:
+            found = self.get(name)
+            tasks = found.tasks if found else []
+            keys += [(name, t.id) for t in (tasks[:limit] if limit else tasks)]
+        return keys
+
+
+def order_violations(trajectory: Trajectory, dependencies: dict[str, list[str]]) -> int:
+    """Executed calls made before every tool they depend on had been executed.
+
+    A call rejected for its arguments (validation / type) neither counts nor satisfies a
+    dependency; a refusal about the data (e.g. ``not_found``) did run, and does.
+    """
+    done: set[str] = set()
+    violations = 0
+    for call in trajectory.calls:
+        if not call.in_catalog or call.error_code in _MALFORMED:
+            continue
+        if any(d not in done for d in dependencies.get(call.name, ())):
+            violations += 1
+        done.add(call.name)
+    return violations
+
+
+def _row(
+    domain: str,
+    task_id: str,
+    group: tuple[str, str],
+    episode: EpisodeSpans | None,
+    tasks: DomainTasks,
+) -> JSON:
+    gold = tasks.gold[task_id]
+    problems = episode.problems() if episode else ["no trace of this task"]
+    trajectory = episode.trajectory(gold) if episode and not problems else None
+    score = score_task(domain, trajectory, gold, tasks.domain.output_schema)
+    row: JSON = {
+        "task_id": task_id,
+        "domain": domain,
+        "run_id": group[0],
+        "agent": group[1],
+        "model": episode.model if episode else None,
+        "trace_id": episode.trace_id if episode else None,
+        "episode_id": episode.episode_id if episode else None,
+        "status": episode.status if episode else None,
+        "trace_complete": not problems,
+        "problems": problems,
+        "score": dict(vars(score)),  # = score.to_json(), without asdict's deep copies
+        "order_violations": order_violations(trajectory, tasks.domain.dependencies)
+        if trajectory
+        else 0,
+        "latency_s": episode.latency_s if episode else None,
+        "llm_calls": len(episode.chats) if episode else 0,
+        "tool_latency_ms": [round(s.duration_ms, 3) for s in episode.calls] if episode else [],
+        "calls_made": [[c.name, c.error_code] for c in trajectory.calls] if trajectory else [],
+    }
+    row["input_tokens"], row["output_tokens"] = episode.tokens() if episode else (0, 0)
+    if not score.completed:
+        row["reason"] = _reason(episode, problems, trajectory)
+    return row
+
+
+def _reason(episode: EpisodeSpans | None, problems: list[str], trajectory: Any) -> str:
+    if problems:
+        return "; ".join(problems)
+    attributes = episode.root.attributes if episode and episode.root else {}
+    said = attributes.get(sc.ERROR_TYPE) or attributes.get(sc.TASK_STATUS)
+    if trajectory is not None and not trajectory.finished:
+        return f"episode not finished (agent: {said or 'no status'})"
+    return "outputs missing"
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def metrics(rows: list[JSON]) -> JSON:
+    """SOP-Bench's ECR / C-TSR / TSR and TELLER's tool metrics (via ``aggregate``), plus
+    call-level error rates, order violations, latency, LLM calls and tokens."""
+    scores = [TaskScore(**r["score"]) for r in rows]
+    base = aggregate(scores)
+    errors: Counter[str] = Counter(base["errors"])
+    calls = sum(s.calls for s in scores)
+    latencies = [r["latency_s"] for r in rows if r["latency_s"] is not None]
+    tool_latencies = [v for r in rows for v in r["tool_latency_ms"]]
+    n = len(rows)
+
+    def per_call(*keys: str) -> float:
+        return sum(errors[k] for k in keys) / calls if calls else 0.0
+
+    return {
+        **base,
+        "calls": calls,
+        "wrong_tool_rate": per_call("hallucinated", "distractor"),
+        "param_failure_rate": per_call("validation", "type"),
+        "wrong_value_rate": per_call("wrong_value"),
+        "blank_rate": errors["blank"] / n if n else 0.0,
+        "order_violations": sum(r["order_violations"] for r in rows),
+        "incomplete_traces": sum(not r["trace_complete"] for r in rows),
+        "latency_s": {
+            "mean": statistics.fmean(latencies) if latencies else None,
+            "p50": _percentile(latencies, 0.5),
+            "p95": _percentile(latencies, 0.95),
+        },
+        "tool_latency_ms": {
+            "p50": _percentile(tool_latencies, 0.5),
+            "p99": _percentile(tool_latencies, 0.99),
+        },
+        "llm_calls": sum(r["llm_calls"] for r in rows),
+        "llm_calls_per_task": sum(r["llm_calls"] for r in rows) / n if n else 0.0,
+        "input_tokens": sum(r["input_tokens"] for r in rows),
+        "output_tokens": sum(r["output_tokens"] for r in rows),
+        "tokens_per_task": sum(r["input_tokens"] + r["output_tokens"] for r in rows) / n
+        if n
+        else 0.0,
+    }
+
+
+def _grouped(rows: list[JSON], key: str) -> JSON:
+    groups: defaultdict[str, list[JSON]] = defaultdict(list)
+    for row in rows:
+        groups[row[key]].append(row)
+    return {name: metrics(items) for name, items in sorted(groups.items())}
+
+
+def evaluate(
+    spans: SpanBatch,
+    taskset: TaskSet,
+    expected: list[tuple[str, str]] | None = None,
+    run: tuple[str, str] | None = None,
+    run_filter: str | None = None,
+    source: str = "",
+) -> JSON:
+    """Score every episode in ``spans``.
+
+    ``expected`` lists the (domain, task id) pairs each (run id, agent) group should cover
+    (a run folder's config says which); without it a group covers the tasks it has traces of.
+    ``run`` (a run folder's (run id, agent)) puts every episode in that one group, which
+    exists even when no trace exists at all.
+    """
+    started = time.perf_counter()
+    episodes = assemble(spans.spans)
+    groups: defaultdict[tuple[str, str], list[EpisodeSpans]] = defaultdict(list)
+    unmatched: list[JSON] = []
+    for episode in episodes:
+        if run_filter is not None and episode.run_id != run_filter:
+            continue
+        tasks = taskset.get(episode.domain) if episode.domain else None
+        if tasks is None or episode.task_id not in tasks.gold:
+            unmatched.append(_brief(episode, "task not in the task set"))
+            continue
+        groups[run or (episode.run_id or "", episode.agent or "")].append(episode)
+    if run is not None:
+        groups.setdefault(run, [])
+    rows: list[JSON] = []
+    superseded: list[JSON] = []
+    for group, members in sorted(groups.items()):
+        latest: dict[tuple[str, str], EpisodeSpans] = {}
+        for episode in sorted(members, key=lambda e: e.started_ns):
+            key = (str(episode.domain), str(episode.task_id))
+            if key in latest:
+                superseded.append(_brief(latest[key], "a later attempt of the task exists"))
+            latest[key] = episode
+        wanted = expected if expected is not None else sorted(latest)
+        for domain, task_id in wanted:
+            tasks = taskset.get(domain)
+            if tasks is not None and task_id in tasks.gold:
+                rows.append(
+                    _row(domain, task_id, group, latest.pop((domain, task_id), None), tasks)
+                )
+        unmatched += [_brief(e, "task not expected in this run") for e in latest.values()]
+    for row in rows:
+        row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
+    elapsed = time.perf_counter() - started
+    return {
+        "source": source,
+        "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "spans": spans.total,
+        "episodes": len(episodes),
+        **metrics(rows),
+        "domains": _grouped(rows, "domain"),
+        "agents": _grouped(rows, "agent_model"),
+        "per_task": rows,
+        "incomplete": [
+            {k: r.get(k) for k in ("task_id", "domain", "agent", "trace_id", "reason")}
+            for r in rows
+            if not r["score"]["completed"]
+        ],
+        "superseded": superseded,
+        "unmatched": unmatched,
+        "seconds": round(elapsed, 4),
+    }
+
+
+def _brief(episode: EpisodeSpans, why: str) -> JSON:
+    return {
+        "task_id": episode.task_id,
+        "domain": episode.domain,
+        "episode_id": episode.episode_id,
+        "trace_id": episode.trace_id,
+        "why": why,
+    }
+
+
+def run_expectation(
+    run_dir: Path, taskset: TaskSet
+) -> tuple[list[tuple[str, str]], tuple[str, str]]:
+    """The tasks a run folder's config says were attempted, and its (run id, agent) group."""
+    config = orjson.loads((run_dir / "config.json").read_bytes())
+    expected = taskset.expected(config["domains"], config.get("limit"))
+    return expected, (run_dir.name, config.get("agent", ""))
+
+
+def evaluate_path(path: Path, data_root: Path | None = None, run_filter: str | None = None) -> JSON:
+    """Evaluate a run folder (its trace store, against its config's task set) or a file or
+    folder of OTLP JSON (against the tasks it has traces of)."""
+    from sopgym.observability.sources import is_run_dir, load_spans
+
+    taskset = TaskSet(data_root)
+    spans = load_spans(path, sc.EVALUATED_SCOPES)
+    if is_run_dir(path):
+        expected, run = run_expectation(path, taskset)
+        return evaluate(spans, taskset, expected, run, run_filter, source=str(path))
+    return evaluate(spans, taskset, run_filter=run_filter, source=str(path))

@@ -1,0 +1,169 @@
+"""Agent-side spans, following the OpenTelemetry GenAI semantic conventions.
+
+One task episode is one trace: :func:`task_span` is its root (``invoke_agent``), with a
+``chat`` span per LLM call (:func:`chat_span`) and an ``execute_tool`` span per tool call
+(:func:`tool_span`); the gateway's and the tool service's server spans hang beneath the tool
+spans through the W3C ``traceparent`` header the agent's HTTP client injects.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import orjson
+from opentelemetry.propagate import inject
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from sopgym.observability import semconv as sc
+from sopgym.observability.tracing import capped, payload_limit, tracer
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:
+        return repr(value)
+
+
+@contextmanager
+def task_span(
+    task_id: str, domain: str, agent: str, model: str | None, run_id: str | None
+) -> Iterator[Span]:
+    """The episode's root span. Its status says how the agent worker saw the task end."""
+    attributes: dict[str, Any] = {
+        sc.GEN_AI_OPERATION: sc.OP_INVOKE_AGENT,
+        sc.GEN_AI_AGENT_NAME: agent,
+        sc.TASK_ID: task_id,
+        sc.DOMAIN: domain,
+    }
+    if model:
+        attributes[sc.GEN_AI_REQUEST_MODEL] = model
+    if run_id:
+        attributes[sc.RUN_ID] = run_id
+    with tracer(sc.SCOPE_AGENT).start_as_current_span(
+        f"{sc.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
+    ) as span:
+        yield span
+
+
+def end_task(span: Span, status: str, episode_id: str | None, error: str | None) -> None:
+    """Record the task's outcome on its root span before it ends."""
+    span.set_attribute(sc.TASK_STATUS, status)
+    if episode_id:
+        span.set_attribute(sc.EPISODE_ID, episode_id)
+    if error:
+        span.set_attribute(sc.ERROR_TYPE, error.split(":", 1)[0])
+        span.set_status(Status(StatusCode.ERROR, error[:500]))
+
+
+@contextmanager
+def tool_span(name: str, arguments: Any, call_id: str | None = None) -> Iterator[Span]:
+    """An ``execute_tool`` span around one tool call (the call id is made up if the model
+    gave none, so every call can still be named)."""
+    text, _ = capped(_json_text(arguments), payload_limit())
+    with tracer(sc.SCOPE_AGENT_TOOLS).start_as_current_span(
+        f"{sc.OP_EXECUTE_TOOL} {name}",
+        kind=SpanKind.INTERNAL,
+        attributes={
+            sc.GEN_AI_OPERATION: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: name,
+            sc.GEN_AI_TOOL_CALL_ID: call_id or f"call_{uuid.uuid4().hex[:16]}",
+            "gen_ai.tool.type": "function",
+            sc.GEN_AI_TOOL_CALL_ARGUMENTS: text,
+        },
+    ) as span:
+        yield span
+
+
+def end_tool(span: Span, status: int, body: Any) -> None:
+    """The tool's answer (capped) and, for a refusal, its error code."""
+    if not span.is_recording():
+        return
+    text, _ = capped(_json_text(body), payload_limit())
+    span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, text)
+    span.set_attribute(sc.HTTP_STATUS, status)
+    if status >= 400:
+        error = body.get("error") if isinstance(body, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        span.set_attribute(sc.ERROR_TYPE, str(code or status))
+        span.set_status(Status(StatusCode.ERROR, str(code or status)))
+
+
+@contextmanager
+def chat_span(model: str, provider: str | None = None) -> Iterator[Span]:
+    """A ``chat`` span around one LLM call; fill in usage with :func:`end_chat`."""
+    attributes: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
+    if provider:
+        attributes[sc.GEN_AI_PROVIDER] = provider
+    with tracer(sc.SCOPE_AGENT).start_as_current_span(
+        f"{sc.OP_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attributes
+    ) as span:
+        yield span
+
+
+def end_chat(
+    span: Span,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    response_model: str | None = None,
+    finish_reasons: list[str] | None = None,
+) -> None:
+    if not span.is_recording():
+        return
+    if input_tokens is not None:
+        span.set_attribute(sc.GEN_AI_INPUT_TOKENS, int(input_tokens))
+    if output_tokens is not None:
+        span.set_attribute(sc.GEN_AI_OUTPUT_TOKENS, int(output_tokens))
+    if response_model:
+        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, response_model)
+    if finish_reasons:
+        span.set_attribute(sc.GEN_AI_FINISH_REASONS, [str(r) for r in finish_reasons])
+
+
+def traced_model_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorates the agents' single LLM entry point, ``invoke_model(llm, messages, context,
+    ...)``, with a ``chat`` span per call.
+
+    Token usage is read from the record the call appends to ``context.usage``, so the span and
+    the worker's own accounting report the same numbers. A failed call's span ends in error
+    (the SDK records the exception).
+    """
+
+    @functools.wraps(invoke)
+    def traced(llm: Any, messages: Any, context: Any, *args: Any, **kwargs: Any) -> Any:
+        spec = llm.spec
+        with chat_span(spec.name, spec.provider) as span:
+            recorded = len(context.usage)
+            try:
+                message = invoke(llm, messages, context, *args, **kwargs)
+            finally:
+                if len(context.usage) > recorded and span.is_recording():
+                    usage = context.usage[-1]
+                    end_chat(span, usage.get("input_tokens"), usage.get("output_tokens"))
+                    span.set_attribute("sopgym.llm.purpose", str(usage.get("purpose", "")))
+                    span.set_attribute("sopgym.llm.attempts", int(usage.get("attempts", 1)))
+            metadata = getattr(message, "response_metadata", None) or {}
+            reason = metadata.get("finish_reason")
+            end_chat(
+                span,
+                response_model=metadata.get("model_name"),
+                finish_reasons=[reason] if reason else None,
+            )
+            return message
+
+    return traced
+
+
+def _inject_trace_context(request: httpx.Request) -> None:
+    inject(request.headers)
+
+
+def traced_http_client(timeout: float) -> httpx.Client:
+    """An HTTP client whose requests carry the current W3C trace context, for model SDKs
+    (OpenAI-compatible endpoints): the model server's span joins the ``chat`` span's trace."""
+    return httpx.Client(timeout=timeout, event_hooks={"request": [_inject_trace_context]})

@@ -1,0 +1,389 @@
+"""OTLP JSON: the trace store's format, and the fast path that reads spans back out of it.
+
+The store holds one ``TracesData`` object per line (``{"resourceSpans": [...]}``), encoded per
+the OTLP protobuf JSON mapping: lowerCamelCase keys, trace and span ids as hex strings, enums
+as integers, 64-bit integers as decimal strings. That is what the OpenTelemetry Collector's
+file exporter writes and what Jaeger's ``/api/v3/traces`` answers (there wrapped in
+``{"result": ...}``), so the same reader serves all three.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+JSON = dict[str, Any]
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+_KIND_NAMES = {
+    "SPAN_KIND_UNSPECIFIED": 0,
+    "SPAN_KIND_INTERNAL": 1,
+    "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3,
+    "SPAN_KIND_PRODUCER": 4,
+    "SPAN_KIND_CONSUMER": 5,
+}
+_STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+STATUS_ERROR = 2
+
+
+# ---- protobuf <-> OTLP JSON ----
+def _rewrite_ids(document: JSON, convert: Any) -> JSON:
+    for resource_spans in document.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            for span in scope_spans.get("spans", ()):
+                for key in _ID_KEYS:
+                    if span.get(key):
+                        span[key] = convert(span[key])
+                for link in span.get("links", ()):
+                    for key in ("traceId", "spanId"):
+                        if link.get(key):
+                            link[key] = convert(link[key])
+    return document
+
+
+def _b64_to_hex(value: str) -> str:
+    return base64.b64decode(value).hex()
+
+
+def _hex_to_b64(value: str) -> str:
+    return base64.b64encode(bytes.fromhex(value)).decode()
+
+
+def request_to_json(request: ExportTraceServiceRequest) -> JSON:
+    """An export request (or ``TracesData``: same fields) as an OTLP JSON object.
+
+    Written out by hand rather than with ``json_format.MessageToDict``, which walks message
+    descriptors generically and costs the collector several times more CPU per span; the
+    tests hold the two to the same output.
+    """
+    resource_spans = []
+    for rs in request.resource_spans:
+        item: JSON = {}
+        if rs.HasField("resource"):
+            item["resource"] = _resource(rs.resource)
+        item["scopeSpans"] = [_scope_spans(ss) for ss in rs.scope_spans]
+        if rs.schema_url:
+            item["schemaUrl"] = rs.schema_url
+        resource_spans.append(item)
+    return {"resourceSpans": resource_spans} if resource_spans else {}
+
+
+def _resource(resource: Any) -> JSON:
+    out: JSON = {}
+    if resource.attributes:
+        out["attributes"] = _key_values(resource.attributes)
+    if resource.dropped_attributes_count:
+        out["droppedAttributesCount"] = resource.dropped_attributes_count
+    return out
+
+
+def _scope_spans(scope_spans: Any) -> JSON:
+    scope = scope_spans.scope
+    scope_json: JSON = {}
+    if scope.name:
+        scope_json["name"] = scope.name
+    if scope.version:
+        scope_json["version"] = scope.version
+    if scope.attributes:
+        scope_json["attributes"] = _key_values(scope.attributes)
+    out: JSON = {"scope": scope_json} if scope_spans.HasField("scope") else {}
+    out["spans"] = [_span(span) for span in scope_spans.spans]
+    if scope_spans.schema_url:
+        out["schemaUrl"] = scope_spans.schema_url
+    return out
+
+
+def _span(span: Any) -> JSON:
+    out: JSON = {}  # proto3 JSON: fields at their default value are left out
+    if span.trace_id:
+        out["traceId"] = span.trace_id.hex()
+    if span.span_id:
+        out["spanId"] = span.span_id.hex()
+    if span.trace_state:
+        out["traceState"] = span.trace_state
+    if span.parent_span_id:
+        out["parentSpanId"] = span.parent_span_id.hex()
+    if span.flags:
+        out["flags"] = span.flags
+    if span.name:
+        out["name"] = span.name
+    if span.kind:
+        out["kind"] = span.kind
+    if span.start_time_unix_nano:
+        out["startTimeUnixNano"] = str(span.start_time_unix_nano)
+    if span.end_time_unix_nano:
+        out["endTimeUnixNano"] = str(span.end_time_unix_nano)
+    if span.attributes:
+        out["attributes"] = _key_values(span.attributes)
+    if span.dropped_attributes_count:
+        out["droppedAttributesCount"] = span.dropped_attributes_count
+    if span.events:
+        out["events"] = [_event(e) for e in span.events]
+    if span.dropped_events_count:
+        out["droppedEventsCount"] = span.dropped_events_count
+    if span.links:
+        out["links"] = [_link(link) for link in span.links]
+    if span.dropped_links_count:
+        out["droppedLinksCount"] = span.dropped_links_count
+    if span.HasField("status"):
+        status: JSON = {}
+        if span.status.message:
+            status["message"] = span.status.message
+        if span.status.code:
+            status["code"] = span.status.code
+        out["status"] = status
+    return out
+
+
+def _event(event: Any) -> JSON:
+    out: JSON = {}
+    if event.time_unix_nano:
+        out["timeUnixNano"] = str(event.time_unix_nano)
+    if event.name:
+        out["name"] = event.name
+    if event.attributes:
+        out["attributes"] = _key_values(event.attributes)
+    if event.dropped_attributes_count:
+        out["droppedAttributesCount"] = event.dropped_attributes_count
+    return out
+
+
+def _link(link: Any) -> JSON:
+    out: JSON = {}
+    if link.trace_id:
+        out["traceId"] = link.trace_id.hex()
+    if link.span_id:
+        out["spanId"] = link.span_id.hex()
+    if link.trace_state:
+        out["traceState"] = link.trace_state
+    if link.attributes:
+        out["attributes"] = _key_values(link.attributes)
+    if link.dropped_attributes_count:
+        out["droppedAttributesCount"] = link.dropped_attributes_count
+    if link.flags:
+        out["flags"] = link.flags
+    return out
+
+
+def _key_values(items: Any) -> list[JSON]:
+    return [{"key": kv.key, "value": _any_value(kv.value)} for kv in items]
+
+
+def _any_value(value: Any) -> JSON:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return {"stringValue": value.string_value}
+    if kind == "int_value":
+        return {"intValue": str(value.int_value)}
+    if kind == "bool_value":
+        return {"boolValue": value.bool_value}
+    if kind == "double_value":
+        return {"doubleValue": _double(value.double_value)}
+    if kind == "array_value":
+        return {"arrayValue": _values(value.array_value.values)}
+    if kind == "kvlist_value":
+        return {"kvlistValue": _values(value.kvlist_value.values, keyed=True)}
+    if kind == "bytes_value":
+        return {"bytesValue": base64.b64encode(value.bytes_value).decode()}
+    return {}
+
+
+def _values(items: Any, keyed: bool = False) -> JSON:
+    if not items:
+        return {}
+    return {"values": _key_values(items) if keyed else [_any_value(v) for v in items]}
+
+
+def _double(value: float) -> float | str:
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def json_to_request(document: JSON) -> ExportTraceServiceRequest:
+    """Parse OTLP JSON (hex ids) into a protobuf request; raises ``ParseError`` if invalid.
+
+    The stock protobuf JSON parser reads ``bytes`` fields as base64, so the hex ids are
+    translated first, as every OTLP/JSON receiver does.
+    """
+    copy = orjson.loads(orjson.dumps({"resourceSpans": document.get("resourceSpans", [])}))
+    request = ExportTraceServiceRequest()
+    json_format.ParseDict(_rewrite_ids(copy, _hex_to_b64), request)
+    return request
+
+
+# ---- the evaluator's view of a span ----
+@dataclass(slots=True)
+class SpanRecord:
+    trace_id: str
+    span_id: str
+    parent_id: str
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    attributes: JSON
+    status: int
+    service: str
+    scope: str
+    raw_events: list[JSON] = field(default_factory=list)
+
+    @property
+    def duration_ms(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e6
+
+    def events(self) -> list[tuple[str, JSON]]:
+        """Span events, decoded on demand (scoring never needs them; reports do)."""
+        return [(e.get("name", ""), attributes(e.get("attributes", ()))) for e in self.raw_events]
+
+
+def _value(value: JSON) -> Any:
+    if not value:
+        return None
+    kind, raw = next(iter(value.items()))
+    if kind == "stringValue" or kind == "boolValue":
+        return raw
+    if kind == "intValue":
+        return int(raw)
+    if kind == "doubleValue":
+        return float(raw)
+    if kind == "arrayValue":
+        return [_value(v) for v in raw.get("values", ())]
+    if kind == "kvlistValue":
+        return attributes(raw.get("values", ()))
+    return raw  # bytesValue stays base64 text
+
+
+def attributes(items: Iterable[JSON]) -> JSON:
+    out = {}
+    for item in items:
+        value = item.get("value")
+        text = value.get("stringValue") if value else None  # most values are strings
+        out[item["key"]] = text if text is not None else _value(value)  # type: ignore[arg-type]
+    return out
+
+
+def _hex_id(value: str | None) -> str:
+    if not value:
+        return ""
+    # OTLP JSON ids are hex (32 / 16 chars); plain protobuf JSON would carry base64 instead
+    return value if len(value) in (32, 16) else _b64_to_hex(value)
+
+
+def _enum(value: Any, names: dict[str, int]) -> int:
+    return value if isinstance(value, int) else names.get(value, 0)
+
+
+@dataclass
+class SpanBatch:
+    """Spans read from a trace source; spans of scopes the reader was not asked for are
+    counted (``skipped``) but never decoded."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    skipped: int = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.spans) + self.skipped
+
+
+def spans_of(
+    document: JSON, scopes: frozenset[str] | None = None, batch: SpanBatch | None = None
+) -> SpanBatch:
+    """The spans of one ``TracesData`` / export request / Jaeger v3 response object (only
+    those of ``scopes``, when given; spans of an unnamed scope are always kept)."""
+    batch = batch if batch is not None else SpanBatch()
+    document = document.get("result", document)
+    for resource_spans in document.get("resourceSpans", ()):
+        resource = attributes(resource_spans.get("resource", {}).get("attributes", ()))
+        service = str(resource.get("service.name", ""))
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            scope = scope_spans.get("scope", {}).get("name", "")
+            spans = scope_spans.get("spans", ())
+            if scopes is not None and scope and scope not in scopes:
+                batch.skipped += len(spans)
+                continue
+            for span in spans:
+                status = span.get("status")
+                batch.spans.append(
+                    SpanRecord(
+                        trace_id=_hex_id(span.get("traceId")),
+                        span_id=_hex_id(span.get("spanId")),
+                        parent_id=_hex_id(span.get("parentSpanId")),
+                        name=span.get("name", ""),
+                        kind=_enum(span.get("kind", 0), _KIND_NAMES),
+                        start_ns=int(span.get("startTimeUnixNano", 0)),
+                        end_ns=int(span.get("endTimeUnixNano", 0)),
+                        attributes=attributes(span.get("attributes", ())),
+                        status=_enum(status.get("code", 0), _STATUS_NAMES) if status else 0,
+                        service=service,
+                        scope=scope,
+                        raw_events=span.get("events", []),
+                    )
+                )
+    return batch
+
+
+# ---- trace files ----
+_SCOPE_MARK = b'"scopeSpans":[{"scope":{"name":"'
+_SPAN_MARK = b'"startTimeUnixNano"'
+
+
+def _line_scope(line: bytes) -> bytes | None:
+    """The one scope of a store line, read without parsing it (``None``: cannot tell)."""
+    at = line.find(_SCOPE_MARK)
+    if at < 0 or line.count(b'"scopeSpans"') != 1:
+        return None
+    start = at + len(_SCOPE_MARK)
+    return line[start : line.find(b'"', start)]
+
+
+def read_batch(
+    data: bytes, scopes: frozenset[str] | None = None, batch: SpanBatch | None = None
+) -> SpanBatch:
+    """Spans of one trace file's bytes: one (pretty-printed) document, or JSON lines.
+
+    The collector writes one line per instrumentation scope, so lines of scopes not asked for
+    are counted and skipped without being parsed. A torn last line (a writer killed
+    mid-write) is skipped; a bad line elsewhere is an error.
+    """
+    batch = batch if batch is not None else SpanBatch()
+    if not data.strip():
+        return batch
+    try:
+        return spans_of(orjson.loads(data), scopes, batch)
+    except orjson.JSONDecodeError:
+        pass
+    wanted = {scope.encode() for scope in scopes} if scopes is not None else None
+    lines = [line for line in data.splitlines() if line.strip()]
+    for number, line in enumerate(lines, 1):
+        if wanted is not None:
+            scope = _line_scope(line)
+            if scope and scope not in wanted:
+                batch.skipped += line.count(_SPAN_MARK)
+                continue
+        try:
+            document = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise
+        spans_of(document, scopes, batch)
+    return batch
+
+
+def read_spans(paths: Iterable[Path], scopes: frozenset[str] | None = None) -> SpanBatch:
+    """The spans in the given trace files (of ``scopes`` only, when given)."""
+    batch = SpanBatch()
+    for path in paths:
+        read_batch(path.read_bytes(), scopes, batch)
+    return batch

@@ -1,0 +1,248 @@
+"""Reports of an evaluation: a terminal summary, Markdown, and one self-contained HTML file.
+
+Every table is built once as plain data (:class:`Table`) and rendered to each format, so the
+Markdown and the HTML report can never disagree. Trace ids link to the Jaeger UI so any task
+can be opened from the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from sopgym.core.jsonio import write_atomic
+from sopgym.observability.svg import bar_chart, histogram
+
+JSON = dict[str, Any]
+Cell = str | tuple[str, str]  # text, or (text, link)
+
+
+def pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def _errors(errors: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "-"
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[Cell]]
+
+
+PER_TASK_COLUMNS = [
+    "task", "domain", "agent", "ok", "wrong fields", "tool F1", "errors", "calls", "latency s",
+    "LLM", "trace",
+]  # fmt: skip
+METRIC_COLUMNS = [
+    "tasks", "completed", "ECR", "C-TSR", "TSR", "tool P", "tool R", "tool F1",
+    "calls", "wrong tool", "param fail", "order viol.", "latency p50 s", "LLM calls/task",
+    "tokens/task",
+]  # fmt: skip
+
+
+def metric_cells(m: JSON) -> list[Cell]:
+    return [
+        str(m["tasks"]),
+        str(m["completed"]),
+        pct(m["ecr"]),
+        pct(m["c_tsr"]),
+        pct(m["tsr"]),
+        num(m["tool_precision"]),
+        num(m["tool_recall"]),
+        num(m["tool_f1"]),
+        str(m["calls"]),
+        pct(m["wrong_tool_rate"]),
+        pct(m["param_failure_rate"]),
+        str(m["order_violations"]),
+        num(m["latency_s"]["p50"]),
+        num(m["llm_calls_per_task"], 1),
+        num(m["tokens_per_task"], 0),
+    ]
+
+
+def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
+    ui = (jaeger_ui or "").rstrip("/")
+    groups = [
+        ("By domain", "domain", result["domains"]),
+        ("By agent / model", "agent / model", result["agents"]),
+    ]
+    out = [Table("Overall", METRIC_COLUMNS, [metric_cells(result)])]
+    out += [
+        Table(title, [key, *METRIC_COLUMNS], [[name, *metric_cells(m)] for name, m in ms.items()])
+        for title, key, ms in groups
+    ]
+    out.append(
+        Table(
+            "Error taxonomy (TELLER: blank / validation / type; plus wrong value, wrong tool)",
+            ["error", "count"],
+            [[k, str(v)] for k, v in sorted(result["errors"].items())],
+        )
+    )
+
+    def trace_cell(trace_id: str | None) -> Cell:
+        if not trace_id:
+            return "-"
+        return (trace_id, f"{ui}/trace/{trace_id}") if ui else trace_id
+
+    out.append(
+        Table(
+            "Incomplete episodes (counted against ECR)",
+            ["task", "domain", "agent", "reason", "trace"],
+            [
+                [
+                    i["task_id"],
+                    i["domain"],
+                    i["agent"],
+                    i.get("reason") or "",
+                    trace_cell(i["trace_id"]),
+                ]
+                for i in result["incomplete"]
+            ],
+        )
+    )
+    out.append(
+        Table(
+            "Per task",
+            PER_TASK_COLUMNS,
+            [
+                [
+                    r["task_id"],
+                    r["domain"],
+                    r["agent_model"],
+                    "yes"
+                    if r["score"]["success"]
+                    else ("no" if r["score"]["completed"] else "inc."),
+                    ", ".join(k for k, ok in r["score"]["fields"].items() if not ok) or "-",
+                    num(r["score"]["tool_f1"], 2),
+                    _errors(r["score"]["errors"]),
+                    " > ".join(f"{n}!{e}" if e else n for n, e in r["calls_made"]) or "-",
+                    num(r["latency_s"]),
+                    str(r["llm_calls"]),
+                    trace_cell(r["trace_id"]),
+                ]
+                for r in result["per_task"]
+            ],
+        )
+    )
+    return out
+
+
+# ---- renderers ----
+def _text(cell: Cell) -> str:
+    return cell[0] if isinstance(cell, tuple) else cell
+
+
+def _md_cell(cell: Cell) -> str:
+    text = f"[{cell[0]}]({cell[1]})" if isinstance(cell, tuple) else cell
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(result: JSON, jaeger_ui: str | None = None) -> str:
+    lines = [f"# sopgym evaluation: {result['source']}", "", _provenance(result), ""]
+    for table in tables(result, jaeger_ui):
+        lines += [f"## {table.title}", ""]
+        if not table.rows:
+            lines += ["none", ""]
+            continue
+        lines.append("| " + " | ".join(table.headers) + " |")
+        lines.append("|" + "---|" * len(table.headers))
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _html_cell(cell: Cell) -> str:
+    if isinstance(cell, tuple):
+        return f'<a href="{escape(cell[1])}">{escape(cell[0])}</a>'
+    return escape(cell)
+
+
+def _html_table(table: Table) -> str:
+    if not table.rows:
+        return f"<h2>{escape(table.title)}</h2><p>none</p>"
+    head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_html_cell(c)}</td>" for c in row) + "</tr>" for row in table.rows
+    )
+    return f"<h2>{escape(table.title)}</h2><table><tr>{head}</tr>{body}</table>"
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222}
+table{border-collapse:collapse;margin-bottom:16px;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0} .plots{display:flex;flex-wrap:wrap;gap:16px}
+"""
+
+
+def html(result: JSON, jaeger_ui: str | None = None) -> str:
+    latencies = [v for r in result["per_task"] for v in r["tool_latency_ms"]]
+    plots = [
+        bar_chart(
+            [(d, m["tsr"]) for d, m in result["domains"].items()], "TSR per domain", maximum=1
+        ),
+        bar_chart(
+            sorted(result["errors"].items(), key=lambda kv: -kv[1]),
+            "Error taxonomy (count)",
+            fmt=lambda v: f"{v:.0f}",
+        ),
+        histogram(latencies, "Tool-call latency at the gateway"),
+    ]
+    body = "".join(_html_table(t) for t in tables(result, jaeger_ui))
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
+        f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>"
+        f"<p>{escape(_provenance(result))}</p>"
+        f"<div class='plots'>{''.join(plots)}</div>{body}</body></html>"
+    )
+
+
+def _provenance(result: JSON) -> str:
+    return (
+        f"Scored from {result['spans']} spans ({result['episodes']} episodes) "
+        f"at {result['evaluated_at']}; superseded attempts: {len(result['superseded'])}, "
+        f"unmatched episodes: {len(result['unmatched'])}."
+    )
+
+
+def write_reports(result: JSON, folder: Path, jaeger_ui: str | None = None) -> list[Path]:
+    paths = [folder / "report.md", folder / "report.html"]
+    write_atomic(paths[0], markdown(result, jaeger_ui).encode())
+    write_atomic(paths[1], html(result, jaeger_ui).encode())
+    return paths
+
+
+TERMINAL_COLUMNS = ["tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1", "calls",
+                    "wrong tool", "param fail", "order viol."]  # fmt: skip
+
+
+def print_summary(result: JSON, console: Console) -> None:
+    """The headline tables (fewer columns) in the terminal; incomplete episodes (first 20)."""
+    for table in tables(result)[:3]:
+        keep = [i for i, h in enumerate(table.headers) if h in TERMINAL_COLUMNS or i == 0]
+        rich = RichTable(*(table.headers[i] for i in keep), title=table.title)
+        for row in table.rows:
+            rich.add_row(*(_text(row[i]) for i in keep))
+        console.print(rich)
+    console.print(f"errors: {_errors(result['errors'])}")
+    incomplete: Iterable[JSON] = result["incomplete"]
+    for item in list(incomplete)[:20]:
+        console.print(f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}")
+    if len(result["incomplete"]) > 20:
+        console.print(f"... and {len(result['incomplete']) - 20} more incomplete")

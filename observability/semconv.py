@@ -1,0 +1,74 @@
+"""Span and attribute names: the one vocabulary shared by the processes that emit spans and the
+evaluator that reads them back.
+
+Standard names follow the OpenTelemetry GenAI and HTTP semantic conventions; everything the
+conventions do not cover (episodes, call records, run ids) lives under ``sopgym.``. Keeping
+both sides on these constants is what lets the evaluator rebuild exactly what the gateway
+recorded.
+"""
+
+from __future__ import annotations
+
+# ---- OpenTelemetry GenAI semantic conventions ----
+GEN_AI_OPERATION = "gen_ai.operation.name"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_INVOKE_AGENT = "invoke_agent"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_PROVIDER = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+ERROR_TYPE = "error.type"
+
+# ---- HTTP semantic conventions ----
+HTTP_METHOD = "http.request.method"
+HTTP_ROUTE = "http.route"
+HTTP_STATUS = "http.response.status_code"
+URL_PATH = "url.path"
+
+# ---- sopgym: the task and run an episode belongs to ----
+RUN_ID = "sopgym.run.id"
+TASK_ID = "sopgym.task.id"
+DOMAIN = "sopgym.domain"
+TASK_STATUS = "sopgym.task.status"  # finished | failed, as the agent worker saw it
+EPISODE_ID = "sopgym.episode.id"
+
+# ---- sopgym: the gateway's view of an episode (what the evaluator scores) ----
+GATEWAY_OP = "sopgym.gateway.op"  # open | call | finish
+OP_OPEN, OP_CALL, OP_FINISH = "open", "call", "finish"
+CATALOG = "sopgym.episode.catalog"
+DISTRACTORS = "sopgym.episode.distractors"
+SOP_VARIANT = "sopgym.sop.variant"
+OUTPUTS = "sopgym.episode.outputs"
+OUTPUTS_TRUNCATED = "sopgym.episode.outputs.truncated"
+CALL_COUNT = "sopgym.episode.calls"
+CALL_INDEX = "sopgym.call.index"
+CALL_ERROR_CODE = "sopgym.call.error.code"
+CALL_ERROR_FIELD = "sopgym.call.error.field"
+CALL_IN_CATALOG = "sopgym.call.in_catalog"
+CALL_DISTRACTOR = "sopgym.call.distractor"
+ARGUMENTS_TRUNCATED = "sopgym.call.arguments.truncated"  # original size in bytes
+ARGUMENTS_DIGEST = "sopgym.call.arguments.digest"  # of the normalised arguments
+
+# A rejected call, as a span event on the gateway's and the tool service's server spans.
+EVENT_TOOL_ERROR = "sopgym.tool.error"
+EVENT_ERROR_CODE = "sopgym.error.code"
+EVENT_ERROR_FIELD = "sopgym.error.field"
+EVENT_ERROR_CLASS = "sopgym.error.class"  # validation | type | other
+
+# Instrumentation scope names, one per component. Tool executions get their own scope so the
+# evaluator, which needs only the agent's root and chat spans and the gateway's, can skip
+# them (and the services' spans) in the trace store without parsing them.
+SCOPE_AGENT = "sopgym.agents"
+SCOPE_AGENT_TOOLS = "sopgym.agents.tools"
+SCOPE_GATEWAY = "sopgym.gateway"
+SCOPE_TOOLS = "sopgym.tools"
+SCOPE_MODEL = "sopgym.model"
+EVALUATED_SCOPES = frozenset({SCOPE_AGENT, SCOPE_GATEWAY})

@@ -1,0 +1,252 @@
+"""The scripted model itself, independent of HTTP: a Chat Completions request in, a response
+body out.
+
+It plays a model that knows the SOP: it finds the case in the conversation (the task inputs
+JSON of the user turn), looks up that task's script, works out from the tool results already
+in the conversation how far the script has got, and writes the next step - a native tool call
+when the request offers tools, ReAct text when the prompt asks for ReAct, a plan when asked
+for one - or the final answer. Every injected mistake is logged (JSONL) when it is emitted.
+
+Imported benchmarks (``sopbench/<name>``) have no reference policy, hence no script: there
+it plays the generic baseline policy of :mod:`sopgym.importers.policy` instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from sopgym.agents.jsontext import iter_objects
+from sopgym.core.dataset import DomainData
+from sopgym.core.tasks import Task, ToolCall
+from sopgym.importers.policy import Answer, Step, next_action, spec_parts
+from sopgym.services.model import replies
+from sopgym.services.model.conversation import Conversation, read_conversation
+from sopgym.services.model.profiles import ErrorProfile, profile_for_model
+from sopgym.services.model.script import Event, Playbook, Script, canonical
+
+JSON = dict[str, Any]
+_UNKNOWN_CASE = (
+    "I cannot find a case input that I recognise in this conversation, so I cannot follow "
+    "the procedure."
+)
+
+
+class BadRequest(ValueError):
+    """A request the OpenAI API would refuse with 400."""
+
+
+class ScriptedModel:
+    def __init__(
+        self,
+        data: list[DomainData],
+        default_profile: ErrorProfile,
+        injection_log: Path | None = None,
+    ) -> None:
+        known = {t.name for d in data for t in d.domain.all_tools()}
+        self.books = {d.domain.name: Playbook(d, known) for d in data}
+        self.cases: dict[bytes, tuple[Playbook, Task]] = {}
+        twins: dict[bytes, list[tuple[Playbook, Task]]] = {}
+        for d in data:
+            for task in d.tasks:
+                key, case = canonical(task.inputs), (self.books[d.domain.name], task)
+                self.cases.setdefault(key, case)
+                twins.setdefault(key, []).append(case)
+        # inputs that tasks of several domains share (imported benchmarks built on one data
+        # set do): the request's tool catalog tells them apart, see _among_twins
+        self.twins = {k: v for k, v in twins.items() if len({b.domain.name for b, _ in v}) > 1}
+        self.default_profile = default_profile
+        self.descriptions = {t.name: t.spec.description for d in data for t in d.domain.tools}
+        self._case_memo: dict[int, tuple[Playbook, Task] | None] = {}
+        self._logged: set[tuple[Any, ...]] = set()
+        self._log: IO[bytes] | None = None
+        if injection_log is not None:
+            injection_log.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(injection_log, "ab")  # noqa: SIM115 - lives with the server
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+    # ---- one request ----
+    def respond(self, body: JSON, size_hint: int = 0) -> JSON:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages must be a non-empty array")
+        if body.get("stream"):
+            raise BadRequest("streaming is not supported by the scripted model")
+        if body.get("n", 1) != 1:
+            raise BadRequest("the scripted model returns exactly one choice (n=1)")
+        model = str(body.get("model") or "scripted")
+        try:
+            profile = profile_for_model(model, self.default_profile)
+        except ValueError as error:
+            raise BadRequest(f"model {model!r}: {error}") from None
+        stop = body.get("stop")
+        stop = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else None
+        convo = read_conversation(messages, body.get("tools"))
+        tokens = max(1, size_hint // 4)
+        found = self._find_case(convo)
+        if found is None:
+            return replies.completion(model, _UNKNOWN_CASE, None, tokens, stop)
+        book, task = self._among_twins(found, convo, body)
+        if not book.domain.reference_policy:
+            return self._generic_reply(book, task, convo, body, model, tokens, stop)
+        script = book.script(profile, task)
+        position = script.position(convo.calls)
+        emitted = script.emitted
+        style_rate = profile.rate("messy_format")
+        if convo.wants_plan:
+            steps = [
+                {"step": n + 1, "tool": e.call.name, "goal": self._purpose(e.call.name)}
+                for n, e in enumerate(x for x in emitted[position:] if x.kind is None)
+                if e.call is not None
+            ]
+            return replies.completion(model, replies.plan_text(steps), None, tokens, stop)
+        style = replies.style_for(f"{profile.seed}|{task.id}|{position}", style_rate)
+        if (convo.native_tools or convo.react) and position < len(emitted):
+            event = emitted[position]
+            assert event.call is not None
+            self._log_through(model, profile, script, event)
+            if convo.react:
+                thought = f"The SOP's next step for this case is {event.call.name}."
+                text = replies.react_action(event.call, thought, style)
+                return replies.completion(model, text, None, tokens, stop)
+            return replies.completion(model, None, [event.call], tokens, stop)
+        self._log_through(model, profile, script, None)
+        text = replies.final_text(script.final, convo.react, style)
+        return replies.completion(model, text, None, tokens, stop)
+
+    def _generic_reply(
+        self,
+        book: Playbook,
+        task: Task,
+        convo: Conversation,
+        body: JSON,
+        model: str,
+        tokens: int,
+        stop: list[str] | None,
+    ) -> JSON:
+        """The next step of the generic baseline policy, for a domain without a reference policy.
+
+        Such a domain's gold holds only the expected outputs, so replying from a script would
+        be an oracle in disguise; the policy sees only what any agent sees (inputs, specs and
+        results so far), so a scripted run scores what ``--agent baseline`` scores. With no
+        gold to perturb, error profiles (and their messy formats) do not apply. Only specs,
+        tasks and output columns are used: the benchmark's tools.py is never loaded here.
+        """
+        tools = body.get("tools") or [t.spec.to_neutral() for t in book.domain.tools]
+        names = _tool_names(tools)
+        fields = list(book.domain.output_schema.get("properties", {}))
+        history = [  # unreadable arguments count as none; a call with no result yet as failed
+            Step(c.name, _object(c.arguments), c.ok is True, c.result) for c in convo.calls
+        ]
+        if convo.wants_plan:  # the tools not called yet, in catalog order
+            tried = {c.name for c in convo.calls}
+            steps = [
+                {"step": n + 1, "tool": name, "goal": self._purpose(name)}
+                for n, name in enumerate(x for x in names if x not in tried)
+            ]
+            return replies.completion(model, replies.plan_text(steps), None, tokens, stop)
+        can_call = convo.native_tools or convo.react
+        action = next_action(task.inputs, tools if can_call else [], fields, history)
+        if isinstance(action, Answer):
+            text = replies.final_text(action.outputs, convo.react, 0)
+            return replies.completion(model, text, None, tokens, stop)
+        call = ToolCall(action.name, action.arguments)
+        if convo.react:
+            thought = f"{call.name} can be called with what is known so far."
+            text = replies.react_action(call, thought, 0)
+            return replies.completion(model, text, None, tokens, stop)
+        return replies.completion(model, None, [call], tokens, stop)
+
+    def _among_twins(
+        self, found: tuple[Playbook, Task], convo: Conversation, body: JSON
+    ) -> tuple[Playbook, Task]:
+        """Of the domains whose tasks have these inputs, the one whose tools the request
+        offers (native specs, else the ReAct prompt's catalog); ties keep the first."""
+        twins = self.twins.get(canonical(found[1].inputs))
+        if not twins:
+            return found
+        names = set(_tool_names(body.get("tools") or []))
+
+        def score(case: tuple[Playbook, Task]) -> int:
+            offered = [t.name in names or t.name in convo.system for t in case[0].domain.tools]
+            return sum(1 if hit else -1 for hit in offered)
+
+        return max(twins, key=score)
+
+    def _find_case(self, convo: Conversation) -> tuple[Playbook, Task] | None:
+        for text in convo.user_texts:
+            key = hash(text)
+            if key not in self._case_memo:
+                if len(self._case_memo) > 50_000:  # a long-lived server: start over
+                    self._case_memo.clear()
+                self._case_memo[key] = next(
+                    (
+                        self.cases[c]
+                        for c in (canonical(o) for o in iter_objects(text))
+                        if c in self.cases
+                    ),
+                    None,
+                )
+            if self._case_memo[key] is not None:
+                return self._case_memo[key]
+        return None
+
+    def _purpose(self, tool: str) -> str:
+        text = self.descriptions.get(tool, "")
+        return text.split(". ")[0].rstrip(".") if text else tool
+
+    # ---- the injection log ----
+    def _log_through(
+        self, model: str, profile: ErrorProfile, script: Script, upto: Event | None
+    ) -> None:
+        """Log every mistake up to ``upto`` (``None``: all, and the final answer's)."""
+        if self._log is None or profile.perfect:
+            return
+        head = {
+            "task_id": script.task_id,
+            "domain": script.domain,
+            "model": model,
+            "profile": profile.name,
+            "seed": profile.seed,
+        }
+        for index, event in enumerate(script.events):
+            if event.kind:
+                self._write(
+                    (profile.name, profile.seed, script.task_id, index), head, event.log_record()
+                )
+            if event is upto:
+                return
+        if script.final_kind:
+            record = {
+                "kind": script.final_kind,
+                "step": None,
+                "call": None,
+                "expected": script.final_expected,
+                **script.final_note,
+            }
+            self._write((profile.name, profile.seed, script.task_id, "final"), head, record)
+
+    def _write(self, key: tuple[Any, ...], head: JSON, record: JSON) -> None:
+        if key in self._logged or self._log is None:
+            return
+        self._logged.add(key)
+        self._log.write(orjson.dumps({**head, **record}) + b"\n")
+        self._log.flush()
+
+
+def _tool_names(tools: Any) -> list[str]:
+    """The names of a request's tool specs (any common rendering), in order."""
+    try:
+        return [spec_parts(spec)[0] for spec in tools]
+    except (KeyError, TypeError, AttributeError):
+        raise BadRequest("tools must be a list of function specs, each with a name") from None
+
+
+def _object(arguments: Any) -> JSON:
+    """A call's arguments as the generic policy records them: an object, else none."""
+    return arguments if isinstance(arguments, dict) else {}

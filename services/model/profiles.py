@@ -1,0 +1,125 @@
+"""Error profiles of the scripted model: which mistakes it makes, how often, from which seed.
+
+A profile is named in the model spec after ``scripted:``: a preset (``perfect``, ``noisy``) or
+explicit rates, ``wrong_tool=0.1,missing_arg=0.1,...,seed=3``, optionally after a preset
+(``noisy,seed=5``). Each mistake kind is built to surface in one evaluator category
+(:func:`sopgym.core.scoring.error_taxonomy`):
+
+=================  =====================================================  ===============
+kind               what the model does                                    category
+=================  =====================================================  ===============
+missing_arg        drops a required argument of the due call             validation
+bad_type           passes an argument with the wrong JSON type           type
+wrong_value        passes a valid but wrong value to the due tool        wrong_value
+wrong_tool         calls another SOP tool with the due call's arguments  as the tool answers
+hallucinated_tool  calls a tool that is not in the catalog               hallucinated
+skip_step          silently skips a (non-first) SOP step                 (tool recall only)
+blank              answers at once without calling any tool              blank (+wrong_final)
+wrong_final        reports one output field wrong                        wrong_final
+=================  =====================================================  ===============
+
+After a refused call the model makes the correct call next, as a real model recovering from a
+tool error would. ``messy_format`` is not a mistake: it varies how replies are written (code
+fences, single quotes, trailing prose) so agents' parsers are exercised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+STEP_KINDS = (
+    "wrong_tool",
+    "missing_arg",
+    "bad_type",
+    "wrong_value",
+    "skip_step",
+    "hallucinated_tool",
+)
+TASK_KINDS = ("blank", "wrong_final")
+STYLE_KINDS = ("messy_format",)
+KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS)
+
+PRESETS: dict[str, dict[str, float]] = {
+    "perfect": {},
+    "noisy": {
+        "wrong_tool": 0.04,
+        "missing_arg": 0.06,
+        "bad_type": 0.04,
+        "wrong_value": 0.04,
+        "skip_step": 0.03,
+        "hallucinated_tool": 0.02,
+        "blank": 0.02,
+        "wrong_final": 0.08,
+        "messy_format": 0.3,
+    },
+}
+
+
+class ProfileError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ErrorProfile:
+    name: str
+    rates: dict[str, float] = field(default_factory=dict)
+    seed: int = 0
+
+    def rate(self, kind: str) -> float:
+        return self.rates.get(kind, 0.0)
+
+    @property
+    def perfect(self) -> bool:
+        return not any(self.rates.get(k, 0.0) for k in (*STEP_KINDS, *TASK_KINDS))
+
+
+def parse_profile(text: str) -> ErrorProfile:
+    """``""``/``perfect``/``noisy``/``k=v,...`` (a leading preset may be extended)."""
+    text = text.strip() or "perfect"
+    rates: dict[str, float] = {}
+    seed = 0
+    for i, item in enumerate(part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            if i != 0 or key not in PRESETS:
+                raise ProfileError(
+                    f"unknown profile {key!r} (presets: {', '.join(PRESETS)}; or kind=rate)"
+                )
+            rates.update(PRESETS[key])
+            continue
+        if key == "seed":
+            try:
+                seed = int(value)
+            except ValueError:
+                raise ProfileError(f"seed must be an integer, got {value!r}") from None
+            continue
+        if key not in KINDS:
+            raise ProfileError(f"unknown error kind {key!r} (known: {', '.join(KINDS)})")
+        try:
+            rate = float(value)
+        except ValueError:
+            raise ProfileError(f"rate of {key} must be a number, got {value!r}") from None
+        if not 0.0 <= rate <= 1.0:
+            raise ProfileError(f"rate of {key} must be within [0, 1], got {rate}")
+        rates[key] = rate
+    if sum(rates.get(k, 0.0) for k in STEP_KINDS) > 1.0:
+        raise ProfileError("per-step error rates add up to more than 1")
+    return ErrorProfile(text, rates, seed)
+
+
+def profile_for_model(model: str | None, default: ErrorProfile) -> ErrorProfile:
+    """The profile a request's ``model`` names (``scripted:<profile>``), else ``default``: a
+    bare ``scripted``, or a client that knows the server only as an OpenAI endpoint, gets the
+    server's default profile."""
+    if not model or not model.startswith("scripted:"):
+        return default
+    return _parse_cached(model.partition(":")[2])
+
+
+@lru_cache(maxsize=64)
+def _parse_cached(text: str) -> ErrorProfile:
+    return parse_profile(text)

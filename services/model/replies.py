@@ -1,0 +1,119 @@
+"""How the scripted model writes: native tool calls, ReAct text, plans and final answers, as
+OpenAI Chat Completions response bodies.
+
+With ``messy_format`` the same content is sometimes written the way real models write it
+(code fences, single quotes, prose after the JSON), so agents' parsers are exercised; the
+meaning never changes.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from typing import Any
+
+import orjson
+
+from sopgym.agents.prompts import FINAL_TAG, PLAN_TAG
+from sopgym.core.tasks import ToolCall
+
+JSON = dict[str, Any]
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _single_quoted(value: JSON) -> str:
+    return repr(value)  # Python literal: single quotes, True/False/None
+
+
+def write_arguments(arguments: Any, style: int) -> str:
+    if style == 1:
+        return f"```json\n{_json(arguments)}\n```"
+    if style == 2 and isinstance(arguments, dict):
+        return _single_quoted(arguments)
+    if style == 3:
+        return f"{_json(arguments)}\nI will wait for the result."
+    return _json(arguments)
+
+
+def react_action(call: ToolCall, thought: str, style: int) -> str:
+    return (
+        f"Thought: {thought}\n"
+        f"Action: {call.name}\n"
+        f"Action Input: {write_arguments(call.arguments, style)}"
+    )
+
+
+def final_text(answer: JSON, react: bool, style: int) -> str:
+    body = (
+        f"```json\n{_json(answer)}\n```\nThat completes the case."
+        if style
+        else f"<{FINAL_TAG}>{_json(answer)}</{FINAL_TAG}>"
+    )
+    if react:
+        return f"Thought: every step the SOP requires is done.\nFinal Answer: {body}"
+    return f"All SOP steps for this case are complete.\n{body}"
+
+
+def plan_text(steps: list[JSON]) -> str:
+    return f"Here is the plan.\n<{PLAN_TAG}>{_json(steps)}</{PLAN_TAG}>"
+
+
+def style_for(seed: str, rate: float) -> int:
+    """0 for the plain form; otherwise one of the messy forms, chosen reproducibly."""
+    rng = random.Random(seed)
+    return rng.randint(1, 3) if rng.random() < rate else 0
+
+
+def completion(
+    model: str,
+    content: str | None,
+    tool_calls: list[ToolCall] | None,
+    prompt_tokens: int,
+    stop: list[str] | None = None,
+) -> JSON:
+    if content and stop:
+        for marker in stop:
+            if marker and marker in content:
+                content = content[: content.index(marker)]
+    message: JSON = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": _json(c.arguments)},
+            }
+            for c in tool_calls
+        ]
+    completion_tokens = estimate_tokens(content or "") + sum(
+        estimate_tokens(c.name + _json(c.arguments)) for c in tool_calls or []
+    )
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "sopgym-scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: what usage accounting needs, without a tokenizer."""
+    return max(1, (len(text) + 3) // 4) if text else 0

@@ -1,0 +1,8 @@
+"""Importers: published benchmarks that users already hold, served and scored by sopgym.
+
+SOP-Bench (``sopbench/<name>`` domains) is the first. Nothing here copies the user's files: the
+import registry remembers where each benchmark folder lives, and every process that needs it
+(the runner, the tool service, the audit) reads the folder in place.
+"""
+
+PREFIX = "sopbench/"

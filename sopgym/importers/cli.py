@@ -1,0 +1,156 @@
+"""``sopgym import sop-bench`` and ``sopgym audit sop-bench``: click groups added to the CLI.
+
+Every failure is one clear line: a broken benchmark is reported and skipped, never a traceback,
+and never a reason to stop importing or auditing the others.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from sopgym.importers.index import HOME_ENV, ImportEntry, ImportIndexError, read_index, register
+
+# The parsing, audit and report modules load pandas and jsonschema: they are imported inside
+# the commands, so every other sopgym command (workers, gateway) starts without them.
+
+_HOME = click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help=f"Folder of the import registry imports.json (default: ${HOME_ENV} or ~/.config/sopgym).",
+)
+_INPUTS = click.option(
+    "--input-columns",
+    default=None,
+    metavar="A,B,C",
+    help="Task input columns for benchmarks whose metadata.json names none.",
+)
+
+
+def _use_home(home: Path | None) -> None:
+    if home is not None:
+        os.environ[HOME_ENV] = str(home.resolve())  # children (services) inherit it
+
+
+def _columns(text: str | None) -> list[str] | None:
+    columns = [c.strip() for c in (text or "").split(",") if c.strip()]
+    return columns or None
+
+
+def _folders(path: Path) -> list[Path]:
+    from sopgym.importers.layout import find_benchmarks
+
+    if not path.exists():
+        raise click.UsageError(f"{path} does not exist")
+    folders = find_benchmarks(path) if path.is_dir() else []
+    if not folders:
+        raise click.UsageError(f"no SOP-Bench benchmark folder at {path}")
+    return folders
+
+
+@click.group("import")
+def import_group() -> None:
+    """Register published benchmarks as domains (by path: nothing is copied)."""
+
+
+@import_group.command("sop-bench")
+@click.argument("path", type=click.Path(path_type=Path))
+@_INPUTS
+@_HOME
+def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -> None:
+    """Import PATH: one SOP-Bench benchmark folder, a folder of them, or a SOP-Bench checkout.
+
+    Each becomes the domain sopbench/<folder name>, runnable with `sopgym run`.
+    """
+    from sopgym.importers.findings import defects
+    from sopgym.importers.layout import read_benchmark
+    from sopgym.importers.resolve import ImportProblem, prepare
+
+    _use_home(home)
+    given = _columns(input_columns)
+    entries: list[ImportEntry] = []
+    for folder in _folders(path):
+        try:
+            bench = read_benchmark(folder)
+            domain = prepare(bench, given)
+        except ImportProblem as error:
+            click.echo(f"skipped {error}")  # the message starts with the benchmark's name
+            continue
+        except Exception as error:  # a benchmark we cannot even parse: report, go on
+            click.echo(f"skipped {folder.name}: {type(error).__name__}: {error}")
+            continue
+        named = given if bench.input_columns is None else None
+        entries.append(ImportEntry(bench.domain_name, bench.folder, named))
+        tasks = len(domain.generate(domain.seed, bench.folder).tasks)
+        note = ""
+        if defects(bench.problems):
+            note = f" ({len(defects(bench.problems))} problem(s) in its files: run sopgym audit)"
+        click.echo(f"imported {bench.domain_name}: {tasks} tasks, {len(domain.tools)} tools{note}")
+    if not entries:
+        click.echo("nothing imported")
+        sys.exit(1)
+    try:
+        where = register(entries)
+    except (OSError, ImportIndexError) as error:
+        raise click.ClickException(f"cannot write the import registry: {error}") from None
+    click.echo(f"registered {len(entries)} benchmark(s) in {where}")
+
+
+@import_group.command("list")
+@_HOME
+def list_imports(home: Path | None) -> None:
+    """List imported benchmarks and where they live."""
+    _use_home(home)
+    try:
+        index = read_index()
+    except ImportIndexError as error:
+        raise click.ClickException(str(error)) from None
+    if not index:
+        click.echo("no imported benchmarks")
+    for name, entry in sorted(index.items()):
+        inputs = f"  inputs: {','.join(entry.input_columns)}" if entry.input_columns else ""
+        click.echo(f"{name}  {entry.path}{inputs}")
+
+
+@click.group("audit")
+def audit_group() -> None:
+    """Audit published benchmarks' data and tools."""
+
+
+@audit_group.command("sop-bench")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("sop-bench-audit"),
+    show_default=True,
+    help="Folder for the reports (<name>.json, <name>.md, summary.*).",
+)
+@click.option("--max-rows", type=click.IntRange(1), default=None, help="Call tools on N rows.")
+@_INPUTS
+def audit_sop_bench(path: Path, out: Path, max_rows: int | None, input_columns: str | None) -> None:
+    """Audit PATH (a benchmark folder, a folder of them, or a SOP-Bench checkout).
+
+    Loads each benchmark's tools.py in this process and calls every tool on every row.
+    """
+    from sopgym.importers.audit import AuditReport, audit_benchmark
+    from sopgym.importers.report import write_reports
+
+    given = _columns(input_columns)
+    reports: list[AuditReport] = []
+    for folder in _folders(path):
+        try:
+            report = audit_benchmark(folder, given, max_rows)
+        except Exception as error:  # the audit of one benchmark must not stop the others
+            click.echo(f"{folder.name}: audit failed: {type(error).__name__}: {error}")
+            continue
+        reports.append(report)
+        info = len(report.findings) - report.defect_count
+        kinds = ", ".join(dict.fromkeys(f.kind for f in report.findings)) or "clean"
+        click.echo(f"{report.name}: {report.defect_count} defect(s), {info} info  [{kinds}]")
+    write_reports(reports, out)
+    click.echo(f"reports: {out}")

@@ -1,0 +1,73 @@
+"""Imported benchmarks by name: ``sopbench/<name>`` -> a ready :class:`ImportedDomain`.
+
+Import and load apply the same checks, so a benchmark that imported cleanly loads the same way
+in the runner and in the tool service, and one that cannot be served is refused with one line.
+"""
+
+from __future__ import annotations
+
+from sopgym.core.domain import DomainPack
+from sopgym.core.registry import UnknownDomainError
+from sopgym.importers.adapter import ImportedDomain, build_domain
+from sopgym.importers.index import ImportIndexError, read_index
+from sopgym.importers.layout import Benchmark, read_benchmark
+from sopgym.importers.tasks import InputColumnsError, input_columns_for
+
+
+class ImportProblem(UnknownDomainError):
+    """An imported name that cannot be loaded; its message is the whole story."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def prepare(bench: Benchmark, given_inputs: list[str] | None = None) -> ImportedDomain:
+    """The servable domain of a parsed benchmark, or :class:`ImportProblem` saying why not."""
+    blocking = bench.blocking()
+    if blocking:
+        raise ImportProblem(f"{bench.name}: {blocking[0].message}")
+    try:
+        inputs = input_columns_for(bench, given_inputs)
+    except InputColumnsError as error:
+        raise ImportProblem(str(error)) from None
+    domain = build_domain(bench, inputs)
+    if not domain.tools:
+        raise ImportProblem(f"{bench.name}: toolspecs.json declares no usable tool")
+    tasks = domain.generate(domain.seed, bench.folder)
+    if not tasks.tasks:
+        raise ImportProblem(f"{bench.name}: test_set_with_outputs.csv has no well-formed row")
+    return domain
+
+
+def imported_names() -> list[str]:
+    try:
+        return sorted(read_index())
+    except ImportIndexError:
+        return []
+
+
+def load_imported(name: str) -> ImportedDomain:
+    try:
+        entry = read_index().get(name)
+    except ImportIndexError as error:
+        raise ImportProblem(str(error)) from None
+    if entry is None:
+        known = ", ".join(imported_names()) or "none"
+        raise ImportProblem(
+            f"{name} is not imported (imported: {known}); run: sopgym import sop-bench <folder>"
+        )
+    if not entry.path.is_dir():
+        raise ImportProblem(f"{name}: folder {entry.path} no longer exists; import it again")
+    return prepare(read_benchmark(entry.path), entry.input_columns)
+
+
+def run_refusal(agent: str, domains: list[DomainPack]) -> str | None:
+    """Why ``agent`` cannot be scored honestly on the imported benchmarks among ``domains``.
+
+    Their gold has no calls: the oracle would replay nothing and answer the expected outputs.
+    The scripted model is fine: on them it plays the generic policy, not the gold.
+    """
+    imported = [d.name for d in domains if not d.reference_policy]
+    if imported and agent == "oracle":
+        return f"{imported[0]} has no reference policy, so no oracle: use --agent baseline"
+    return None

@@ -1,0 +1,394 @@
+"""``sopgym loadtest``: drive many concurrent episodes against a stack, bounded in time.
+
+The load comes from real agent workers (``sopgym agent-worker`` processes, one episode in
+flight each, exactly as runs and the Kubernetes Job use them) pointed at a running gateway and
+model, or at an embedded stack with the scripted model when no gateway is given. Each finished
+episode's facts (its worker report, and the gateway's record of its calls) feed the figures:
+episodes/s, tool calls/s, LLM calls and tokens/s, p50/p95/p99 of tool-call and LLM latency,
+and error rates by class. Every worker first works one warm-up episode (process start-up,
+imports and connection set-up are not load) that the figures leave out. At ``duration`` no new
+episode starts; episodes still running after a grace period are cut and reported as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sopgym.agents.metrics import EpisodeFacts, episode_facts
+from sopgym.processes import ManagedProcess, ProcessGroup, sopgym_command
+
+JSON = dict[str, Any]
+
+
+@dataclass
+class LoadtestConfig:
+    tasks: int = 100  # episodes to run (the task list is cycled when shorter)
+    concurrency: int = 4  # agent workers, one episode in flight each
+    duration: float = 60.0  # seconds after which no episode starts
+    gateway: str | None = None  # None: start the embedded stack
+    transport: str = "http"
+    domains: list[str] = field(default_factory=lambda: ["patient_intake"])
+    agent: str = "fc"
+    model: str = "scripted"
+    model_url: str | None = None  # the model's /v1 base URL (embedded: the scripted server)
+    task_timeout: float = 120.0
+    grace: float = 30.0  # seconds in-flight episodes get after ``duration``
+    warmup: bool = True
+
+
+def percentiles(values: list[float], scale: float = 1.0) -> JSON:
+    """p50/p95/p99 (nearest rank), mean and max of ``values`` times ``scale``."""
+    if not values:
+        return {"n": 0, "p50": None, "p95": None, "p99": None, "mean": None, "max": None}
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        index = min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))
+        return round(ordered[index] * scale, 3)
+
+    return {
+        "n": len(ordered),
+        "p50": rank(0.50),
+        "p95": rank(0.95),
+        "p99": rank(0.99),
+        "mean": round(sum(ordered) / len(ordered) * scale, 3),
+        "max": round(ordered[-1] * scale, 3),
+    }
+
+
+def _rates(counts: Counter[str], total: int) -> JSON:
+    return {k: round(v / total, 4) for k, v in sorted(counts.items())} if total else {}
+
+
+class Stats:
+    """Facts of the measured episodes (thread-safe), and the figures computed from them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.facts: list[EpisodeFacts] = []
+        self.started = time.monotonic()
+        self.last = self.started
+
+    def add(self, facts: EpisodeFacts) -> None:
+        with self._lock:
+            self.facts.append(facts)
+            self.last = time.monotonic()
+
+    def figures(self, now: float | None = None) -> JSON:
+        with self._lock:
+            facts = list(self.facts)
+            end = now if now is not None else self.last
+        elapsed = max(1e-9, end - self.started)
+        llm = [c for f in facts for c in f.llm]
+        tools = [c for f in facts for c in f.tools]
+        tokens_in = sum(c.input_tokens for c in llm)
+        tokens_out = sum(c.output_tokens for c in llm)
+        errors = {
+            "episodes": Counter(f.error for f in facts if f.error),
+            "tool_calls": Counter(c.error for c in tools if c.error),
+            "llm_calls": Counter(c.error for c in llm if c.error),
+        }
+        return {
+            "elapsed_s": round(elapsed, 3),
+            "episodes": len(facts),
+            "finished": sum(f.error is None for f in facts),
+            "episodes_per_s": round(len(facts) / elapsed, 3),
+            "tool_calls": len(tools),
+            "tool_calls_per_s": round(len(tools) / elapsed, 3),
+            "llm_calls": len(llm),
+            "llm_calls_per_s": round(len(llm) / elapsed, 3),
+            "tokens": {"input": tokens_in, "output": tokens_out, "total": tokens_in + tokens_out},
+            "tokens_per_s": round((tokens_in + tokens_out) / elapsed, 1),
+            "tool_latency_ms": percentiles([c.latency_s for c in tools], 1000),
+            "llm_latency_ms": percentiles([c.latency_s for c in llm], 1000),
+            "episode_latency_s": percentiles([f.elapsed_s for f in facts]),
+            "errors": {kind: dict(sorted(c.items())) for kind, c in errors.items()},
+            "error_rates": {
+                "episodes": _rates(errors["episodes"], len(facts)),
+                "tool_calls": _rates(errors["tool_calls"], len(tools)),
+                "llm_calls": _rates(errors["llm_calls"], len(llm)),
+            },
+        }
+
+
+class JobFeed:
+    """Hands out up to ``limit`` jobs, cycling the task list, until ``stop()``."""
+
+    def __init__(self, tasks: list[JSON], limit: int, data_dirs: dict[str, str]) -> None:
+        self._tasks: Iterator[JSON] = itertools.islice(itertools.cycle(tasks), limit)
+        self._lock = threading.Lock()
+        self._data_dirs = data_dirs
+        self.stopped = False
+
+    def next(self) -> JSON | None:
+        with self._lock:
+            task = None if self.stopped else next(self._tasks, None)
+        if task is None:
+            return None
+        return {"task": task, "data_dir": self._data_dirs.get(task["domain"]), "run_id": "loadtest"}
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopped = True
+
+
+@dataclass
+class Outcome:
+    config: JSON
+    figures: JSON
+    warmup: JSON
+    cut: int  # episodes still running when the grace period ended
+    timeline: list[tuple[float, int]]  # (seconds, episodes measured so far)
+
+    def to_json(self) -> JSON:
+        return asdict(self)
+
+
+Display = Callable[[JSON, int, int], None]  # figures, episodes in flight, episodes planned
+
+
+class Loadtest:
+    def __init__(self, config: LoadtestConfig, out_dir: Path, data_root: Path | None = None):
+        self.config, self.out_dir, self.data_root = config, out_dir, data_root
+
+    def run(self, display: Display | None = None) -> Outcome:
+        from sopgym.stack import embedded_stack
+
+        config, logs = self.config, self.out_dir / "logs"
+        grpc = config.transport == "grpc"
+        with contextlib.ExitStack() as stack:
+            if config.gateway is None:
+                embedded = stack.enter_context(
+                    embedded_stack(
+                        config.domains,
+                        logs,
+                        self.data_root,
+                        model=config.model if self._scripted() else None,
+                        grpc=grpc,
+                    )
+                )
+                group, env = embedded.group, embedded.env
+                address = embedded.grpc_target if grpc else embedded.gateway_url
+                model_url = embedded.model_url or config.model_url
+            else:
+                group, env = stack.enter_context(ProcessGroup()), {}
+                address, model_url = config.gateway, config.model_url
+            return self._drive(group, env, address, model_url, logs, display)
+
+    def _scripted(self) -> bool:
+        from sopgym.agents import uses_model
+        from sopgym.agents.models import is_scripted
+
+        return uses_model(self.config.agent) and is_scripted(self.config.model)
+
+    def _drive(
+        self,
+        group: ProcessGroup,
+        env: dict[str, str],
+        address: str,
+        model_url: str | None,
+        logs: Path,
+        display: Display | None,
+    ) -> Outcome:
+        from sopgym.agents import uses_model
+        from sopgym.agents.client import connect
+        from sopgym.shards import _data_dirs
+
+        config = self.config
+        client = connect(address, config.transport)
+        try:
+            tasks = [t for d in config.domains for t in client.tasks(d)]
+            data_dirs = {}
+            if not uses_model(config.agent):  # the oracle replays gold it reads locally
+                data_dirs = _data_dirs(config.domains, self.data_root)
+            workers = [
+                self._spawn(group, env, address, model_url, logs, i)
+                for i in range(config.concurrency)
+            ]
+            warm = Stats()
+            if config.warmup:
+                self._phase(workers, JobFeed(tasks, len(workers), data_dirs), client, warm, None)
+            stats, feed = Stats(), JobFeed(tasks, config.tasks, data_dirs)
+            timeline: list[tuple[float, int]] = []
+            cut = self._phase(workers, feed, client, stats, display, timeline)
+        finally:
+            client.close()
+        figures = stats.figures()
+        return Outcome(asdict(config), figures, warm.figures(), cut, timeline)
+
+    def _spawn(
+        self,
+        group: ProcessGroup,
+        env: dict[str, str],
+        address: str,
+        model_url: str | None,
+        logs: Path,
+        index: int,
+    ) -> ManagedProcess:
+        config = self.config
+        argv = [
+            "agent-worker", "--gateway", address, "--transport", config.transport,
+            "--agent", config.agent, "--model", config.model,
+            "--task-timeout", str(config.task_timeout),
+        ]  # fmt: skip
+        if model_url:
+            argv += ["--base-url", model_url]
+        return group.start(
+            f"loadtest-worker-{index}",
+            sopgym_command(*argv),
+            logs / f"worker-{index}.log",
+            env=env,
+            pipes=True,
+        )
+
+    def _phase(
+        self,
+        workers: list[ManagedProcess],
+        feed: JobFeed,
+        client: Any,
+        stats: Stats,
+        display: Display | None,
+        timeline: list[tuple[float, int]] | None = None,
+    ) -> int:
+        """Run ``feed`` on the workers until it is empty or ``duration`` is up; returns how
+        many episodes were cut (still running after the grace period)."""
+        config = self.config
+        in_flight = [0]
+        lock = threading.Lock()
+        cutting = threading.Event()
+
+        def work(worker: ManagedProcess) -> None:
+            while (job := feed.next()) is not None:
+                with lock:
+                    in_flight[0] += 1
+                report = worker.exchange(job)
+                with lock:
+                    in_flight[0] -= 1
+                if report is None:  # stopped at the deadline (cut), or the worker died
+                    if not cutting.is_set():
+                        domain = job["task"]["domain"]
+                        stats.add(EpisodeFacts(domain, "failed", "WorkerExited", 0.0))
+                    return
+                record = None
+                if report.get("episode_id") and report.get("token"):
+                    with contextlib.suppress(Exception):
+                        record = client.record(report["episode_id"], report["token"])
+                stats.add(episode_facts(report, record))
+
+        stats.started = stats.last = time.monotonic()
+        deadline = stats.started + config.duration
+        threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
+        for thread in threads:
+            thread.start()
+        while any(t.is_alive() for t in threads):
+            now = time.monotonic()
+            if now >= deadline:
+                feed.stop()
+            if now >= deadline + config.grace:
+                break
+            if display is not None:
+                display(stats.figures(now), in_flight[0], config.tasks)
+            if timeline is not None:
+                timeline.append((round(now - stats.started, 2), len(stats.facts)))
+            time.sleep(0.25)
+        feed.stop()
+        cutting.set()
+        cut = in_flight[0]
+        if cut:
+            for worker in workers:  # unblocks the threads still reading a report
+                worker.stop(grace=1.0)
+        for thread in threads:
+            thread.join(5.0)
+        return cut
+
+
+# ---- reports ----
+def summary_rows(figures: JSON) -> list[tuple[str, str]]:
+    def ms(block: JSON) -> str:
+        if not block["n"]:
+            return "-"
+        return f"{block['p50']} / {block['p95']} / {block['p99']}"
+
+    errors = figures["error_rates"]
+    return [
+        ("episodes (finished)", f"{figures['episodes']} ({figures['finished']})"),
+        ("elapsed s", f"{figures['elapsed_s']:.1f}"),
+        ("episodes/s", f"{figures['episodes_per_s']:.2f}"),
+        ("tool calls/s", f"{figures['tool_calls_per_s']:.1f}"),
+        ("LLM calls/s", f"{figures['llm_calls_per_s']:.1f}"),
+        ("tokens/s", f"{figures['tokens_per_s']:.0f}"),
+        ("tool-call latency p50/p95/p99 ms", ms(figures["tool_latency_ms"])),
+        ("LLM latency p50/p95/p99 ms", ms(figures["llm_latency_ms"])),
+        ("episode latency p50/p95/p99 s", ms(figures["episode_latency_s"])),
+        ("episode errors", _rate_text(errors["episodes"])),
+        ("tool-call errors", _rate_text(errors["tool_calls"])),
+        ("LLM-call errors", _rate_text(errors["llm_calls"])),
+    ]
+
+
+def _rate_text(rates: JSON) -> str:
+    return ", ".join(f"{k} {v:.1%}" for k, v in rates.items()) or "none"
+
+
+def write_reports(outcome: Outcome, folder: Path) -> list[Path]:
+    """``loadtest.json``, and Markdown and self-contained HTML with the evaluator's report
+    machinery (tables, inline SVG charts)."""
+    from html import escape
+
+    from sopgym.core.jsonio import dumps, write_atomic
+    from sopgym.observability.report import _STYLE, Table, _html_table
+    from sopgym.observability.svg import bar_chart
+
+    figures = outcome.figures
+    title = (
+        f"sopgym loadtest: {outcome.config['concurrency']} workers, agent "
+        f"{outcome.config['agent']}, model {outcome.config['model']}"
+    )
+    table = Table("Figures", ["figure", "value"], [list(r) for r in summary_rows(figures)])
+    note = (
+        f"Warm-up episodes (left out): {outcome.warmup['episodes']}; "
+        f"episodes cut at the deadline: {outcome.cut}."
+    )
+    rates = figures["error_rates"]
+    charts = [
+        bar_chart(
+            [(f"{kind}: {k}", v) for kind, r in rates.items() for k, v in r.items()],
+            "Error rates by class",
+            fmt=lambda v: f"{v:.1%}",
+        ),
+        bar_chart(
+            [
+                (name, figures[key]["p50"] or 0.0)
+                for name, key in (("tool call", "tool_latency_ms"), ("LLM call", "llm_latency_ms"))
+            ],
+            "Median latency (ms)",
+            fmt=lambda v: f"{v:.1f} ms",
+        ),
+    ]
+    paths = [folder / "loadtest.json", folder / "loadtest.md", folder / "loadtest.html"]
+    write_atomic(paths[0], dumps(outcome.to_json()))
+    write_atomic(paths[1], f"# {title}\n\n{note}\n\n{_markdown(table)}\n".encode())
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{escape(title)}</h1><p>{escape(note)}</p>"
+        f"<div class='plots'>{''.join(charts)}</div>{_html_table(table)}</body></html>"
+    )
+    write_atomic(paths[2], page.encode())
+    return paths
+
+
+def _markdown(table: Any) -> str:
+    from sopgym.observability.report import _md_cell
+
+    lines = ["| " + " | ".join(table.headers) + " |", "|" + "---|" * len(table.headers)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join(lines)

@@ -1,0 +1,290 @@
+"""The command line for running sopgym as microservices: the agent worker's shard mode and
+metrics, ``sopgym merge`` and ``sopgym loadtest``.
+
+Kept apart from :mod:`sopgym.cli` so that module only registers them; heavy imports happen
+inside the commands.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+console = Console(stderr=True)
+JSON = dict[str, Any]
+Observer = Callable[[JSON, JSON | None], None]
+TRACE_SETTLE_S = 5.0  # > OTEL_BSP_SCHEDULE_DELAY (1 s in compose/k8s) + the Collector's batch
+
+
+def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The agent worker's shard-mode options (``--shard`` switches the mode on)."""
+    options = [
+        click.option(
+            "--shard",
+            default=None,
+            metavar="INDEX/COUNT",
+            help="Shard mode: work tasks INDEX, INDEX+COUNT, ... of --domain (auto/COUNT: "
+            "claim the first free shard) and append results under <run-dir>/shards/.",
+        ),
+        click.option(
+            "--domain",
+            "domains",
+            multiple=True,
+            envvar="SOPGYM_DOMAINS",
+            help="Shard mode: a domain whose tasks to work; repeat ($SOPGYM_DOMAINS: "
+            "space-separated).",
+        ),
+        click.option(
+            "--run-dir",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Shard mode: the run folder all shards share.",
+        ),
+        click.option("--limit", type=click.IntRange(1), default=None, help="First N per domain."),
+        click.option("--distractors", type=click.IntRange(0), default=0, show_default=True),
+        click.option(
+            "--sop",
+            "sop_variant",
+            type=click.Choice(["clean", "noisy"]),
+            default="clean",
+            show_default=True,
+        ),
+        click.option(
+            "--wait",
+            "wait_s",
+            default=300.0,
+            show_default=True,
+            help="Shard mode: seconds to wait for the gateway and the model to answer.",
+        ),
+        click.option("--data-root", type=click.Path(path_type=Path), default=None),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def worker_metrics(agent: str, model: str, host: str, port: int | None) -> Observer | None:
+    """The worker's metrics, served on ``port`` (and exported over OTLP when configured);
+    returns what to call with each report, or ``None`` when neither is wanted."""
+    from sopgym.observability.metrics import Metrics, otlp_metrics_requested, serve_metrics
+
+    if port is None and not otlp_metrics_requested():
+        return None
+    from sopgym.agents.metrics import WorkerMetrics, episode_facts
+
+    metrics = Metrics("sopgym-agent-worker")
+    instruments = WorkerMetrics(metrics, agent, model)
+    if port is not None:
+        serve_metrics(metrics, host, port)
+    return lambda report, record: instruments.observe(episode_facts(report, record))
+
+
+def run_shard_command(
+    gateway: str,
+    transport: str,
+    agent: str,
+    model: str,
+    base_url: str | None,
+    task_timeout: float,
+    agent_options: JSON,
+    observe: Observer | None,
+    *,
+    shard: str,
+    domains: tuple[str, ...],
+    run_dir: Path | None,
+    limit: int | None,
+    distractors: int,
+    sop_variant: str,
+    wait_s: float,
+    data_root: Path | None,
+) -> None:
+    from sopgym.shards import ShardError, ShardSettings, run_shard
+
+    if not domains or run_dir is None:
+        raise click.UsageError("--shard needs --domain (or $SOPGYM_DOMAINS) and --run-dir")
+    settings = ShardSettings(
+        gateway=gateway,
+        domains=list(domains),
+        agent=agent,
+        model=model,
+        base_url=base_url,
+        agent_options=agent_options,
+        transport=transport,
+        distractors=distractors,
+        sop_variant=sop_variant,
+        limit=limit,
+        task_timeout=task_timeout,
+    )
+    try:
+        worked = run_shard(settings, shard, run_dir, data_root, wait_s, observe, console.print)
+    except ShardError as error:
+        console.print(f"[red]shard failed[/]: {error}")
+        sys.exit(1)
+    console.print(f"shard done: {worked} tasks worked")
+
+
+@click.command("merge")
+@click.argument("run_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--shards", type=click.IntRange(1), default=None, help="Shards to expect.")
+@click.option(
+    "--wait",
+    "wait_s",
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for every shard to finish before merging.",
+)
+@click.option("--report", is_flag=True, help="Also write report.md/report.html from the traces.")
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+def merge_command(
+    run_dir: Path, shards: int | None, wait_s: float, report: bool, data_root: Path | None
+) -> None:
+    """Merge the shard results of RUN_DIR into results.jsonl and summary.json (scored)."""
+    from sopgym.shards import ShardError, merge
+
+    try:
+        summary = merge(run_dir, shards, wait_s, data_root)
+    except ShardError as error:
+        raise click.ClickException(str(error)) from None
+    from sopgym.cli import _print_summary
+
+    _print_summary(summary)
+    console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
+    if report:
+        if wait_s > 0:  # the shards just finished: their last spans are still on the way
+            time.sleep(TRACE_SETTLE_S)  # through the batching exporters and the Collector
+        _write_report(run_dir, data_root)
+    if summary["unfinished_shards"]:
+        console.print(f"[yellow]unfinished shards[/]: {summary['unfinished_shards']}")
+        sys.exit(1)
+
+
+def _write_report(run_dir: Path, data_root: Path | None) -> None:
+    """The evaluator's report over the run's trace store, when the run was traced."""
+    from sopgym.core.jsonio import dumps, write_atomic
+    from sopgym.observability.evaluator import evaluate_path
+    from sopgym.observability.report import write_reports
+    from sopgym.observability.sources import trace_files
+
+    if not trace_files(run_dir):
+        console.print(f"no traces under {run_dir}: report skipped")
+        return
+    result = evaluate_path(run_dir, data_root)
+    write_atomic(run_dir / "eval.json", dumps(result))
+    for path in write_reports(result, run_dir):
+        console.print(f"wrote {path}")
+
+
+@click.command("loadtest")
+@click.option("--tasks", default=100, show_default=True, type=click.IntRange(1), help="Episodes.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 512))
+@click.option(
+    "--duration",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(1),
+    help="Seconds after which no new episode starts.",
+)
+@click.option(
+    "--gateway",
+    default=None,
+    help="A running stack's gateway (base URL; host:port with --transport grpc). "
+    "Default: start the embedded stack with the scripted model.",
+)
+@click.option("--transport", type=click.Choice(["http", "grpc"]), default="http", show_default=True)
+@click.option("--domain", "domains", multiple=True, help="Domain(s) to draw tasks from.")
+@click.option("--agent", default="fc", show_default=True)
+@click.option("--model", default="scripted", show_default=True)
+@click.option("--model-url", default=None, help="The model's /v1 base URL (with --gateway).")
+@click.option("--task-timeout", default=120.0, show_default=True)
+@click.option("--grace", default=30.0, show_default=True, help="Seconds in-flight episodes get.")
+@click.option("--no-warmup", is_flag=True, help="Count each worker's first episode too.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Report folder (default: runs/loadtest-<timestamp>).",
+)
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+def loadtest_command(
+    tasks: int,
+    concurrency: int,
+    duration: float,
+    gateway: str | None,
+    transport: str,
+    domains: tuple[str, ...],
+    agent: str,
+    model: str,
+    model_url: str | None,
+    task_timeout: float,
+    grace: float,
+    no_warmup: bool,
+    out_dir: Path | None,
+    data_root: Path | None,
+) -> None:
+    """Drive many concurrent episodes against a stack and report throughput and latency."""
+    from rich.live import Live
+
+    from sopgym.loadtest import Loadtest, LoadtestConfig, write_reports
+    from sopgym.runner import new_run_id
+
+    config = LoadtestConfig(
+        tasks=tasks,
+        concurrency=concurrency,
+        duration=duration,
+        gateway=gateway,
+        transport=transport,
+        domains=list(domains) or ["patient_intake"],
+        agent=agent,
+        model=model,
+        model_url=model_url,
+        task_timeout=task_timeout,
+        grace=grace,
+        warmup=not no_warmup,
+    )
+    out_dir = out_dir or Path("runs") / f"loadtest-{new_run_id()}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    where = gateway or "the embedded stack"
+    console.print(
+        f"loadtest: {tasks} episodes, {concurrency} workers, at most {duration:.0f}s, "
+        f"against {where} ({transport}), agent={agent} model={model}"
+    )
+    with Live(_figures_table({}, 0, tasks), console=console, refresh_per_second=4) as live:
+
+        def show(figures: JSON, in_flight: int, planned: int) -> None:
+            live.update(_figures_table(figures, in_flight, planned))
+
+        try:
+            outcome = Loadtest(config, out_dir, data_root).run(show)
+        except Exception as error:  # one line; the worker logs hold the details
+            console.print(f"[red]loadtest failed[/]: {error}\nlogs: {out_dir / 'logs'}")
+            sys.exit(1)
+        live.update(_figures_table(outcome.figures, outcome.cut, tasks, final=True))
+    console.print()
+    for path in write_reports(outcome, out_dir):
+        console.print(f"wrote {path}")
+
+
+def _figures_table(figures: JSON, in_flight: int, planned: int, final: bool = False) -> Any:
+    from rich.table import Table
+
+    from sopgym.loadtest import summary_rows
+
+    title = "loadtest: final figures" if final else f"loadtest: {in_flight} episodes in flight"
+    table = Table("figure", "value", title=title)
+    if figures:
+        table.add_row("episodes planned", str(planned))
+        for name, value in summary_rows(figures):
+            table.add_row(name, value)
+        if final:
+            table.add_row("episodes cut at the deadline", str(in_flight))
+    return table
+
+
+SCALEOUT_COMMANDS: list[click.Command] = [merge_command, loadtest_command]

@@ -1,0 +1,288 @@
+"""Shard mode for agent workers, and the merge of shard results into one run folder.
+
+In containers no runner feeds jobs to a worker's stdin. A worker in shard mode instead takes a
+domain's task inputs from the gateway (``GET /v1/tasks``: inputs only, never the gold), works
+the tasks of its shard (task ``i`` belongs to shard ``i % count``) and appends one whole line
+per task to its own file in the shared run folder. ``sopgym merge`` then scores every line with
+the runner's scoring and writes ``results.jsonl`` and ``summary.json`` exactly as ``sopgym
+run`` does, so a run sharded over a cluster reads like any other run.
+
+Files under ``<run>/shards/`` (one set per shard):
+
+* ``shard-0003-of-0008.jsonl``: ``{"report": <worker report>, "record": <episode record>}``
+  per task, appended as tasks finish (a restarted shard skips the tasks it already has);
+* ``shard-0003-of-0008.json``: the shard's settings and progress, ``finished_at`` once done;
+* ``shard-0003-of-0008.claim``: the host that claimed the shard, in ``auto`` mode (compose
+  replicas have no index of their own: each claims the first free shard).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
+
+JSON = dict[str, Any]
+SHARD_DIR = "shards"
+
+
+class ShardError(RuntimeError):
+    """Bad shard arguments, an unreachable stack, or shards that cannot be merged."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int
+    count: int
+
+    @property
+    def stem(self) -> str:
+        return f"shard-{self.index:04d}-of-{self.count:04d}"
+
+    def select(self, items: list[Any]) -> list[Any]:
+        return items[self.index :: self.count]
+
+
+def parse_shard(text: str) -> tuple[int | None, int]:
+    """``"3/8"`` → ``(3, 8)``; ``"auto/8"`` → ``(None, 8)``: claim a free shard at start."""
+    index, sep, count = text.partition("/")
+    try:
+        total = int(count)
+        number = None if index == "auto" else int(index)
+    except ValueError:
+        raise ShardError(f"--shard takes INDEX/COUNT or auto/COUNT, got {text!r}") from None
+    if not sep or total < 1 or (number is not None and not 0 <= number < total):
+        raise ShardError(f"--shard {text!r}: need 0 <= INDEX < COUNT")
+    return number, total
+
+
+def shard_dir(run_dir: Path) -> Path:
+    return run_dir / SHARD_DIR
+
+
+def default_owner() -> str:
+    """Who claims a shard: host and pid. In a container the worker is PID 1 and the hostname is
+    the container's, so a restarted container is the same owner; on a shared host, processes
+    differ by pid."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def claim(run_dir: Path, count: int, owner: str | None = None) -> Shard | None:
+    """The shard this owner works: the one it claimed before (a restarted container), else
+    the first unclaimed one (claimed atomically with O_EXCL); ``None`` when all are taken."""
+    owner = owner or default_owner()
+    folder = shard_dir(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    shards = [Shard(i, count) for i in range(count)]
+    for shard in shards:
+        path = folder / f"{shard.stem}.claim"
+        if path.exists() and path.read_text().strip() == owner:
+            return shard
+    for shard in shards:
+        try:
+            fd = os.open(folder / f"{shard.stem}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            continue
+        os.write(fd, owner.encode() + b"\n")
+        os.close(fd)
+        return shard
+    return None
+
+
+@dataclass
+class ShardSettings:
+    """What a shard worker runs; written to its ``.json`` so the merge knows the run."""
+
+    gateway: str
+    domains: list[str]
+    agent: str = "oracle"
+    model: str = "scripted"
+    base_url: str | None = None
+    agent_options: JSON = field(default_factory=dict)
+    transport: str = "http"
+    distractors: int = 0
+    sop_variant: str = "clean"
+    limit: int | None = None
+    task_timeout: float = 300.0
+
+
+def _until(deadline: float, attempt: Callable[[], Any], what: str) -> Any:
+    """``attempt()`` until it succeeds or ``deadline`` passes (services start in any order in
+    compose and Kubernetes: the gateway or the model may come up after the workers)."""
+    while True:
+        try:
+            return attempt()
+        except Exception as error:
+            if time.monotonic() >= deadline:
+                raise ShardError(f"{what}: {error}") from None
+            time.sleep(2.0)
+
+
+def fetch_tasks(client: Any, settings: ShardSettings, deadline: float) -> list[JSON]:
+    tasks: list[JSON] = []
+    for domain in settings.domains:
+        listed = _until(deadline, lambda d=domain: client.tasks(d), f"tasks of {domain}")
+        tasks += listed[: settings.limit] if settings.limit else listed
+    return tasks
+
+
+def run_shard(
+    settings: ShardSettings,
+    shard_text: str,
+    run_dir: Path,
+    data_root: Path | None = None,
+    wait_s: float = 300.0,
+    observe: Callable[[JSON, JSON | None], None] | None = None,
+    log: Callable[[str], None] = print,
+) -> int:
+    """Work one shard of the run's tasks; returns how many tasks this call worked."""
+    from sopgym.agents import make_agent, uses_model
+    from sopgym.agents.client import GatewayError, connect
+    from sopgym.agents.worker import run_job
+    from sopgym.observability import tracing
+
+    index, count = parse_shard(shard_text)
+    shard = Shard(index, count) if index is not None else claim(run_dir, count)
+    if shard is None:
+        log(f"all {count} shards of {run_dir.name} are claimed: nothing to do")
+        return 0
+    folder = shard_dir(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_s
+    client = connect(settings.gateway, settings.transport)
+    try:
+        tasks = shard.select(fetch_tasks(client, settings, deadline))
+        results = folder / f"{shard.stem}.jsonl"
+        done = {row["report"]["task_id"] for row in read_jsonl_prefix(results, repair=True)}
+        todo = [t for t in tasks if t["id"] not in done]
+        meta = {
+            **asdict(settings),
+            "run_id": run_dir.name,
+            "shard": shard.index,
+            "count": shard.count,
+            "owner": default_owner(),
+            "tasks": len(tasks),
+            "started_at": time.time(),
+            "finished_at": None,
+        }
+        write_atomic(folder / f"{shard.stem}.json", dumps(meta))
+        log(f"{shard.stem}: {len(tasks)} tasks, {len(todo)} to work")
+        model_based = uses_model(settings.agent)
+        options = {"model": settings.model, **settings.agent_options}
+        if model_based and settings.base_url:
+            options["base_url"] = settings.base_url
+        if model_based and todo:
+            _until(deadline, lambda: _model_ready(settings), "model endpoint")
+        agent = make_agent(settings.agent, **options)
+        data_dirs = _data_dirs(settings.domains, data_root) if not model_based else {}
+        appender = JsonlAppender(results)
+        try:
+            for task in todo:
+                job = {
+                    "task": task,
+                    "data_dir": data_dirs.get(task["domain"]),
+                    "distractors": settings.distractors,
+                    "sop_variant": settings.sop_variant,
+                    "run_id": run_dir.name,
+                }
+                report = run_job(agent, client, job, settings.task_timeout, settings.model)
+                tracing.flush()
+                token, record = report.pop("token", None), None
+                if report.get("episode_id") and token:
+                    try:
+                        record = client.record(report["episode_id"], token)
+                    except GatewayError as error:  # scored as incomplete, never dropped
+                        report["record_error"] = str(error)
+                appender.append({"report": report, "record": record})
+                if observe is not None:
+                    observe(report, record)
+        finally:
+            appender.close()
+        write_atomic(folder / f"{shard.stem}.json", dumps({**meta, "finished_at": time.time()}))
+        return len(todo)
+    finally:
+        client.close()
+
+
+def _model_ready(settings: ShardSettings) -> None:
+    from sopgym.agents.models import parse_model_spec, preflight
+
+    preflight(parse_model_spec(settings.model, settings.base_url))
+
+
+def _data_dirs(domains: list[str], data_root: Path | None) -> dict[str, str]:
+    """The local task-set folders, for the oracle only (it replays the gold it reads there)."""
+    from sopgym.core import dataset
+    from sopgym.core.registry import load_domain
+
+    return {d: str(dataset.load(load_domain(d), data_root).path) for d in domains}
+
+
+# ---- merge ----
+_SAME = ("domains", "agent", "model", "distractors", "sop_variant", "limit", "count")
+
+
+def shard_metas(run_dir: Path) -> list[JSON]:
+    import orjson
+
+    return [orjson.loads(p.read_bytes()) for p in sorted(shard_dir(run_dir).glob("shard-*.json"))]
+
+
+def wait_for_shards(run_dir: Path, shards: int | None, wait_s: float) -> list[JSON]:
+    """The shards' settings once ``shards`` of them (default: their own count) have finished,
+    or whatever is there when ``wait_s`` runs out."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        metas = shard_metas(run_dir)
+        expected = shards or (metas[0]["count"] if metas else None)
+        finished = sum(1 for m in metas if m.get("finished_at"))
+        if (expected and finished >= expected) or time.monotonic() >= deadline:
+            return metas
+        time.sleep(2.0)
+
+
+def merge(
+    run_dir: Path, shards: int | None = None, wait_s: float = 0.0, data_root: Path | None = None
+) -> JSON:
+    """Score every shard's results into ``results.jsonl`` and ``summary.json``.
+
+    Tasks of the run that no shard reported count as incomplete (the summary lists them under
+    ``missing``), and shards that never finished are listed under ``unfinished_shards``.
+    """
+    from sopgym.runner import RunConfig, Runner
+
+    metas = wait_for_shards(run_dir, shards, wait_s)
+    if not metas:
+        raise ShardError(f"no shard has written to {shard_dir(run_dir)}")
+    for key in _SAME:
+        values = {dumps(m.get(key)) for m in metas}
+        if len(values) > 1:
+            raise ShardError(f"shards of {run_dir.name} disagree on {key}: cannot merge")
+    count = shards or metas[0]["count"]
+    config = RunConfig.from_json({**metas[0], "workers": count})
+    runner = Runner(config, run_dir, data_root)
+    tasks = runner.prepare()
+    by_id = {t.id: t for t in tasks}
+    rows: dict[str, JSON] = {}
+    unknown = 0
+    for path in sorted(shard_dir(run_dir).glob("shard-*.jsonl")):
+        for line in read_jsonl_prefix(path):
+            task = by_id.get(line["report"]["task_id"])
+            if task is None:
+                unknown += 1
+                continue
+            rows[task.id] = runner.result_row(task, line["report"], line.get("record"))
+    ordered = [rows[t.id] for t in tasks if t.id in rows]
+    write_atomic(runner.paths.results, b"".join(dumps(r) + b"\n" for r in ordered))
+    summary = runner.write_summary(tasks)
+    finished = {m["shard"] for m in metas if m.get("finished_at")}
+    summary["unfinished_shards"] = [i for i in range(count) if i not in finished]
+    summary["unknown_task_rows"] = unknown
+    write_atomic(runner.paths.summary, dumps(summary))
+    return summary

@@ -1,0 +1,119 @@
+"""Reading the deployment files as the tools would: compose interpolation, CLI parsing of
+container commands, rendering kustomize overlays."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "compose" / "docker-compose.yml"
+ENV_FILES = {"scripted": ROOT / "compose" / ".env", "gpu": ROOT / "compose" / "gpu.env"}
+OVERLAYS = ("local", "gpu")
+DOCKERFILES = {
+    "tools": ROOT / "services" / "tools" / "Dockerfile",
+    "gateway": ROOT / "gateway" / "Dockerfile",
+    "agents": ROOT / "agents" / "Dockerfile",
+    "model": ROOT / "services" / "model" / "Dockerfile",
+    "observability": ROOT / "observability" / "Dockerfile",
+}
+KUSTOMIZE = ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone"]
+_VARIABLE = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
+
+
+def env_file(path: Path) -> dict[str, str]:
+    pairs = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def interpolate(value: Any, env: dict[str, str]) -> Any:
+    """Compose's ``${VAR}`` / ``${VAR:-default}`` substitution over a loaded document."""
+    if isinstance(value, str):
+        return _VARIABLE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    return value
+
+
+def compose(profile: str = "scripted") -> dict[str, Any]:
+    """The compose file with anchors merged and variables set from the profile's env file."""
+    return interpolate(yaml.safe_load(COMPOSE.read_text()), env_file(ENV_FILES[profile]))
+
+
+def sopgym_services(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Services that run one of our images (and so a sopgym CLI command)."""
+    return {
+        name: service
+        for name, service in document["services"].items()
+        if str(service.get("image", "")).startswith("sopgym/")
+    }
+
+
+@contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def parse_cli(argv: list[str], env: dict[str, str] | None = None) -> click.Context:
+    """Parse ``sopgym <argv>`` with the real CLI (options read from ``env`` where the command
+    takes them from the environment); raises :class:`click.ClickException` on any mistake."""
+    from sopgym.cli import main
+
+    command = main.get_command(click.Context(main), argv[0])
+    if command is None:
+        raise click.UsageError(f"no sopgym command {argv[0]!r}")
+    with environment(env or {}):
+        return command.make_context(f"sopgym {argv[0]}", list(argv[1:]))
+
+
+@cache
+def render(overlay: str) -> list[dict[str, Any]]:
+    """The overlay's manifests as ``kubectl kustomize`` renders them (once per session)."""
+    out = subprocess.run(
+        [*KUSTOMIZE, str(ROOT / "k8s" / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def have(tool: str) -> bool:
+    return shutil.which(tool) is not None
+
+
+def dockerfile(path: Path) -> dict[str, list[Any]]:
+    """A Dockerfile's instructions by keyword, parsed by BuildKit's own parser (the
+    ``dockerfile`` package binds the official Go parser): each is ``(flags, values)``."""
+    import dockerfile as parser
+
+    found: dict[str, list[Any]] = {}
+    for command in parser.parse_file(str(path)):
+        found.setdefault(command.cmd.upper(), []).append((command.flags, command.value))
+    return found

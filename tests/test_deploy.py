@@ -1,0 +1,297 @@
+"""Static checks of the containers, the compose stack and the Kubernetes manifests.
+
+No Docker engine and no cluster exist where the tests run: the compose file is validated by
+Debian's docker-compose (``config -q``), the kustomize overlays are rendered by ``kubectl
+kustomize`` and every rendered manifest is validated strictly against the Kubernetes schema
+(kubernetes-validate). Every container command is parsed by the real sopgym CLI; the
+processes themselves are started in tests/test_deploy_processes.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from sopgym.core.registry import domain_names
+from tests.deploy_helpers import (
+    COMPOSE,
+    DOCKERFILES,
+    ENV_FILES,
+    KUSTOMIZE,
+    OVERLAYS,
+    ROOT,
+    compose,
+    dockerfile,
+    have,
+    parse_cli,
+    render,
+    sopgym_services,
+)
+
+needs_compose = pytest.mark.skipif(
+    not have("docker-compose"), reason="docker-compose absent (CI installs it: apt docker-compose)"
+)
+needs_kubectl = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (CI installs it)")
+
+
+def slug(domain: str) -> str:
+    return domain.replace("_", "-")
+
+
+# ---- Dockerfiles ----
+@pytest.mark.parametrize("kind", sorted(DOCKERFILES))
+def test_dockerfile_is_small_non_root_healthchecked_and_runs_the_cli(kind: str) -> None:
+    pytest.importorskip("dockerfile", reason="the dockerfile parser is absent (pip '.[test]')")
+    steps = dockerfile(DOCKERFILES[kind])
+    assert [v for _, v in steps["FROM"]] == [("python:3.11-slim",)], "one slim stage"
+    assert any(
+        "compose/install.sh" in v[0] and any(f.startswith("--mount=type=bind") for f in flags)
+        for flags, v in steps["RUN"]
+    ), "the shared install step, from a bind mount: no source layer, no build tools"
+    ((_, (user,)),) = steps["USER"]
+    assert user.split(":")[0].isdigit() and int(user.split(":")[0]) > 0, "numeric non-root user"
+    ((_, health),) = steps["HEALTHCHECK"]
+    assert health[:4] == ("CMD", "python", "-m", "sopgym.health")
+    assert steps["ENTRYPOINT"] == [((), ("sopgym",))]
+    ((_, command),) = steps["CMD"]
+    # the gateway's image names its tool services in the environment (compose, k8s)
+    parse_cli(list(command), {"SOPGYM_GATEWAY_SERVICES": "d=http://tools:8100"})
+    port = re.search(r"127\.0\.0\.1:(\d+)/", health[4]).group(1)
+    ((_, exposed),) = steps["EXPOSE"]
+    assert port in exposed, "the health check probes an exposed port"
+
+
+def test_dockerignore_keeps_the_context_small() -> None:
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".git", ".venv", "runs", "proto/gen", "tests"} <= ignored
+
+
+# ---- compose ----
+@needs_compose
+@pytest.mark.parametrize("profile", sorted(ENV_FILES))
+def test_compose_file_is_valid(profile: str) -> None:
+    result = subprocess.run(
+        ["docker-compose", "-f", str(COMPOSE), "--env-file", str(ENV_FILES[profile]), "config",
+         "-q"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("profile", sorted(ENV_FILES))
+def test_every_compose_service_runs_a_real_cli_command(profile: str) -> None:
+    document = compose(profile)
+    services = sopgym_services(document)
+    assert {"gateway", "agent-worker", "model", "sopgym-collector", "merge"} <= set(services)
+    for name, service in services.items():
+        env = {k: str(v) for k, v in (service.get("environment") or {}).items()}
+        parse_cli([str(a) for a in service["command"]], env)
+        dockerfile_path = ROOT / service["build"]["dockerfile"]
+        assert dockerfile_path in DOCKERFILES.values(), f"{name}: no component Dockerfile"
+
+
+def test_compose_serves_every_domain_through_the_gateway() -> None:
+    services = compose()["services"]
+    tools = {n for n, s in services.items() if str(s.get("image", "")).startswith("sopgym/tools")}
+    assert tools == {f"tools-{slug(d)}" for d in domain_names()}, (
+        "compose/docker-compose.yml must serve every domain (add a tools-<domain> service)"
+    )
+    listed = services["gateway"]["environment"]["SOPGYM_GATEWAY_SERVICES"].split()
+    assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in domain_names())
+    for domain in domain_names():
+        assert services[f"tools-{slug(domain)}"]["command"][:2] == ["serve-tools", domain]
+    assert set(services["gateway"]["depends_on"]) >= tools
+
+
+def test_compose_gpu_profile_replaces_the_scripted_model() -> None:
+    scripted, gpu = compose("scripted"), compose("gpu")
+    assert env_profiles("scripted") == ["scripted"] and env_profiles("gpu") == ["gpu"]
+    assert scripted["services"]["model"]["profiles"] == ["scripted"]
+    vllm = gpu["services"]["vllm"]
+    assert vllm["profiles"] == ["gpu"] and vllm["image"].startswith("vllm/vllm-openai")
+    devices = vllm["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["capabilities"] == ["gpu"]
+    worker = gpu["services"]["agent-worker"]["command"]
+    assert worker[worker.index("--base-url") + 1] == "http://vllm:8000/v1"
+    assert worker[worker.index("--model") + 1].startswith("openai:")
+
+
+def env_profiles(profile: str) -> list[str]:
+    from tests.deploy_helpers import env_file
+
+    return env_file(ENV_FILES[profile])["COMPOSE_PROFILES"].split(",")
+
+
+def test_compose_telemetry_reaches_jaeger_and_the_receiver() -> None:
+    services = compose()["services"]
+    assert services["jaeger"]["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
+    assert "16686:16686" in services["jaeger"]["ports"]
+    assert "opentelemetry-collector-contrib" in services["otel-collector"]["image"]
+    config = yaml.safe_load((ROOT / "observability" / "otel-collector.yaml").read_text())
+    exporters = config["exporters"]
+    assert exporters["otlp/jaeger"]["endpoint"].startswith("jaeger:")
+    assert "//sopgym-collector:4318" in exporters["otlphttp/sopgym"]["endpoint"]
+    for pipeline in config["service"]["pipelines"].values():
+        for kind in ("receivers", "processors", "exporters"):
+            assert set(pipeline[kind]) <= set(config[kind]), f"undefined {kind}"
+    assert config["service"]["pipelines"]["traces"]["exporters"] == [
+        "otlp/jaeger",
+        "otlphttp/sopgym",
+    ]
+
+
+# ---- Kubernetes ----
+@pytest.fixture(scope="module", params=OVERLAYS)
+def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict]]:
+    if not have("kubectl"):
+        pytest.skip("kubectl absent: cannot render the kustomize overlays (CI installs it)")
+    return request.param, render(request.param)
+
+
+def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def test_rendered_manifests_pass_strict_schema_validation(overlay: tuple[str, list[dict]]) -> None:
+    kubernetes_validate = pytest.importorskip(
+        "kubernetes_validate", reason="kubernetes-validate absent (pip install '.[test]')"
+    )
+    name, docs = overlay
+    failures = []
+    for doc in docs:
+        try:
+            kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
+        except kubernetes_validate.ValidationError as error:
+            failures.append(f"{doc['kind']}/{doc['metadata']['name']}: {error.message}")
+    assert not failures, f"{name}: " + "; ".join(failures)
+
+
+def test_strict_validation_rejects_an_unknown_field() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    bad = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "x"},
+        "spec": {"portz": []},
+    }
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, kubernetes_validate.latest_version(), strict=True)
+
+
+def _container_env(doc: dict, configmaps: dict[str, dict]) -> dict[str, str]:
+    """The environment a container sees from its ConfigMaps (for $(VAR) in its args)."""
+    env = {}
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    for source in container.get("envFrom", []):
+        ref = source.get("configMapRef")
+        if ref:
+            env.update(configmaps[ref["name"]]["data"])
+    for item in container.get("env", []):
+        ref = item.get("valueFrom", {}).get("configMapKeyRef")
+        if ref:
+            env[item["name"]] = configmaps[ref["name"]]["data"][ref["key"]]
+        elif "value" in item:
+            env[item["name"]] = item["value"]
+        else:
+            env[item["name"]] = "0"  # fieldRef / secret: a placeholder
+    return env
+
+
+def _expand(arg: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion in container args."""
+    return re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], arg)
+
+
+def test_every_sopgym_container_runs_a_real_cli_command(overlay: tuple[str, list[dict]]) -> None:
+    _, docs = overlay
+    configmaps = by_kind(docs, "ConfigMap")
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "Job")]
+    ours = 0
+    for doc in workloads:
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        if "sopgym/" not in container["image"]:
+            continue
+        ours += 1
+        env = _container_env(doc, configmaps)
+        args = [_expand(a, env) for a in container["args"]]
+        parse_cli(args, env)
+        security = doc["spec"]["template"]["spec"]["securityContext"]
+        assert security["runAsNonRoot"] and security["runAsUser"] > 0
+        assert container["securityContext"]["readOnlyRootFilesystem"]
+        assert container["resources"]["requests"], f"{doc['metadata']['name']}: no requests"
+    assert ours >= len(domain_names()) + 4  # + gateway, collector, workers, merge
+
+
+def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
+    overlay: tuple[str, list[dict]],
+) -> None:
+    _, docs = overlay
+    deployments, services = by_kind(docs, "Deployment"), by_kind(docs, "Service")
+    gateway_env = by_kind(docs, "ConfigMap")
+    listed = next(
+        cm["data"]["SOPGYM_GATEWAY_SERVICES"].split()
+        for name, cm in gateway_env.items()
+        if name.startswith("sopgym-gateway")
+    )
+    assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in domain_names())
+    for name in [f"tools-{slug(d)}" for d in domain_names()] + ["gateway"]:
+        container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
+        assert container["readinessProbe"] and container["livenessProbe"], name
+        assert name in services, f"no Service for {name}"
+    tools = deployments["tools-patient-intake"]["spec"]["template"]["spec"]["containers"][0]
+    assert tools["args"][:2] == ["serve-tools", "patient_intake"]
+    (hpa,) = by_kind(docs, "HorizontalPodAutoscaler").values()
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "gateway"
+    assert services["gateway"]["spec"]["sessionAffinity"] == "ClientIP"
+    assert "prometheus.io/scrape" in deployments["gateway"]["spec"]["template"]["metadata"][
+        "annotations"
+    ]
+
+
+def test_agent_workers_are_an_indexed_job_sharded_by_completion_index(
+    overlay: tuple[str, list[dict]],
+) -> None:
+    _, docs = overlay
+    jobs = by_kind(docs, "Job")
+    workers = jobs["agent-workers"]["spec"]
+    assert workers["completionMode"] == "Indexed"
+    count = workers["completions"]
+    args = workers["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--shard") + 1] == f"$(SHARD_INDEX)/{count}"
+    (index_env,) = [e for e in workers["template"]["spec"]["containers"][0]["env"]
+                    if e["name"] == "SHARD_INDEX"]  # fmt: skip
+    assert "job-completion-index" in index_env["valueFrom"]["fieldRef"]["fieldPath"]
+    merge = jobs["merge"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert merge[0] == "merge" and merge[merge.index("--shards") + 1] == str(count)
+    (pvc,) = [p for n, p in by_kind(docs, "PersistentVolumeClaim").items() if n == "sopgym-runs"]
+    for job in jobs.values():
+        volumes = job["spec"]["template"]["spec"]["volumes"]
+        assert any(v.get("persistentVolumeClaim", {}).get("claimName") == "sopgym-runs"
+                   for v in volumes)  # fmt: skip
+    assert by_kind(docs, "Secret"), "API keys live in a Secret"
+    assert {"jaeger", "otel-collector", "sopgym-collector"} <= set(by_kind(docs, "Deployment"))
+    assert pvc
+
+
+def test_gpu_overlay_serves_vllm_on_a_gpu_instead_of_the_scripted_model() -> None:
+    if not have("kubectl"):
+        pytest.skip("kubectl absent: cannot render the kustomize overlays (CI installs it)")
+    local, gpu = by_kind(render("local"), "Deployment"), by_kind(render("gpu"), "Deployment")
+    assert "model" in local and "vllm" not in local
+    assert "model" not in gpu
+    vllm = gpu["vllm"]["spec"]["template"]["spec"]["containers"][0]
+    assert vllm["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert "$(VLLM_MODEL)" in vllm["args"]
+    run = next(cm for n, cm in by_kind(render("gpu"), "ConfigMap").items()
+               if n.startswith("sopgym-run"))  # fmt: skip
+    assert run["data"]["MODEL_URL"] == "http://vllm:8000/v1"
+    assert run["data"]["MODEL"].startswith("openai:")
+
+
+@needs_kubectl
+def test_base_builds_too() -> None:
+    result = subprocess.run([*KUSTOMIZE, str(ROOT / "k8s" / "base")], capture_output=True)
+    assert result.returncode == 0, result.stderr.decode()

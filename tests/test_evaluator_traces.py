@@ -1,0 +1,241 @@
+"""The evaluator on traces built in memory by the real span helpers (the agent's root span,
+the gateway's open / call / finish annotations), through the real OTLP JSON round trip:
+complete episodes score exactly like their records; gaps make an episode incomplete, listed
+with a reason; nothing is dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from sopgym.core.scoring import score_task
+from sopgym.core.tasks import Gold
+from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.gateway.episodes import Episode
+from sopgym.observability import episode_spans, genai, otlp, tracing
+from sopgym.observability import semconv as sc
+from sopgym.observability.evaluator import TaskSet, evaluate, order_violations
+from sopgym.observability.lean import LeanTracer
+from tests.helpers import DATA_ROOT, domain_data
+
+DOMAIN = "patient_intake"
+
+
+class Traces:
+    """Episodes written the way the agent worker and the gateway write them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.memory = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": "t"}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.memory))
+        monkeypatch.setattr(tracing, "_provider", self.provider)  # genai's spans land here
+        self.gateway = LeanTracer(
+            self.provider, self.provider._active_span_processor, sc.SCOPE_GATEWAY
+        )
+        self.data = domain_data(DOMAIN)
+        self.count = 0
+
+    def gold(self, index: int) -> Gold:
+        return self.data.gold[self.data.tasks[index].id]
+
+    def _gateway_span(self, annotate: Any) -> None:
+        parent = trace.get_current_span().get_span_context()
+        traceparent = f"00-{parent.trace_id:032x}-{parent.span_id:016x}-01"
+        span, token = self.gateway.start("POST /v1/episodes", traceparent, {})
+        annotate()
+        self.gateway.end(span, token)
+
+    def episode(
+        self,
+        index: int,
+        calls: list[CallRecord] | None = None,
+        outputs: dict[str, Any] | None = None,
+        *,
+        root: bool = True,
+        finish: bool = True,
+        drop_index: int | None = None,
+        finish_count_extra: int = 0,
+        run_id: str = "run-1",
+    ) -> Trajectory:
+        """One episode's spans; returns the trajectory the gateway would have recorded."""
+        gold = self.gold(index)
+        calls = (
+            [CallRecord(c.name, c.arguments, 200) for c in gold.calls] if calls is None else calls
+        )
+        outputs = gold.outputs if outputs is None else outputs
+        self.count += 1
+        episode = Episode(
+            id=f"ep-{self.count:016x}",
+            token="t",
+            task_id=gold.task_id,
+            domain=DOMAIN,
+            tools=sorted({c.name for c in gold.calls}),
+            distractors=set(),
+            meta={"agent": "unit", "run_id": run_id},
+        )
+
+        def work() -> None:
+            self._gateway_span(lambda: episode_spans.annotate_open(episode, "clean"))
+            for number, call in enumerate(calls):
+                episode.calls.append(call)
+                if number != drop_index:
+                    self._gateway_span(
+                        lambda n=number, c=call: episode_spans.annotate_call(episode, n, c)
+                    )
+            if finish:
+                episode.outputs, episode.finished_at = outputs, 1.0
+                episode.calls.extend([CallRecord("lost", {}, 200)] * finish_count_extra)
+                self._gateway_span(lambda: episode_spans.annotate_finish(episode))
+                del episode.calls[len(calls) :]
+
+        if root:
+            with genai.task_span(gold.task_id, DOMAIN, "unit", "m", run_id) as span:
+                work()
+                status, error = ("finished", None) if finish else ("failed", "GaveUp: no answer")
+                genai.end_task(span, status, episode.id, error)
+        else:  # the agent crashed: none of its spans ever left its process
+            work()
+        return episode.trajectory()
+
+    def batch(self) -> otlp.SpanBatch:
+        """What the evaluator reads back from the store."""
+        document = otlp.request_to_json(encode_spans(self.memory.get_finished_spans()))
+        return otlp.spans_of(document, sc.EVALUATED_SCOPES)
+
+
+@pytest.fixture
+def traces(monkeypatch: pytest.MonkeyPatch) -> Iterator[Traces]:
+    yield Traces(monkeypatch)
+
+
+def _rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["task_id"]: r for r in result["per_task"]}
+
+
+def _record_score(traces: Traces, index: int, trajectory: Trajectory) -> dict[str, Any]:
+    domain = traces.data.domain
+    return score_task(DOMAIN, trajectory, traces.gold(index), domain.output_schema).to_json()
+
+
+def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
+    gold = traces.gold(1)
+    first = gold.calls[0]
+    bad_calls = [
+        CallRecord(first.name, {}, 422, "missing_argument", "patient_id"),
+        CallRecord(first.name, {**first.arguments, "x": 1}, 422, "unexpected_argument", "x"),
+        CallRecord(first.name, {"patient_id": 5}, 422, "type_mismatch", "patient_id"),
+        CallRecord("no_such_tool", {"a": 1}, 404, "unknown_tool", in_catalog=False),
+        CallRecord(first.name, {**first.arguments, "policy_number": "WRONG"}, 200),
+        *[CallRecord(c.name, c.arguments, 200) for c in gold.calls],
+    ]
+    wrong_outputs = {**gold.outputs, "lifestyle_risk": "nonsense"}
+    recorded = {
+        0: traces.episode(0),
+        1: traces.episode(1, bad_calls, wrong_outputs),
+        2: traces.episode(2, outputs={}),
+        3: traces.episode(3, [], finish=False),  # gave up: no calls, never finished
+    }
+    result = evaluate(traces.batch(), TaskSet(DATA_ROOT))
+    rows = _rows(result)
+    for index, trajectory in recorded.items():
+        task_id = traces.gold(index).task_id
+        assert rows[task_id]["score"] == _record_score(traces, index, trajectory), task_id
+        assert rows[task_id]["trace_complete"]
+    errors = rows[gold.task_id]["score"]["errors"]
+    assert errors == {
+        "validation": 2,
+        "type": 1,
+        "hallucinated": 1,
+        "wrong_value": 1,
+        "wrong_final": 1,
+    }
+    assert rows[traces.gold(0).task_id]["score"]["success"]
+    blank = rows[traces.gold(3).task_id]
+    assert blank["score"]["errors"] == {"blank": 1} and not blank["score"]["completed"]
+    assert "not finished" in blank["reason"]
+    assert result["tasks"] == 4 and result["completed"] == 3 and result["incomplete_traces"] == 0
+    assert result["agents"]["unit/m"]["tasks"] == 4
+
+
+def test_incomplete_trace_data_is_scored_incomplete_and_listed(traces: Traces) -> None:
+    traces.episode(0, root=False)  # agent crashed: its root span never arrived
+    traces.episode(1, drop_index=2)  # a call span lost
+    traces.episode(2, finish_count_extra=2)  # the finish span counts calls that never arrived
+    traces.episode(3)  # complete
+    taskset = TaskSet(DATA_ROOT)
+    expected = [(DOMAIN, traces.data.tasks[i].id) for i in range(5)]  # task 4: no trace at all
+    result = evaluate(traces.batch(), taskset, expected, run=("run-1", "unit"))
+    rows = _rows(result)
+    reasons = {i["task_id"]: i["reason"] for i in result["incomplete"]}
+    ids = [t.id for t in traces.data.tasks[:5]]
+    assert "root span missing" in reasons[ids[0]]
+    assert "gap in call indices" in reasons[ids[1]]
+    assert "2 of" in reasons[ids[2]] and "call spans missing" in reasons[ids[2]]
+    assert ids[3] not in reasons and rows[ids[3]]["score"]["success"]
+    assert reasons[ids[4]] == "no trace of this task"
+    for task_id in (ids[0], ids[1], ids[2], ids[4]):
+        assert rows[task_id]["score"]["errors"] == {"incomplete": 1}
+        assert not rows[task_id]["score"]["completed"]
+    assert result["tasks"] == 5 and result["ecr"] == pytest.approx(0.2)
+    assert result["incomplete_traces"] == 4
+
+
+def test_attempts_runs_and_unknown_tasks_are_never_dropped(traces: Traces) -> None:
+    traces.episode(0, outputs={})  # first attempt, superseded by the next
+    traces.episode(0)
+    traces.episode(1, run_id="run-2")
+    result = evaluate(traces.batch(), TaskSet(DATA_ROOT))
+    assert [s["why"] for s in result["superseded"]] == ["a later attempt of the task exists"]
+    assert {(r["run_id"], r["task_id"]) for r in result["per_task"]} == {
+        ("run-1", traces.gold(0).task_id),
+        ("run-2", traces.gold(1).task_id),
+    }
+    assert _rows(result)[traces.gold(0).task_id]["score"]["success"]
+    only_two = evaluate(traces.batch(), TaskSet(DATA_ROOT), run_filter="run-2")
+    assert [r["task_id"] for r in only_two["per_task"]] == [traces.gold(1).task_id]
+    elsewhere = evaluate(traces.batch(), TaskSet(DATA_ROOT), expected=[])
+    assert len(elsewhere["unmatched"]) == 2  # episodes of tasks the run did not expect
+
+
+def test_arguments_too_large_for_a_span_match_by_digest(
+    traces: Traces, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(episode_spans, "_limit", lambda: 16)
+    gold = traces.gold(0)
+    calls = [CallRecord(c.name, c.arguments, 200) for c in gold.calls]
+    calls.append(CallRecord(gold.calls[0].name, {**gold.calls[0].arguments, "pad": "x" * 50}, 200))
+    trajectory = traces.episode(0, calls)
+    (row,) = evaluate(traces.batch(), TaskSet(DATA_ROOT))["per_task"]
+    assert row["score"] == _record_score(traces, 0, trajectory)
+    assert row["score"]["errors"] == {"wrong_value": 1}
+
+
+def test_order_violations_follow_the_dependency_graph() -> None:
+    deps = domain_data(DOMAIN).domain.dependencies
+
+    def trajectory(*calls: tuple[str, str | None]) -> Trajectory:
+        return Trajectory("t", "e", [CallRecord(n, {}, 200, code) for n, code in calls])
+
+    ok = trajectory(("validate_insurance", None), ("check_prescription_benefits", None))
+    assert order_violations(ok, deps) == 0
+    early = trajectory(("check_prescription_benefits", None), ("validate_insurance", None))
+    assert order_violations(early, deps) == 1
+    malformed_first = trajectory(
+        ("validate_insurance", "missing_argument"), ("check_prescription_benefits", None)
+    )
+    assert order_violations(malformed_first, deps) == 1  # a rejected call satisfies nothing
+    data_refusal = trajectory(
+        ("validate_insurance", "not_found"), ("check_prescription_benefits", None)
+    )
+    assert order_violations(data_refusal, deps) == 0  # it ran; the SOP branches on its answer
+    for gold in list(domain_data(DOMAIN).gold.values())[:20]:
+        calls = [CallRecord(c.name, c.arguments, 200) for c in gold.calls]
+        assert order_violations(Trajectory("t", "e", calls), deps) == 0

@@ -1,0 +1,66 @@
+"""End to end: import fixtures, then `sopgym run sopbench/...` through the real tool services,
+gateway and agent workers. The baseline agent runs the generic policy; its TSR is a baseline.
+The benchmark's tools.py may be imported by the tool service only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from sopgym.importers.index import HOME_ENV
+from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, sopgym
+
+
+def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> None:
+    env = {HOME_ENV: str(tmp_path / "home"), TOOLS_LOG_ENV: str(tmp_path / "imports.log")}
+    for name in ("clean", "relayed_outputs"):
+        done = sopgym(env, "import", "sop-bench", str(FIXTURES / name))
+        assert done.returncode == 0, done.stdout + done.stderr
+    refused = sopgym(
+        env, "run", "sopbench/clean", "--agent", "oracle", "--runs-dir", str(tmp_path / "runs")
+    )
+    assert refused.returncode == 2 and "no reference policy" in refused.stderr
+
+    done = sopgym(
+        env,
+        "run",
+        "sopbench/clean",
+        "sopbench/relayed_outputs",
+        "--agent",
+        "baseline",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--run-id",
+        "base",
+        "--data-root",
+        str(tmp_path / "data"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    summary = orjson.loads((tmp_path / "runs" / "base" / "summary.json").read_bytes())
+    assert (summary["tasks"], summary["completed"]) == (10, 10)
+    clean, relayed = (
+        summary["domains"]["sopbench/clean"],
+        summary["domains"]["sopbench/relayed_outputs"],
+    )
+    # the clean SOP needs a decision no tool returns; the other benchmark relays the answer
+    assert (clean["tsr"], relayed["tsr"]) == (0.0, 1.0)
+    assert summary["tool_f1"] is None and clean["tool_recall"] is None  # no gold calls to fake
+
+    rows = [
+        orjson.loads(line)
+        for line in (tmp_path / "runs" / "base" / "results.jsonl").read_bytes().splitlines()
+    ]
+    by_task = {r["task_id"]: r for r in rows}
+    calls = by_task["sopbench-relayed_outputs-000"]["trajectory"]["calls"]
+    assert [c["name"] for c in calls] == ["getOrderDetails", "checkReturnWindow", "decideRefund"]
+    assert calls[1]["arguments"] == {
+        "order_id": "A-100",
+        "customer_tier": "standard",
+        "days_since_purchase": 10,
+    }
+    assert by_task["sopbench-clean-000"]["gold_outputs"] == {"refund_decision": "full"}
+
+    importers = (tmp_path / "imports.log").read_text().splitlines()
+    assert importers and all(" serve-tools sopbench/" in line for line in importers), importers

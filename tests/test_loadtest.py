@@ -1,0 +1,181 @@
+"""``sopgym loadtest``, the metrics it shares with the agent workers and the gateway, and the
+shard bookkeeping behind the containerised workers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sopgym.agents.metrics import WorkerMetrics, episode_facts, tool_error_class
+from sopgym.loadtest import JobFeed, Stats, percentiles
+from sopgym.observability.metrics import Metrics, serve_metrics
+from sopgym.processes import free_port
+from sopgym.shards import ShardError, claim, merge, parse_shard
+from tests.helpers import DATA_ROOT
+
+REPORT = {
+    "task_id": "T1",
+    "domain": "patient_intake",
+    "status": "finished",
+    "elapsed_s": 1.5,
+    "llm_calls": [
+        {"latency_s": 0.2, "input_tokens": 100, "output_tokens": 10, "error": None},
+        {"latency_s": 0.4, "input_tokens": 120, "output_tokens": 5,
+         "error": "APITimeoutError: too slow"},
+    ],
+}  # fmt: skip
+RECORD = {
+    "calls": [
+        {"name": "a", "duration_ms": 2.0, "error_code": None},
+        {"name": "b", "duration_ms": 4.0, "error_code": "type_mismatch"},
+        {"name": "c", "duration_ms": 1.0, "error_code": "unknown_tool", "in_catalog": False},
+        {"name": "d", "duration_ms": 3.0, "error_code": "missing_argument"},
+    ]
+}
+
+
+def test_episode_facts_read_reports_and_records() -> None:
+    facts = episode_facts(REPORT, RECORD)
+    assert (facts.domain, facts.status, facts.error, facts.elapsed_s) == (
+        "patient_intake", "finished", None, 1.5
+    )  # fmt: skip
+    assert [c.error for c in facts.llm] == [None, "APITimeoutError"]
+    assert [c.error for c in facts.tools] == [None, "type", "hallucinated", "validation"]
+    failed = episode_facts({**REPORT, "status": "failed", "error": "ModelCallError: boom"})
+    assert failed.error == "ModelCallError" and failed.tools == []
+    assert tool_error_class("upstream_unavailable") == "upstream_unavailable"
+
+
+def test_figures_rates_and_percentiles() -> None:
+    assert percentiles([])["p50"] is None
+    values = [float(i) for i in range(1, 101)]
+    assert percentiles(values) | {"n": 100} == {
+        "n": 100, "p50": 50.0, "p95": 95.0, "p99": 99.0, "mean": 50.5, "max": 100.0
+    }  # fmt: skip
+    stats = Stats()
+    stats.started = time.monotonic() - 2.0
+    stats.add(episode_facts(REPORT, RECORD))
+    stats.add(episode_facts({**REPORT, "status": "failed", "error": "DeadlineExceeded: t"}))
+    figures = stats.figures(now=stats.started + 2.0)
+    assert figures["episodes"] == 2 and figures["finished"] == 1
+    assert figures["episodes_per_s"] == 1.0 and figures["tool_calls_per_s"] == 2.0
+    assert figures["llm_calls"] == 4 and figures["tokens"]["total"] == 2 * 235
+    assert figures["tokens_per_s"] == 235.0
+    assert figures["tool_latency_ms"]["p50"] == 2.0 and figures["llm_latency_ms"]["max"] == 400.0
+    assert figures["error_rates"]["episodes"] == {"DeadlineExceeded": 0.5}
+    assert figures["error_rates"]["tool_calls"] == {
+        "hallucinated": 0.25, "type": 0.25, "validation": 0.25
+    }  # fmt: skip
+    assert figures["error_rates"]["llm_calls"] == {"APITimeoutError": 0.5}
+
+
+def test_job_feed_cycles_the_tasks_up_to_the_limit_and_stops() -> None:
+    tasks = [{"id": "a", "domain": "d"}, {"id": "b", "domain": "d"}]
+    feed = JobFeed(tasks, 5, {"d": "/data/d"})
+    jobs = [feed.next() for _ in range(6)]
+    assert [j["task"]["id"] for j in jobs[:5]] == ["a", "b", "a", "b", "a"] and jobs[5] is None
+    assert jobs[0]["data_dir"] == "/data/d"
+    stopped = JobFeed(tasks, 100, {})
+    stopped.stop()
+    assert stopped.next() is None
+
+
+def test_prometheus_exposition_and_scrape_endpoint() -> None:
+    metrics = Metrics("test", otel=False)
+    workers = WorkerMetrics(metrics, "fc", "scripted")
+    workers.observe(episode_facts(REPORT, RECORD))
+    text = metrics.exposition().decode()
+    assert "# TYPE sopgym_agent_episodes_total counter" in text
+    assert 'sopgym_agent_episodes_total{domain="patient_intake",agent="fc",status="ok"} 1' in text
+    assert 'sopgym_agent_llm_tokens_total{model="scripted",type="input"} 220' in text
+    assert 'sopgym_agent_llm_calls_total{model="scripted",outcome="APITimeoutError"} 1' in text
+    assert 'sopgym_agent_tool_calls_total{domain="patient_intake",outcome="type"} 1' in text
+    bucket = 'sopgym_agent_llm_call_duration_seconds_bucket{model="scripted",le="0.25"} 1'
+    assert bucket in text
+    assert 'sopgym_agent_llm_call_duration_seconds_bucket{model="scripted",le="+Inf"} 2' in text
+    assert 'sopgym_agent_llm_call_duration_seconds_count{model="scripted"} 2' in text
+    escaped = Metrics("test", otel=False)
+    escaped.counter("odd", "Odd labels.", ("v",)).add(('say "hi"\\',))
+    assert 'odd_total{v="say \\"hi\\"\\\\"} 1' in escaped.exposition().decode()
+    port = free_port()
+    server = serve_metrics(metrics, "127.0.0.1", port)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as response:
+            assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+            assert response.read().decode() == text
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz") as response:
+            assert response.status == 200
+    finally:
+        server.shutdown()
+
+
+def test_metrics_mirror_to_opentelemetry_when_exported() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    metrics = Metrics("test", otel=False)
+    metrics._meter = MeterProvider(metric_readers=[reader]).get_meter("t")
+    metrics.counter("calls", "Calls.", ("outcome",)).add(("ok",), 3)
+    metrics.histogram("latency_seconds", "Latency.").observe(0.01)
+    exported = {
+        m.name: m.data.data_points[0]
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    }
+    assert exported["calls"].value == 3 and dict(exported["calls"].attributes) == {"outcome": "ok"}
+    assert exported["latency_seconds"].count == 1
+
+
+def test_shards_parse_claim_and_refuse_to_merge_disagreeing_runs(tmp_path: Path) -> None:
+    assert parse_shard("3/8") == (3, 8) and parse_shard("auto/4") == (None, 4)
+    for bad in ("8/8", "x/2", "1", "0/0"):
+        with pytest.raises(ShardError):
+            parse_shard(bad)
+    first, second = claim(tmp_path, 2, "host-a:1"), claim(tmp_path, 2, "host-b:1")
+    assert (first.index, second.index) == (0, 1)
+    assert claim(tmp_path, 2, "host-c:1") is None, "every shard is taken"
+    assert claim(tmp_path, 2, "host-b:1").index == 1, "a restarted owner gets its shard back"
+    shards = tmp_path / "shards"
+    for index, agent in ((0, "fc"), (1, "react")):
+        meta = {"domains": ["patient_intake"], "agent": agent, "model": "scripted", "count": 2,
+                "shard": index, "distractors": 0, "sop_variant": "clean", "limit": None,
+                "finished_at": 1.0}  # fmt: skip
+        (shards / f"shard-{index:04d}-of-0002.json").write_bytes(orjson.dumps(meta))
+    with pytest.raises(ShardError, match="disagree on agent"):
+        merge(tmp_path, data_root=DATA_ROOT)
+
+
+def loadtest(tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / "lt"
+    command = [sys.executable, "-m", "sopgym", "loadtest", "--out", str(out),
+               "--data-root", str(DATA_ROOT), *args]  # fmt: skip
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = orjson.loads((out / "loadtest.json").read_bytes())
+    outcome["wall_s"] = time.monotonic() - started
+    outcome["stderr"] = result.stderr
+    assert (out / "loadtest.md").exists() and (out / "loadtest.html").exists()
+    return outcome
+
+
+def test_loadtest_on_the_embedded_stack_is_bounded_and_reports_figures(tmp_path: Path) -> None:
+    """Far more episodes than the duration allows: it stops on time, over gRPC agents."""
+    outcome = loadtest(tmp_path, "--tasks", "100000", "--concurrency", "2", "--duration", "4",
+                       "--grace", "20", "--transport", "grpc")  # fmt: skip
+    figures = outcome["figures"]
+    assert 0 < figures["episodes"] < 100000 and figures["finished"] == figures["episodes"]
+    assert figures["elapsed_s"] < 4 + 20
+    assert figures["tool_calls"] > 0 and figures["llm_calls"] > 0 and figures["tokens"]["total"]
+    for block in ("tool_latency_ms", "llm_latency_ms"):
+        assert figures[block]["p50"] <= figures[block]["p95"] <= figures[block]["p99"]
+    assert outcome["warmup"]["episodes"] == 2, "one warm-up episode per worker, left out"
+    assert "episodes/s" in outcome["stderr"] and "tool-call latency" in outcome["stderr"]

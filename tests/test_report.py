@@ -1,0 +1,102 @@
+"""Reports and comparisons of evaluation results: Markdown and self-contained HTML agree,
+render edge cases (no traces at all, missing latencies), and ``compare`` finds the deltas and
+the tasks that flipped."""
+
+from __future__ import annotations
+
+import copy
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from sopgym.cli import main as cli
+from sopgym.observability import compare, report, svg
+from sopgym.observability.evaluator import TaskSet, evaluate, metrics
+from sopgym.observability.otlp import SpanBatch
+from tests.helpers import DATA_ROOT, domain_data
+
+DOMAIN = "patient_intake"
+
+
+def untraced_run(tasks: int = 3) -> dict[str, Any]:
+    """An evaluation in which no task left a trace: every task incomplete, none dropped."""
+    expected = [(DOMAIN, t.id) for t in domain_data(DOMAIN).tasks[:tasks]]
+    return evaluate(SpanBatch(), TaskSet(DATA_ROOT), expected, ("r1", "agent"), source="run-a")
+
+
+def _solved(result: dict[str, Any], index: int) -> dict[str, Any]:
+    """A copy of ``result`` in which task ``index`` succeeded, with a trace and timings."""
+    better = copy.deepcopy(result)
+    row = better["per_task"][index]
+    row["score"].update(completed=True, success=True, errors={}, tool_f1=1.0)
+    row.update(trace_id="ab" * 16, latency_s=0.5, tool_latency_ms=[1.0, 2.0, 40.0])
+    better.update(metrics(better["per_task"]), source="run-b")
+    better["domains"][DOMAIN] = metrics(better["per_task"])
+    better["incomplete"] = [i for i in better["incomplete"] if i["task_id"] != row["task_id"]]
+    return better
+
+
+def test_no_trace_means_incomplete_tasks_listed_not_dropped() -> None:
+    result = untraced_run()
+    assert result["tasks"] == 3 and result["ecr"] == 0.0 and result["spans"] == 0
+    assert [i["reason"] for i in result["incomplete"]] == ["no trace of this task"] * 3
+    assert result["latency_s"]["p50"] is None
+
+
+class _Checker(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.links += [v for k, v in attrs if k in ("href", "src") and v]
+
+
+def test_markdown_and_html_reports(tmp_path: Path) -> None:
+    result = _solved(untraced_run(), 1)
+    paths = report.write_reports(result, tmp_path, "http://jaeger.local:16686/")
+    markdown, html = (p.read_text() for p in paths)
+    trace_url = "http://jaeger.local:16686/trace/" + "ab" * 16
+    assert f"[{'ab' * 16}]({trace_url})" in markdown
+    assert "| Incomplete episodes" not in markdown and "## Incomplete episodes" in markdown
+    assert markdown.count("no trace of this task") == 2
+    checker = _Checker()
+    checker.feed(html)
+    assert checker.tags.count("svg") == 3 and "script" not in checker.tags
+    assert checker.links == [trace_url]  # self-contained: the only link is the Jaeger one
+    assert "TSR per domain" in html and "n=3" in html  # the latency histogram saw 3 calls
+
+
+def test_svg_charts_handle_empty_and_flat_data() -> None:
+    assert "no data" in svg.bar_chart([], "t") and "no data" in svg.histogram([], "t")
+    flat = svg.histogram([1.0, 1.0, 1.0], "t")
+    assert flat.count("<rect") == 40 and "n=3" in flat
+    bars = svg.bar_chart([("a", 0.5), ("<b>", 1.0)], "TSR", maximum=1)
+    assert "&lt;b&gt;" in bars and "50%" in bars
+
+
+def test_compare_reports_deltas_and_flips() -> None:
+    before = untraced_run()
+    after = _solved(before, 1)
+    deltas = compare.compare(before, after)
+    task_id = after["per_task"][1]["task_id"]
+    assert deltas["fixed"] == [f"{DOMAIN}/{task_id}"] and deltas["broken"] == []
+    assert deltas["overall"]["tsr"]["delta"] == 1 / 3
+    assert deltas["overall"]["latency_p50"] == {"a": None, "b": 0.5, "delta": None}
+    text = compare.to_markdown(deltas, "A", "B")
+    assert "| TSR | 0.0% | 33.3% | +33.3% |" in text and f"**fixed in B** (1): {DOMAIN}/" in text
+    assert compare.compare(after, before)["broken"] == deltas["fixed"]
+
+
+def test_eval_command_reads_a_trace_file(tmp_path: Path) -> None:
+    store = tmp_path / "empty.jsonl"
+    store.write_text("")
+    result = CliRunner().invoke(cli, ["eval", str(store), "--out", "-"])
+    assert result.exit_code == 0, result.output
+    assert '"tasks":0' in result.stdout
+    usage = CliRunner().invoke(cli, ["eval"])
+    assert usage.exit_code != 0 and "either a run folder" in usage.output
