@@ -55,7 +55,7 @@ class ManagedProcess:
             stderr=self._log if pipes else subprocess.STDOUT,
             stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
-            start_new_session=True,
+            preexec_fn=_detach_but_die_with_parent,
             text=pipes,
             bufsize=1 if pipes else -1,
         )

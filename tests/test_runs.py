@@ -13,18 +13,44 @@ import orjson
 
 from tests.helpers import DATA_ROOT, domain_data
 
-SUMMARY_KEYS = ("tasks", "completed", "correct", "ecr", "c_tsr", "tsr", "tool_precision",
-                "tool_recall", "tool_f1", "errors", "domains", "missing")
+SUMMARY_KEYS = (
+    "tasks",
+    "completed",
+    "correct",
+    "ecr",
+    "c_tsr",
+    "tsr",
+    "tool_precision",
+    "tool_recall",
+    "tool_f1",
+    "errors",
+    "domains",
+    "missing",
+)
 
 
 def sopgym(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sopgym", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "sopgym", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def run_args(runs: Path, *extra: str) -> list[str]:
-    return ["run", "patient_intake", "--agent", "oracle", "--runs-dir", str(runs),
-            "--data-root", str(DATA_ROOT), *extra]
+    return [
+        "run",
+        "patient_intake",
+        "--agent",
+        "oracle",
+        "--runs-dir",
+        str(runs),
+        "--data-root",
+        str(DATA_ROOT),
+        *extra,
+    ]
 
 
 def test_sigkill_then_resume_gives_the_uninterrupted_summary(tmp_path: Path) -> None:
@@ -39,11 +65,13 @@ def test_sigkill_then_resume_gives_the_uninterrupted_summary(tmp_path: Path) -> 
         if results.exists() and results.read_bytes().count(b"\n") >= 10:
             break
         time.sleep(0.02)
+    children = _children_of(victim.pid)
+    assert children, "the runner should have started servers and workers"
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     done_before = results.read_bytes().count(b"\n")
     assert 10 <= done_before < tasks, "the run must be killed mid-way"
-    _wait_for_orphans_to_exit(victim.pid)
+    _wait_for_exit(children)
 
     resumed = sopgym(*run_args(tmp_path, "--resume", "killed"))
     _, err = resumed.communicate(timeout=300)
@@ -52,25 +80,36 @@ def test_sigkill_then_resume_gives_the_uninterrupted_summary(tmp_path: Path) -> 
     lines = results.read_bytes().split(b"\n")
     assert lines[-1] == b""  # ends with a newline: no torn line
     rows = [orjson.loads(line) for line in lines[:-1]]
-    assert sorted(r["task_id"] for r in rows) == sorted(t.id for t in
-                                                        domain_data("patient_intake").tasks)
+    assert sorted(r["task_id"] for r in rows) == sorted(
+        t.id for t in domain_data("patient_intake").tasks
+    )
     straight = orjson.loads((tmp_path / "straight" / "summary.json").read_bytes())
     killed = orjson.loads((tmp_path / "killed" / "summary.json").read_bytes())
     assert {k: killed[k] for k in SUMMARY_KEYS} == {k: straight[k] for k in SUMMARY_KEYS}
     assert killed["tsr"] == 1.0
 
 
-def _wait_for_orphans_to_exit(parent: int) -> None:
-    """Children die with the runner (PR_SET_PDEATHSIG); wait until none is left."""
+def _children_of(parent: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == parent]
+
+
+def _wait_for_exit(pids: list[int]) -> None:
+    """Children die with the runner (PR_SET_PDEATHSIG), even when it is SIGKILLed."""
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _ppid(p) == parent]
-        if not alive:
-            return
+    alive = pids
+    while alive and time.monotonic() < deadline:
         time.sleep(0.1)
-    for p in alive:
-        os.kill(int(p.name), signal.SIGKILL)
-    raise AssertionError("children outlived the killed runner")
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"children outlived the killed runner: {alive}"
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _ppid(proc: Path) -> int:
@@ -96,9 +135,11 @@ def test_resume_repairs_a_torn_last_line(tmp_path: Path) -> None:
 
 
 def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
-    for args in (["run", "no_such_domain", "--runs-dir", str(tmp_path)],
-                 ["run", "--resume", "nothing-here", "--runs-dir", str(tmp_path)],
-                 ["run", "--agent", "nobody", "--runs-dir", str(tmp_path)]):
+    for args in (
+        ["run", "no_such_domain", "--runs-dir", str(tmp_path)],
+        ["run", "--resume", "nothing-here", "--runs-dir", str(tmp_path)],
+        ["run", "--agent", "nobody", "--runs-dir", str(tmp_path)],
+    ):
         process = sopgym(*args)
         _, err = process.communicate(timeout=60)
         assert process.returncode == 2, (args, err)
