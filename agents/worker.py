@@ -33,7 +33,9 @@ def run_job(
     task = Task.from_json(job["task"])
     with genai.task_span(task.id, task.domain, agent.name, model, job.get("run_id")) as span:
         report = _run_episode(agent, client, job, task, task_timeout)
-        genai.end_task(span, report["status"], report["episode_id"], report["error"])
+        genai.end_task(
+            span, report["status"], report["episode_id"], report["error"], report["llm_calls"]
+        )
     return report
 
 

@@ -9,8 +9,8 @@ the finish span counted) makes the episode *incomplete*: it gets no trajectory, 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -30,7 +30,6 @@ class EpisodeSpans:
     open: SpanRecord | None = None
     finish: SpanRecord | None = None
     calls: list[SpanRecord] = field(default_factory=list)
-    chats: list[SpanRecord] = field(default_factory=list)
 
     def _attribute(self, key: str) -> Any:
         for span in (self.root, self.open, self.finish, *self.calls[:1]):
@@ -76,8 +75,10 @@ class EpisodeSpans:
     def latency_s(self) -> float | None:
         return (self.root.end_ns - self.root.start_ns) / 1e9 if self.root else None
 
+    @cached_property
     def problems(self) -> list[str]:
-        """Why this episode's trace data cannot be trusted as a whole (empty: it can)."""
+        """Why this episode's trace data cannot be trusted as a whole (empty: it can).
+        Read once all its spans are assembled."""
         problems = []
         if self.root is None:
             problems.append("agent root span missing (agent crashed or span lost)")
@@ -104,7 +105,7 @@ class EpisodeSpans:
         ``gold`` resolves arguments too large for their span: they are matched to a gold call
         by the digest of their normalised form.
         """
-        if self.problems():
+        if self.problems:
             return None
         calls = sorted(self.calls, key=lambda s: s.attributes[sc.CALL_INDEX])
         outputs = None
@@ -119,10 +120,14 @@ class EpisodeSpans:
             catalog=_string_list(self.open.attributes.get(sc.CATALOG) if self.open else None),
         )
 
-    def tokens(self) -> tuple[int, int]:
-        inputs = sum(int(s.attributes.get(sc.GEN_AI_INPUT_TOKENS) or 0) for s in self.chats)
-        outputs = sum(int(s.attributes.get(sc.GEN_AI_OUTPUT_TOKENS) or 0) for s in self.chats)
-        return inputs, outputs
+    def llm_usage(self) -> tuple[int, int, int]:
+        """LLM calls, input and output tokens: the totals the agent's root span carries."""
+        attributes = self.root.attributes if self.root else {}
+        return (
+            int(attributes.get(sc.LLM_CALLS) or 0),
+            int(attributes.get(sc.GEN_AI_INPUT_TOKENS) or 0),
+            int(attributes.get(sc.GEN_AI_OUTPUT_TOKENS) or 0),
+        )
 
 
 def _json(text: Any) -> Any:
@@ -170,7 +175,6 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
     """Group spans into episodes (agent roots without an episode are keyed by trace)."""
     episodes: dict[str, EpisodeSpans] = {}
     roots: list[SpanRecord] = []
-    chats: defaultdict[str, list[SpanRecord]] = defaultdict(list)
     episode_of_trace: dict[str, str] = {}
     for span in spans:
         attributes = span.attributes
@@ -188,11 +192,8 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
                 episode.finish = episode.finish or span
             episode_of_trace.setdefault(span.trace_id, episode_id)
             continue
-        operation = attributes.get(sc.GEN_AI_OPERATION)
-        if operation == sc.OP_INVOKE_AGENT:
+        if attributes.get(sc.GEN_AI_OPERATION) == sc.OP_INVOKE_AGENT:
             roots.append(span)
-        elif operation == sc.OP_CHAT:
-            chats[span.trace_id].append(span)
     for root in roots:
         episode_id = root.attributes.get(sc.EPISODE_ID) or episode_of_trace.get(root.trace_id)
         key = str(episode_id) if episode_id else f"trace:{root.trace_id}"
@@ -200,7 +201,4 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
         if episode is None:
             episode = episodes[key] = EpisodeSpans(key, str(episode_id) if episode_id else None)
         episode.root = root
-    for episode in episodes.values():
-        trace_id = episode.trace_id
-        episode.chats = chats.get(trace_id, [])
     return list(episodes.values())

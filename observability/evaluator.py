@@ -32,7 +32,7 @@ from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.observability import semconv as sc
 from sopgym.observability.episodes import EpisodeSpans, assemble
-from sopgym.observability.otlp import SpanBatch
+from sopgym.observability.otlp import SpanBatch, paused_gc
 
 JSON = dict[str, Any]
 _MALFORMED = VALIDATION_CODES | TYPE_CODES
@@ -98,7 +98,7 @@ def _row(
     tasks: DomainTasks,
 ) -> JSON:
     gold = tasks.gold[task_id]
-    problems = episode.problems() if episode else ["no trace of this task"]
+    problems = episode.problems if episode else ["no trace of this task"]
     trajectory = episode.trajectory(gold) if episode and not problems else None
     score = score_task(domain, trajectory, gold, tasks.domain.output_schema)
     row: JSON = {
@@ -117,11 +117,11 @@ def _row(
         if trajectory
         else 0,
         "latency_s": episode.latency_s if episode else None,
-        "llm_calls": len(episode.chats) if episode else 0,
         "tool_latency_ms": [round(s.duration_ms, 3) for s in episode.calls] if episode else [],
         "calls_made": [[c.name, c.error_code] for c in trajectory.calls] if trajectory else [],
     }
-    row["input_tokens"], row["output_tokens"] = episode.tokens() if episode else (0, 0)
+    usage = episode.llm_usage() if episode else (0, 0, 0)
+    row["llm_calls"], row["input_tokens"], row["output_tokens"] = usage
     if not score.completed:
         row["reason"] = _reason(episode, problems, trajectory)
     return row
@@ -147,7 +147,7 @@ def _percentile(values: list[float], q: float) -> float | None:
 def metrics(rows: list[JSON]) -> JSON:
     """SOP-Bench's ECR / C-TSR / TSR and TELLER's tool metrics (via ``aggregate``), plus
     call-level error rates, order violations, latency, LLM calls and tokens."""
-    scores = [TaskScore(**r["score"]) for r in rows]
+    scores = [TaskScore(**r["score"]) for r in rows]  # rows may come from eval.json
     base = aggregate(scores)
     errors: Counter[str] = Counter(base["errors"])
     calls = sum(s.calls for s in scores)
@@ -208,6 +208,18 @@ def evaluate(
     ``run`` (a run folder's (run id, agent)) puts every episode in that one group, which
     exists even when no trace exists at all.
     """
+    with paused_gc():
+        return _evaluate(spans, taskset, expected, run, run_filter, source)
+
+
+def _evaluate(
+    spans: SpanBatch,
+    taskset: TaskSet,
+    expected: list[tuple[str, str]] | None,
+    run: tuple[str, str] | None,
+    run_filter: str | None,
+    source: str,
+) -> JSON:
     started = time.perf_counter()
     episodes = assemble(spans.spans)
     groups: defaultdict[tuple[str, str], list[EpisodeSpans]] = defaultdict(list)

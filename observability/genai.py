@@ -51,9 +51,23 @@ def task_span(
         yield span
 
 
-def end_task(span: Span, status: str, episode_id: str | None, error: str | None) -> None:
-    """Record the task's outcome on its root span before it ends."""
+def end_task(
+    span: Span,
+    status: str,
+    episode_id: str | None,
+    error: str | None,
+    llm_usage: list[dict[str, Any]] | None = None,
+) -> None:
+    """Record the task's outcome on its root span before it ends, with the episode's LLM
+    usage summed over its calls (the same records its ``chat`` spans were built from), so
+    the evaluator reads one span per episode instead of every chat span."""
     span.set_attribute(sc.TASK_STATUS, status)
+    usage = llm_usage or []
+    span.set_attribute(sc.LLM_CALLS, len(usage))
+    span.set_attribute(sc.GEN_AI_INPUT_TOKENS, sum(int(u.get("input_tokens") or 0) for u in usage))
+    span.set_attribute(
+        sc.GEN_AI_OUTPUT_TOKENS, sum(int(u.get("output_tokens") or 0) for u in usage)
+    )
     if episode_id:
         span.set_attribute(sc.EPISODE_ID, episode_id)
     if error:
@@ -100,7 +114,7 @@ def chat_span(model: str, provider: str | None = None) -> Iterator[Span]:
     attributes: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
     if provider:
         attributes[sc.GEN_AI_PROVIDER] = provider
-    with tracer(sc.SCOPE_AGENT).start_as_current_span(
+    with tracer(sc.SCOPE_AGENT_LLM).start_as_current_span(
         f"{sc.OP_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attributes
     ) as span:
         yield span

@@ -38,6 +38,7 @@ RUN_ID = "sopgym.run.id"
 TASK_ID = "sopgym.task.id"
 DOMAIN = "sopgym.domain"
 TASK_STATUS = "sopgym.task.status"  # finished | failed, as the agent worker saw it
+LLM_CALLS = "sopgym.llm.calls"  # on the root: the episode's LLM calls (its chat spans)
 EPISODE_ID = "sopgym.episode.id"
 
 # ---- sopgym: the gateway's view of an episode (what the evaluator scores) ----
@@ -63,11 +64,13 @@ EVENT_ERROR_CODE = "sopgym.error.code"
 EVENT_ERROR_FIELD = "sopgym.error.field"
 EVENT_ERROR_CLASS = "sopgym.error.class"  # validation | type | other
 
-# Instrumentation scope names, one per component. Tool executions get their own scope so the
-# evaluator, which needs only the agent's root and chat spans and the gateway's, can skip
-# them (and the services' spans) in the trace store without parsing them.
+# Instrumentation scope names, one per component. Tool executions and LLM calls get scopes of
+# their own so the evaluator, which needs only the agent's root spans (they carry the
+# episode's LLM usage totals) and the gateway's spans, can skip everything else in the trace
+# store without parsing it.
 SCOPE_AGENT = "sopgym.agents"
 SCOPE_AGENT_TOOLS = "sopgym.agents.tools"
+SCOPE_AGENT_LLM = "sopgym.agents.llm"
 SCOPE_GATEWAY = "sopgym.gateway"
 SCOPE_TOOLS = "sopgym.tools"
 SCOPE_MODEL = "sopgym.model"

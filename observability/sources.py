@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from sopgym.observability.otlp import SpanBatch, read_batch, read_spans
+from sopgym.observability.otlp import SpanBatch, paused_gc, read_batch, read_spans
 
 TRACE_DIR = "traces"  # the trace store's folder inside a run folder
 GATEWAY_SERVICE = "sopgym-gateway"  # every episode has gateway spans: query Jaeger by it
@@ -81,6 +81,7 @@ def fetch_jaeger(
             if response.status_code != 404:
                 bodies.append(response.raise_for_status().content)
     batch = SpanBatch()
-    for body in bodies:
-        read_batch(body, scopes, batch)
+    with paused_gc():
+        for body in bodies:
+            read_batch(body, scopes, batch)
     return batch

@@ -64,6 +64,7 @@ class Traces:
         drop_index: int | None = None,
         finish_count_extra: int = 0,
         run_id: str = "run-1",
+        llm_usage: list[dict[str, Any]] | None = None,
     ) -> Trajectory:
         """One episode's spans; returns the trajectory the gateway would have recorded."""
         gold = self.gold(index)
@@ -100,7 +101,7 @@ class Traces:
             with genai.task_span(gold.task_id, DOMAIN, "unit", "m", run_id) as span:
                 work()
                 status, error = ("finished", None) if finish else ("failed", "GaveUp: no answer")
-                genai.end_task(span, status, episode.id, error)
+                genai.end_task(span, status, episode.id, error, llm_usage)
         else:  # the agent crashed: none of its spans ever left its process
             work()
         return episode.trajectory()
@@ -138,7 +139,7 @@ def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
     ]
     wrong_outputs = {**gold.outputs, "lifestyle_risk": "nonsense"}
     recorded = {
-        0: traces.episode(0),
+        0: traces.episode(0, llm_usage=[{"input_tokens": 100, "output_tokens": 7}] * 3),
         1: traces.episode(1, bad_calls, wrong_outputs),
         2: traces.episode(2, outputs={}),
         3: traces.episode(3, [], finish=False),  # gave up: no calls, never finished
@@ -158,6 +159,10 @@ def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
         "wrong_final": 1,
     }
     assert rows[traces.gold(0).task_id]["score"]["success"]
+    usage = [
+        rows[traces.gold(0).task_id][k] for k in ("llm_calls", "input_tokens", "output_tokens")
+    ]
+    assert usage == [3, 300, 21] and result["tokens_per_task"] == 321 / 4
     blank = rows[traces.gold(3).task_id]
     assert blank["score"]["errors"] == {"blank": 1} and not blank["score"]["completed"]
     assert "not finished" in blank["reason"]

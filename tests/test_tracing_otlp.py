@@ -159,6 +159,8 @@ def test_reader_skips_unwanted_scopes_and_a_torn_tail(sdk: Any, tmp_path: Path) 
     assert span.events()[0][1][sc.EVENT_ERROR_CODE] == "type_mismatch"
     with pytest.raises(orjson.JSONDecodeError):
         otlp.read_batch(b"{not json}\n" + data)
+    padded = b"\n   \n  " + data.replace(b"\n", b"\n\t\n", 1)  # blank lines, indented JSON
+    assert otlp.read_batch(padded).total == 3
 
 
 def test_jaeger_v3_reader_parses_a_saved_response() -> None:
