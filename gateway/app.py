@@ -9,10 +9,10 @@ loop, so an episode opened over one transport can be worked over the other.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+from sopgym.asgi import JSON_TYPE, Receive, Scope, Send, header, read_body, respond
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
@@ -23,14 +23,8 @@ from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_ser
 from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
 from sopgym.observability.semconv import SCOPE_GATEWAY
 
-JSON = dict[str, Any]
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 HTTP = "http"
-_JSON_HEADERS = [(b"content-type", b"application/json")]
-_METRICS_HEADERS = [(b"content-type", METRICS_TYPE.encode())]
+_METRICS_TYPE = (b"content-type", METRICS_TYPE.encode())
 
 
 class Gateway:
@@ -63,13 +57,13 @@ class Gateway:
         traced = self._tracer is not None and scope["path"] not in UNTRACED_PATHS
         if traced:
             span, token = start_server_span(self._tracer, scope, _route_name(scope["path"]))
-        headers = _JSON_HEADERS
+        content_type = JSON_TYPE
         try:
             status, body = await self._route(scope, receive)
             if isinstance(body, bytes):
                 payload = body
             elif isinstance(body, str):  # the Prometheus exposition
-                payload, headers = body.encode(), _METRICS_HEADERS
+                payload, content_type = body.encode(), _METRICS_TYPE
             else:
                 payload = dumps(body)
         except ToolError as error:
@@ -81,8 +75,7 @@ class Gateway:
             )
         if traced:
             end_server_span(self._tracer, span, token, status)
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+        await respond(send, status, payload, content_type)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -117,18 +110,18 @@ class Gateway:
             return 200, (await core.tasks(domain)).payload
         if parts[1:2] == ["episodes"]:
             if len(parts) == 2 and method == "POST":
-                return 201, core.open(loads_object(await _body(receive)), HTTP)
+                return 201, core.open(loads_object(await read_body(receive)), HTTP)
             episode = core.episode(parts[2] if len(parts) > 2 else "")
             if len(parts) == 3 and method == "GET":
                 core.authorize(episode, _bearer(scope), admin_ok=True)
                 return 200, core.record(episode)
             if len(parts) == 5 and parts[3] == "tools" and method == "POST":
                 core.authorize(episode, _bearer(scope))
-                outcome = await core.call_tool(episode, parts[4], await _body(receive), HTTP)
+                outcome = await core.call_tool(episode, parts[4], await read_body(receive), HTTP)
                 return outcome.status, outcome.body
             if len(parts) == 4 and parts[3] == "finish" and method == "POST":
                 core.authorize(episode, _bearer(scope))
-                return 200, core.finish(episode, loads_object(await _body(receive)), HTTP)
+                return 200, core.finish(episode, loads_object(await read_body(receive)), HTTP)
         raise ToolError("not_found", f"no route {method} {scope['path']}")
 
 
@@ -143,17 +136,8 @@ def _route_name(path: str) -> str:
 
 
 def _bearer(scope: Scope) -> str | None:
-    for key, value in scope["headers"]:
-        if key == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-    return None
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
+    value = header(scope, b"authorization")
+    if value is None:
+        return None
+    scheme, _, token = value.decode("latin-1").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None

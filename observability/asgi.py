@@ -10,17 +10,24 @@ the handler runs, so handlers annotate it with ``trace.get_current_span()``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from contextvars import Token
+from dataclasses import dataclass
 from typing import Any
 
+from sopgym.asgi import ASGIApp, Scope, header
 from sopgym.observability import semconv as sc
 from sopgym.observability.lean import LeanSpan, LeanTracer
 from sopgym.observability.tracing import lean_tracer
 
-Scope = dict[str, Any]
-ASGIApp = Callable[..., Awaitable[None]]
 UNTRACED_PATHS = frozenset({"/healthz", "/readyz"})  # polled by readiness checks: noise
+
+
+@dataclass(frozen=True)
+class RouteTemplate:
+    """What a hand-routed path puts in ``scope["route"]`` for :class:`TracingMiddleware`,
+    which names spans by the route's ``path`` template (FastAPI puts its own route there)."""
+
+    path: str
 
 
 def start_server_span(
@@ -28,11 +35,7 @@ def start_server_span(
 ) -> tuple[LeanSpan, Token[LeanSpan | None]]:
     """Start the request's SERVER span under the caller's context and make it current
     (``route``: the route template, when known before routing)."""
-    parent = None
-    for key, value in scope["headers"]:
-        if key == b"traceparent":
-            parent = value
-            break
+    parent = header(scope, b"traceparent")
     method = scope["method"]
     attributes = {sc.HTTP_METHOD: method, sc.URL_PATH: scope["path"]}
     if route:

@@ -17,7 +17,6 @@ import logging
 import os
 import time
 import zlib
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from sopgym.asgi import Receive, Send, respond
 from sopgym.observability.otlp import json_to_request, request_to_json
 
 log = logging.getLogger("sopgym.collector")
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 PROTOBUF = b"application/x-protobuf"
 JSON_TYPE = b"application/json"
+JSON_HEADER, PROTOBUF_HEADER = (b"content-type", JSON_TYPE), (b"content-type", PROTOBUF)
 MAX_BODY = 64 * 1024 * 1024
 
 
@@ -71,7 +70,7 @@ class Collector:
                 body = orjson.dumps(
                     {"status": "ok", "requests": self.requests, "spans": self.spans}
                 )
-                await _respond(send, 200, JSON_TYPE, body)
+                await respond(send, 200, body, JSON_HEADER)
                 return
             if path != "/v1/traces":
                 raise BadRequest(404, f"no route {path}")
@@ -83,12 +82,13 @@ class Collector:
             if self.forward:
                 self._relay_later(request.SerializeToString())
         except BadRequest as error:
-            await _respond(send, error.status, JSON_TYPE, orjson.dumps({"message": str(error)}))
+            await respond(send, error.status, orjson.dumps({"message": str(error)}), JSON_HEADER)
             return
         if content_type == JSON_TYPE:
-            await _respond(send, 200, JSON_TYPE, b"{}")
+            await respond(send, 200, b"{}", JSON_HEADER)
         else:
-            await _respond(send, 200, PROTOBUF, ExportTraceServiceResponse().SerializeToString())
+            reply = ExportTraceServiceResponse().SerializeToString()
+            await respond(send, 200, reply, PROTOBUF_HEADER)
 
     def _store(self, request: ExportTraceServiceRequest) -> None:
         count = sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
@@ -184,19 +184,8 @@ async def _body(receive: Receive) -> bytes:
             return b"".join(chunks)
 
 
-async def _respond(send: Send, status: int, content_type: bytes, body: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", content_type)],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
 
 def serve(out_dir: Path, host: str, port: int, forward: list[str] | None = None) -> None:
-    import uvicorn
+    from sopgym.serving import serve as serve_app
 
-    collector = Collector(out_dir, forward)
-    uvicorn.run(collector, host=host, port=port, log_level="warning", access_log=False)
+    serve_app(Collector(out_dir, forward), host, port)

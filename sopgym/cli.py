@@ -277,15 +277,13 @@ def _print_summary(summary: dict) -> None:
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
 def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> None:
     """Serve one domain's tools over HTTP."""
-    import uvicorn
-
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.tools.app import create_app
+    from sopgym.serving import serve
 
     setup_tracing("sopgym-tools", {"sopgym.domain": domain})
-    app = traced(create_app(_domain(domain), data_root), "sopgym.tools")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    serve(traced(create_app(_domain(domain), data_root), "sopgym.tools"), host, port)
 
 
 @main.command()
@@ -308,10 +306,9 @@ def gateway(
     host: str, port: int, services: tuple[str, ...], distractors: int, grpc_port: int | None
 ) -> None:
     """Serve the gateway in front of the given tool services (HTTP, and gRPC if asked)."""
-    import uvicorn
-
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import discover
+    from sopgym.gateway.server import ServerError, serve
     from sopgym.observability.tracing import setup_tracing
     from sopgym.stack import ADMIN_TOKEN_ENV
 
@@ -324,16 +321,10 @@ def gateway(
             raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
         urls[name] = url.rstrip("/")
     app = Gateway(discover(urls), distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        http="httptools",
-        loop="uvloop",
-        lifespan="on",
-    )
+    try:
+        serve(app, host, port)
+    except ServerError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @main.command("agent-worker")
@@ -426,8 +417,6 @@ def model_server(
     data_root: Path | None,
 ) -> None:
     """Serve the scripted model: an offline OpenAI-compatible Chat Completions endpoint."""
-    import uvicorn
-
     from sopgym.services.model.app import create_app
     from sopgym.services.model.profiles import ProfileError, parse_profile
 
@@ -439,8 +428,8 @@ def model_server(
         _domain(name)
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
+    from sopgym.serving import serve
 
     setup_tracing("sopgym-model")
     app = create_app(list(domains) or None, data_root, profile, injection_log)
-    app = traced(app, "sopgym.model")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    serve(traced(app, "sopgym.model"), host, port)

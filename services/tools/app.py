@@ -1,13 +1,18 @@
-"""A domain's tool service: one FastAPI app serving every tool (and distractor) of a pack.
+"""A domain's tool service: one HTTP app serving every tool (and distractor) of a pack.
 
 Arguments are validated against each tool's JSON Schema before the implementation runs; any
 refusal is a 4xx with ``{"error": {"code", "message", "field"}}``. The dataset is loaded and
 indexed once at start-up.
+
+``POST /v1/tools/{name}`` is every tool call's last hop, so :class:`ToolService` serves it
+straight on ASGI (FastAPI's request handling cost about twice the tool's own work); the
+catalog, task list, health and episode endpoints stay a small FastAPI app behind it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -15,15 +20,18 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from sopgym.asgi import ASGIApp, Receive, Scope, Send, header, read_body, respond
 from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
-from sopgym.core.tools import ToolContext
-from sopgym.observability.asgi import fastapi_telemetry
+from sopgym.core.tools import Tool, ToolContext
+from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
 
-EPISODE_HEADER = "x-sopgym-episode"
+EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on stateful domains
+TOOL_PATH = "/v1/tools/"
+TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 log = logging.getLogger("sopgym.services")
 
 
@@ -35,7 +43,46 @@ def _error(error: ToolError) -> Response:
     return _json(error.to_body(), error.status)
 
 
-def create_app(domain: DomainPack, data_root: Path | None = None) -> FastAPI:
+class ToolService:
+    """The tool service's ASGI app: tool calls here, every other request to ``rest``."""
+
+    def __init__(
+        self,
+        domain: str,
+        tools: dict[str, Tool],
+        context_for: Callable[[str | None], ToolContext],
+        rest: ASGIApp,
+    ) -> None:
+        self.domain, self.tools, self.context_for, self.rest = domain, tools, context_for, rest
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and scope["method"] == "POST" and path.startswith(TOOL_PATH):
+            scope["route"] = TOOL_ROUTE
+            status, payload = self.call(path[len(TOOL_PATH) :], scope, await read_body(receive))
+            await respond(send, status, payload)
+            return
+        await self.rest(scope, receive, send)
+
+    def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
+        """Run one tool call; the status and the JSON reply, whatever the input."""
+        tool = self.tools.get(name)
+        try:
+            if tool is None:
+                raise ToolError("unknown_tool", f"no tool named {name!r} in {self.domain}")
+            episode = header(scope, EPISODE_HEADER)
+            context = self.context_for(episode.decode("latin-1") if episode else None)
+            return 200, dumps({"result": tool(loads_object(payload), context)})
+        except ToolError as error:
+            record_tool_error(error)  # a span event with the code and field, when traced
+            return error.status, dumps(error.to_body())
+        except Exception:  # a defect in the pack: report it structurally, log the traceback
+            log.exception("tool %s failed", name)
+            error = ToolError("internal_error", f"tool {name!r} failed internally")
+            return error.status, dumps(error.to_body())
+
+
+def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
     catalog = {
@@ -98,25 +145,9 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> FastAPI:
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
-    @app.post("/v1/tools/{name}")
-    async def call_tool(name: str, request: Request) -> Response:
-        tool = tools.get(name)
-        if tool is None:
-            return _error(ToolError("unknown_tool", f"no tool named {name!r} in {domain.name}"))
-        try:
-            arguments = loads_object(await request.body())
-            result = tool(arguments, context_for(request.headers.get(EPISODE_HEADER)))
-        except ToolError as error:
-            record_tool_error(error)  # a span event with the code and field, when traced
-            return _error(error)
-        except Exception:  # a defect in the pack: report it structurally, log the traceback
-            log.exception("tool %s failed", name)
-            return _error(ToolError("internal_error", f"tool {name!r} failed internally"))
-        return _json({"result": result})
-
     @app.delete("/v1/episodes/{episode_id}")
     async def drop_episode(episode_id: str) -> Response:
         episode_contexts.pop(episode_id, None)
         return _json({"dropped": episode_id})
 
-    return app
+    return ToolService(domain.name, tools, context_for, app)

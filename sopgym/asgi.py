@@ -1,0 +1,46 @@
+"""The few ASGI pieces shared by sopgym's hand-routed hot paths (gateway, tool services).
+
+Both sit on every tool call's path, where a framework's routing, request objects and
+dependency machinery cost more than the work itself; these helpers are all they need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+JSON_TYPE = (b"content-type", b"application/json")
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole request body (empty if the client disconnected first)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of a request header (``name`` lower-case, as ASGI gives them)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value
+    return None
+
+
+async def respond(
+    send: Send, status: int, payload: bytes, content_type: tuple[bytes, bytes] = JSON_TYPE
+) -> None:
+    """Send a whole response; with its length declared, the server need not chunk it, and
+    the client knows where it ends without reading a terminating chunk."""
+    headers = [content_type, (b"content-length", b"%d" % len(payload))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
