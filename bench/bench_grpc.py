@@ -2,7 +2,7 @@
 
 Starts the patient-intake tool service and the gateway (serving both transports from one
 core) as real processes on 127.0.0.1 and measures, in one run and on one episode:
-  * raw transport: median / p99 over N sequential calls with http.client keep-alive (HTTP)
+  * raw transport: median / p99 over N sequential calls with a raw keep-alive socket (HTTP)
     and a reused gRPC channel with a prebuilt request (gRPC);
   * the agents' clients: Episode.call over GatewayClient (httpx) and GrpcGatewayClient;
   * calls/s with T threads, each with its own agent client, for D seconds per transport.
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-from bench_gateway import ARGS, TOOL, describe, sequential
+from bench_gateway import ARGS, TOOL, RawKeepAlive, describe, sequential
 
 from sopgym.agents.client import connect
 from sopgym.proto import gateway_v1
@@ -80,7 +80,9 @@ def main() -> None:
 
         path = f"/v1/episodes/{episode.id}/tools/{TOOL}"
         auth = {"Authorization": f"Bearer {episode.token}"}
-        raw_http = sequential(stack.gateway_url, path, auth, options.calls)
+        raw_http = sequential(
+            {"http": RawKeepAlive(stack.gateway_url, path, auth)}, options.calls
+        )["http"]
         raw_grpc = timed(lambda: stub.CallTool(request, metadata=metadata), options.calls)
         client_http = timed(lambda: episode.call(TOOL, ARGS), options.calls)
         client_grpc = timed(lambda: grpc_episode.call(TOOL, ARGS), options.calls)

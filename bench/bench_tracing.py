@@ -10,7 +10,10 @@ both alike. It reports median / p99 latency per stack, and CPU time per call of 
 (from /proc, far less sensitive to other load than latency). Target (issue 4): tracing adds
 <= 15% at the median.
 
-    python bench/bench_tracing.py [--calls 250] [--blocks 12]
+``--client stdlib`` times the calls with Python's http.client instead of a raw socket (the
+client's own ~0.2 ms per call then dilutes the ratio; session 1's figures were taken so).
+
+    python bench/bench_tracing.py [--calls 250] [--blocks 12] [--client raw|stdlib]
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_gateway import TOOL, sequential
+from bench_gateway import TOOL, RawKeepAlive, StdlibKeepAlive
 
 from sopgym.agents.client import GatewayClient
 from sopgym.observability.sources import load_spans
@@ -43,8 +46,7 @@ def cpu_seconds(pid: int) -> float:
 @dataclass
 class Target:
     stack: Stack
-    path: str
-    headers: dict[str, str]
+    client: RawKeepAlive | StdlibKeepAlive
     timings: list[float] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)
     calls: int = 0
@@ -52,24 +54,27 @@ class Target:
     def block(self, calls: int) -> None:
         pids = {c.name: c.popen.pid for c in self.stack.group.children}
         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        self.timings += sequential(self.stack.gateway_url, self.path, self.headers, calls)
+        self.timings += [self.client.call() for _ in range(calls)]
         time.sleep(0.8)  # the traced stack's exporter and collector finish this block's spans
         for name, pid in pids.items():
             self.cpu[name] = self.cpu.get(name, 0.0) + cpu_seconds(pid) - before[name]
-        self.calls += calls + 200  # sequential() adds 200 warm-up calls
+        self.calls += calls
 
 
 @contextlib.contextmanager
-def target(traced: bool, root: Path) -> Iterator[Target]:
+def target(
+    traced: bool, root: Path, client: type[RawKeepAlive | StdlibKeepAlive]
+) -> Iterator[Target]:
     traces = root / "traces" if traced else None
     with embedded_stack(["patient_intake"], root / "logs", traces=traces) as stack:
-        client = GatewayClient(stack.gateway_url)
-        episode = client.open("bench", "patient_intake")
+        opener = GatewayClient(stack.gateway_url)
+        episode = opener.open("bench", "patient_intake")
         headers = {"Authorization": f"Bearer {episode.token}"}
         if traced:
             headers["traceparent"] = PARENT
-        yield Target(stack, f"/v1/episodes/{episode.id}/tools/{TOOL}", headers)
-        client.close()
+        path = f"/v1/episodes/{episode.id}/tools/{TOOL}"
+        yield Target(stack, client(stack.gateway_url, path, headers))
+        opener.close()
 
 
 def p99(values: list[float]) -> float:
@@ -81,10 +86,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=250, help="timed calls per block")
     parser.add_argument("--blocks", type=int, default=12, help="blocks per stack")
+    parser.add_argument("--client", choices=("raw", "stdlib"), default="raw")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        with target(False, root / "off") as off, target(True, root / "on") as on:
+        client = RawKeepAlive if options.client == "raw" else StdlibKeepAlive
+        with target(False, root / "off", client) as off, target(True, root / "on", client) as on:
             for _ in range(options.blocks):
                 off.block(options.calls)
                 on.block(options.calls)
