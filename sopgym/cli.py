@@ -133,6 +133,13 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     show_default=True,
     help="Record OpenTelemetry traces in the run's trace store (runs/<id>/traces/).",
 )
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "grpc"]),
+    default="http",
+    show_default=True,
+    help="How the agent workers reach the gateway.",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
@@ -148,6 +155,7 @@ def run(
     resume: str | None,
     data_root: Path | None,
     trace: bool,
+    transport: str,
 ) -> None:
     """Run an agent on every task of DOMAINS (default: patient_intake; 'all' for every one)."""
     from sopgym.runner import RunConfig, Runner, new_run_id
@@ -184,6 +192,7 @@ def run(
             limit=limit,
             task_timeout=task_timeout,
             trace=trace,
+            transport=transport,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():

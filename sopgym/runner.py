@@ -46,6 +46,7 @@ class RunConfig:
     agent_options: JSON = field(default_factory=dict)
     base_url: str | None = None  # the model endpoint (scripted: the stack's model server)
     trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
+    transport: str = "http"  # how the agent workers reach the gateway: http or grpc
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -127,6 +128,7 @@ class Runner:
                 traces=self.paths.traces if self.config.trace else None,
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
+                grpc=self.config.transport == "grpc",
             ) as stack:
                 if model is not None and model.scripted:
                     preflight(replace(model, base_url=stack.model_url))
@@ -206,10 +208,14 @@ class Runner:
         worker.stop()
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
+        gateway = stack.grpc_target if self.config.transport == "grpc" else stack.gateway_url
+        assert gateway is not None  # the stack serves gRPC when the run asks for it
         argv = sopgym_command(
             "agent-worker",
             "--gateway",
-            stack.gateway_url,
+            gateway,
+            "--transport",
+            self.config.transport,
             "--agent",
             self.config.agent,
             "--model",

@@ -4,6 +4,8 @@ the same call records and the same traces."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,3 +255,18 @@ def test_connect_picks_the_transport(stack: Stack) -> None:
     client.close()
     with pytest.raises(ValueError):
         connect(stack.gateway_url, "carrier-pigeon")
+
+
+def test_a_run_over_grpc_scores_like_one_over_http(tmp_path: Path) -> None:
+    """``sopgym run --transport grpc``: the workers reach the gateway over gRPC (its spans say
+    so) and the oracle still scores 100%."""
+    command = [sys.executable, "-m", "sopgym", "run", DOMAIN, "--agent", "oracle", "--limit",
+               "4", "--transport", "grpc", "--runs-dir", str(tmp_path), "--run-id", "g",
+               "--data-root", str(DATA_ROOT)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = orjson.loads((tmp_path / "g" / "summary.json").read_bytes())
+    assert summary["tasks"] == 4 and summary["tsr"] == 1.0
+    names = {s.name for s in load_spans(tmp_path / "g" / "traces").spans}
+    assert "sopgym.gateway.v1.Gateway/CallTool" in names
+    assert not any(n.startswith("POST /v1/episodes/{episode_id}/tools") for n in names)
