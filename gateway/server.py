@@ -9,7 +9,8 @@ connections). This server does only what the gateway needs, in one place:
   ``Connection: close``; ``Expect: 100-continue``; request bodies with Content-Length or
   chunked (httptools decodes them), buffered whole and capped (413 past ``max_body``);
 * responses written in one piece with a Content-Length, or chunked when an app streams;
-* a malformed request gets a 400 and the connection closes; an app that fails before
+* a malformed request gets a 400, one whose head passes 64 KiB a 431, and the connection
+  closes; an app that fails before
   answering gets a structured 500 (never a traceback); idle connections close after
   ``keep_alive_s``;
 * ASGI lifespan (the gateway starts its gRPC server there) and a graceful stop on SIGINT or
@@ -34,6 +35,7 @@ from sopgym.core.jsonio import dumps
 log = logging.getLogger("sopgym.gateway.server")
 
 MAX_BODY = 16 * 1024 * 1024
+MAX_HEAD = 64 * 1024  # request line and headers
 KEEP_ALIVE_S = 60.0
 GRACE_S = 10.0
 MAX_PIPELINED = 32  # parsed requests waiting on one connection before it stops reading
@@ -67,6 +69,10 @@ class ServerError(RuntimeError):
     """The server could not start: the port is taken, or the app's lifespan startup failed."""
 
 
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: the request line and headers passed ``MAX_HEAD``."""
+
+
 class _Request:
     __slots__ = ("body", "keep_alive", "scope", "size", "too_large")
 
@@ -89,6 +95,7 @@ class _Connection(asyncio.Protocol):
         self.client: tuple[str, int] | None = None
         self.local: tuple[str, int] | None = None
         self.url = b""
+        self.head_size = 0
         self.request: _Request | None = None
         self.queue: deque[_Request] = deque()
         self.runner: asyncio.Task[None] | None = None
@@ -111,7 +118,10 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             self._abort(400, "invalid_request", "protocol upgrades are not supported")
         except httptools.HttpParserError as error:
-            self._abort(400, "invalid_request", f"malformed HTTP request: {error}")
+            if isinstance(error.__context__, _HeadTooLarge):
+                self._abort(431, "invalid_request", f"request head over {MAX_HEAD} bytes")
+            else:
+                self._abort(400, "invalid_request", f"malformed HTTP request: {error}")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -132,13 +142,21 @@ class _Connection(asyncio.Protocol):
     # ---- httptools callbacks ----
     def on_message_begin(self) -> None:
         self.url = b""
+        self.head_size = 0
         self.request = _Request({"headers": []})
 
     def on_url(self, url: bytes) -> None:
         self.url += url
+        self._count_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.request.scope["headers"].append((name.lower(), value))  # type: ignore[union-attr]
+        self._count_head(len(name) + len(value))
+
+    def _count_head(self, size: int) -> None:
+        self.head_size += size
+        if self.head_size > MAX_HEAD:
+            raise _HeadTooLarge
 
     def on_headers_complete(self) -> None:
         request, parser = self.request, self.parser

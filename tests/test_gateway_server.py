@@ -204,6 +204,7 @@ def test_a_body_request_split_across_packets_is_read_whole() -> None:
         (b"GET /ws HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
          400),
         (post("/big", b"x" * 2048), 413),
+        (b"GET /h HTTP/1.1\r\n" + b"X-Filler: " + b"y" * 70_000 + b"\r\n\r\n", 431),
     ],
 )
 def test_bad_requests_get_a_structured_error_and_a_closed_connection(
