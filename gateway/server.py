@@ -9,10 +9,9 @@ connections). This server does only what the gateway needs, in one place:
   ``Connection: close``; ``Expect: 100-continue``; request bodies with Content-Length or
   chunked (httptools decodes them), buffered whole and capped (413 past ``max_body``);
 * responses written in one piece with a Content-Length, or chunked when an app streams;
-* a malformed request gets a 400, one whose head passes 64 KiB a 431, and the connection
-  closes; an app that fails before
-  answering gets a structured 500 (never a traceback); idle connections close after
-  ``keep_alive_s``;
+* a malformed request gets a 400 and one whose head passes 64 KiB a 431, and the connection
+  closes; an app that fails before answering gets a structured 500 (never a traceback); idle
+  connections close after ``keep_alive_s``;
 * ASGI lifespan (the gateway starts its gRPC server there) and a graceful stop on SIGINT or
   SIGTERM: stop accepting, let requests in flight finish, then run the lifespan shutdown.
 """

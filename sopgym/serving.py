@@ -5,8 +5,8 @@ Every server runs uvicorn on uvloop with httptools. The one addition is
 the socket as soon as the app starts the response, then the body in a second write, so each
 small JSON reply leaves as two TCP segments and the reader wakes up twice for it. On every
 tool call's path (agent → gateway → tool service and back) those extra wake-ups cost more than
-the work itself; holding the writes of one event-loop step and sending them together makes a
-reply one segment.
+the work itself, so a response head is held back and leaves in one write with the body that
+follows it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
 class _CoalescingTransport:
-    """A transport whose writes within one event-loop step leave in one ``write``."""
+    """A transport that holds a response head (a write ending in a blank line) until the next
+    write, and sends both at once; a head with nothing after it (a HEAD request, a ``100
+    Continue``) leaves at the end of the event-loop step."""
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport, self._loop = transport, loop
