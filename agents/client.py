@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 from opentelemetry.propagate import inject
 
+from sopgym.agents.http import HttpTransport, Reply, TransportError
 from sopgym.observability.genai import end_tool, tool_span
 
 JSON = dict[str, Any]
@@ -45,22 +45,22 @@ class GatewayClient:
         self, base_url: str, timeout: float = 30.0, retries: int = 4, backoff: float = 0.2
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._http = HttpTransport(self.base_url, timeout)
         self._retries, self._backoff = retries, backoff
 
     def request(
         self, method: str, path: str, token: str | None = None, json: Any = None
-    ) -> httpx.Response:
+    ) -> Reply:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         inject(headers)  # W3C trace context: the gateway's span joins the caller's trace
         for attempt in range(self._retries + 1):
             try:
-                response = self._http.request(method, path, json=json, headers=headers)
-            except httpx.TransportError as error:
+                response = self._http.request(method, path, headers, json)
+            except TransportError as error:
                 if attempt == self._retries:
                     raise GatewayError(f"gateway {self.base_url} unreachable: {error}") from error
             else:
-                if response.status_code not in RETRY_STATUSES or attempt == self._retries:
+                if response.status not in RETRY_STATUSES or attempt == self._retries:
                     return response
             time.sleep(self._backoff * 2**attempt)
         raise AssertionError("unreachable")
@@ -83,20 +83,20 @@ class GatewayClient:
         if distractors is not None:
             payload["distractors"] = distractors
         response = self.request("POST", "/v1/episodes", json=payload)
-        if response.status_code != 201:
-            raise GatewayError(f"cannot open episode: {response.status_code} {response.text}")
+        if response.status != 201:
+            raise GatewayError(f"cannot open episode: {response.status} {response.text}")
         return Episode(self, response.json())
 
     def record(self, episode_id: str, token: str) -> JSON:
         response = self.request("GET", f"/v1/episodes/{episode_id}", token=token)
-        if response.status_code != 200:
+        if response.status != 200:
             raise GatewayError(f"cannot read episode {episode_id}: {response.text}")
         return response.json()
 
     def tasks(self, domain: str) -> list[JSON]:
         """A domain's task inputs (never its gold): sharded workers take their tasks here."""
         response = self.request("GET", f"/v1/tasks?domain={quote(domain, safe='')}")
-        if response.status_code != 200:
+        if response.status != 200:
             raise GatewayError(f"cannot list tasks of {domain}: {response.text}")
         return response.json()["tasks"]
 
@@ -132,13 +132,13 @@ class Episode:
             body = response.json()
         except ValueError:
             body = {"error": {"code": "invalid_response", "message": response.text[:200]}}
-        return response.status_code, body
+        return response.status, body
 
     def finish(self, outputs: JSON) -> None:
         response = self._client.request(
             "POST", f"/v1/episodes/{self.id}/finish", token=self.token, json={"outputs": outputs}
         )
-        if response.status_code != 200:
+        if response.status != 200:
             raise GatewayError(f"cannot finish episode {self.id}: {response.text}")
 
 

@@ -4,7 +4,7 @@ Starts the patient-intake tool service and the gateway (serving both transports 
 core) as real processes on 127.0.0.1 and measures, in one run and on one episode:
   * raw transport: median / p99 over N sequential calls with a raw keep-alive socket (HTTP)
     and a reused gRPC channel with a prebuilt request (gRPC);
-  * the agents' clients: Episode.call over GatewayClient (httpx) and GrpcGatewayClient;
+  * the agents' clients: Episode.call over GatewayClient (http.client) and GrpcGatewayClient;
   * calls/s with T threads, each with its own agent client, for D seconds per transport.
 
     python bench/bench_grpc.py [--calls 2000] [--threads 8] [--duration 5]
