@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from sopgym.asgi import Receive, Send, respond
+from sopgym.asgi import BodyTooLarge, Receive, Send, read_body, respond
 from sopgym.observability.otlp import json_to_request, request_to_json
 
 log = logging.getLogger("sopgym.collector")
@@ -76,7 +76,11 @@ class Collector:
                 raise BadRequest(404, f"no route {path}")
             if method != "POST":
                 raise BadRequest(405, "use POST")
-            raw = _decode(await _body(receive), headers.get(b"content-encoding", b""))
+            try:
+                body = await read_body(receive, MAX_BODY)
+            except BodyTooLarge as error:
+                raise BadRequest(413, str(error)) from None
+            raw = _decode(body, headers.get(b"content-encoding", b""))
             request = _parse(raw, content_type)
             self._store(request)
             if self.forward:
@@ -169,19 +173,6 @@ def _parse(raw: bytes, content_type: bytes) -> ExportTraceServiceRequest:
     except DecodeError as error:
         raise BadRequest(400, f"invalid ExportTraceServiceRequest: {error}") from None
     return request
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise BadRequest(413, "request body too large")
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 

@@ -18,12 +18,21 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 JSON_TYPE = (b"content-type", b"application/json")
 
 
-async def read_body(receive: Receive) -> bytes:
-    """The whole request body (empty if the client disconnected first)."""
-    chunks = []
+class BodyTooLarge(ValueError):
+    """A request body passed the limit :func:`read_body` was given."""
+
+
+async def read_body(receive: Receive, limit: int | None = None) -> bytes:
+    """The whole request body (empty if the client disconnected first); past ``limit`` bytes,
+    :class:`BodyTooLarge` instead of reading on."""
+    chunks, size = [], 0
     while True:
         message = await receive()
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise BodyTooLarge(f"request body over {limit} bytes")
+        chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
 

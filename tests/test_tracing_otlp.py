@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from sopgym.observability import collector as collector_module
 from sopgym.observability import otlp
 from sopgym.observability import semconv as sc
 from sopgym.observability.collector import Collector
@@ -140,6 +141,14 @@ def test_collector_stores_valid_otlp_json_lines(sdk: Any, tmp_path: Path) -> Non
     assert sorted(s.SerializeToString() for s in spans) == sorted(
         s.SerializeToString() for s in originals * 3
     )
+
+
+def test_collector_refuses_a_body_over_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(collector_module, "MAX_BODY", 16)
+    status, body = _call(Collector(tmp_path), b"x" * 17, {"content-type": "application/x-protobuf"})
+    assert status == 413 and b"over 16 bytes" in body
 
 
 def test_reader_skips_unwanted_scopes_and_a_torn_tail(sdk: Any, tmp_path: Path) -> None:
