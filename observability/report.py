@@ -153,17 +153,19 @@ def _md_cell(cell: Cell) -> str:
 
 
 def markdown(result: JSON, jaeger_ui: str | None = None) -> str:
-    lines = [f"# sopgym evaluation: {result['source']}", "", _provenance(result), ""]
-    for table in tables(result, jaeger_ui):
-        lines += [f"## {table.title}", ""]
-        if not table.rows:
-            lines += ["none", ""]
-            continue
-        lines.append("| " + " | ".join(table.headers) + " |")
-        lines.append("|" + "---|" * len(table.headers))
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
-        lines.append("")
-    return "\n".join(lines)
+    head = [f"# sopgym evaluation: {result['source']}", "", _provenance(result), ""]
+    return "\n".join(head + [markdown_table(t) for t in tables(result, jaeger_ui)])
+
+
+def markdown_table(table: Table) -> str:
+    """A titled Markdown section: the table, or "none" when it has no rows."""
+    lines = [f"## {table.title}", ""]
+    if not table.rows:
+        return "\n".join([*lines, "none", ""])
+    lines.append("| " + " | ".join(table.headers) + " |")
+    lines.append("|" + "---|" * len(table.headers))
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
+    return "\n".join([*lines, ""])
 
 
 def _html_cell(cell: Cell) -> str:
@@ -172,7 +174,7 @@ def _html_cell(cell: Cell) -> str:
     return escape(cell)
 
 
-def _html_table(table: Table) -> str:
+def html_table(table: Table) -> str:
     if not table.rows:
         return f"<h2>{escape(table.title)}</h2><p>none</p>"
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
@@ -203,7 +205,7 @@ def html(result: JSON, jaeger_ui: str | None = None) -> str:
         ),
         histogram(latencies, "Tool-call latency at the gateway"),
     ]
-    body = "".join(_html_table(t) for t in tables(result, jaeger_ui))
+    body = "".join(html_table(t) for t in tables(result, jaeger_ui))
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"

@@ -6,8 +6,11 @@ model, or at an embedded stack with the scripted model when no gateway is given.
 episode's facts (its worker report, and the gateway's record of its calls) feed the figures:
 episodes/s, tool calls/s, LLM calls and tokens/s, p50/p95/p99 of tool-call and LLM latency,
 and error rates by class. Every worker first works one warm-up episode (process start-up,
-imports and connection set-up are not load) that the figures leave out. At ``duration`` no new
-episode starts; episodes still running after a grace period are cut and reported as such.
+imports and connection set-up are not load) that the figures leave out; a worker that cannot
+finish its warm-up stops the loadtest with an error naming it, rather than skewing the figures.
+At ``duration`` no new episode starts; episodes still running after a grace period are cut and
+reported as such. Every failed episode's error text is kept (the first few in the report), so
+a failure rate always comes with its reasons.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ from sopgym.agents.metrics import EpisodeFacts, episode_facts
 from sopgym.processes import ManagedProcess, ProcessGroup, sopgym_command
 
 JSON = dict[str, Any]
+FAILURES_KEPT = 20  # failed episodes whose error text the report shows
+
+
+class LoadtestError(RuntimeError):
+    """The load could not be driven (a worker died or hung in its warm-up)."""
 
 
 @dataclass
@@ -74,13 +82,17 @@ class Stats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.facts: list[EpisodeFacts] = []
+        self.failures: list[JSON] = []  # the first FAILURES_KEPT failed episodes, with reasons
         self.started = time.monotonic()
         self.last = self.started
 
-    def add(self, facts: EpisodeFacts) -> None:
+    def add(self, facts: EpisodeFacts, failure: JSON | None = None) -> None:
+        """Count an episode; a failed one's ``failure`` (task, error text) is kept too."""
         with self._lock:
             self.facts.append(facts)
             self.last = time.monotonic()
+            if facts.error and failure is not None and len(self.failures) < FAILURES_KEPT:
+                self.failures.append(failure)
 
     def figures(self, now: float | None = None) -> JSON:
         with self._lock:
@@ -147,6 +159,7 @@ class Outcome:
     warmup: JSON
     cut: int  # episodes still running when the grace period ended
     timeline: list[tuple[float, int]]  # (seconds, episodes measured so far)
+    failures: list[JSON]  # the first failed episodes: task, worker, error text
 
     def to_json(self) -> JSON:
         return asdict(self)
@@ -215,14 +228,14 @@ class Loadtest:
             ]
             warm = Stats()
             if config.warmup:
-                self._phase(workers, JobFeed(tasks, len(workers), data_dirs), client, warm, None)
+                self._warm_up(workers, tasks, data_dirs, client, warm)
             stats, feed = Stats(), JobFeed(tasks, config.tasks, data_dirs)
             timeline: list[tuple[float, int]] = []
             cut = self._phase(workers, feed, client, stats, display, timeline)
         finally:
             client.close()
         figures = stats.figures()
-        return Outcome(asdict(config), figures, warm.figures(), cut, timeline)
+        return Outcome(asdict(config), figures, warm.figures(), cut, timeline, stats.failures)
 
     def _spawn(
         self,
@@ -249,6 +262,38 @@ class Loadtest:
             pipes=True,
         )
 
+    def _warm_up(
+        self,
+        workers: list[ManagedProcess],
+        tasks: list[JSON],
+        data_dirs: dict[str, str],
+        client: Any,
+        stats: Stats,
+    ) -> None:
+        """One episode per worker, all at once, not bounded by ``duration`` (a cold start on
+        a busy machine can outlast a short loadtest) but by the task timeout plus the grace.
+        A worker that dies or hangs here would leave the measurement a worker short, so it
+        ends the loadtest with its log instead."""
+        feed = JobFeed(tasks, len(workers), data_dirs)
+        threads = {
+            worker: threading.Thread(
+                target=_work_one, args=(worker, job, client, stats), daemon=True
+            )
+            for worker in workers
+            if (job := feed.next()) is not None
+        }
+        for thread in threads.values():
+            thread.start()
+        deadline = time.monotonic() + self.config.task_timeout + self.config.grace
+        for thread in threads.values():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        for worker, thread in threads.items():
+            if thread.is_alive() or worker.popen.poll() is not None:
+                raise LoadtestError(
+                    f"{worker.name} did not finish its warm-up episode "
+                    f"(exit code {worker.popen.poll()}); its log ends:\n{worker.log_tail()}"
+                )
+
     def _phase(
         self,
         workers: list[ManagedProcess],
@@ -256,7 +301,7 @@ class Loadtest:
         client: Any,
         stats: Stats,
         display: Display | None,
-        timeline: list[tuple[float, int]] | None = None,
+        timeline: list[tuple[float, int]],
     ) -> int:
         """Run ``feed`` on the workers until it is empty or ``duration`` is up; returns how
         many episodes were cut (still running after the grace period)."""
@@ -269,19 +314,11 @@ class Loadtest:
             while (job := feed.next()) is not None:
                 with lock:
                     in_flight[0] += 1
-                report = worker.exchange(job)
+                alive = _work_one(worker, job, client, stats, cutting)
                 with lock:
                     in_flight[0] -= 1
-                if report is None:  # stopped at the deadline (cut), or the worker died
-                    if not cutting.is_set():
-                        domain = job["task"]["domain"]
-                        stats.add(EpisodeFacts(domain, "failed", "WorkerExited", 0.0))
+                if not alive:
                     return
-                record = None
-                if report.get("episode_id") and report.get("token"):
-                    with contextlib.suppress(Exception):
-                        record = client.record(report["episode_id"], report["token"])
-                stats.add(episode_facts(report, record))
 
         stats.started = stats.last = time.monotonic()
         deadline = stats.started + config.duration
@@ -296,8 +333,7 @@ class Loadtest:
                 break
             if display is not None:
                 display(stats.figures(now), in_flight[0], config.tasks)
-            if timeline is not None:
-                timeline.append((round(now - stats.started, 2), len(stats.facts)))
+            timeline.append((round(now - stats.started, 2), len(stats.facts)))
             time.sleep(0.25)
         feed.stop()
         cutting.set()
@@ -308,6 +344,35 @@ class Loadtest:
         for thread in threads:
             thread.join(5.0)
         return cut
+
+
+def _work_one(
+    worker: ManagedProcess,
+    job: JSON,
+    client: Any,
+    stats: Stats,
+    cutting: threading.Event | None = None,
+) -> bool:
+    """Have ``worker`` work ``job`` and count the episode; ``False`` when the worker is gone
+    (stopped because ``cutting`` is set: the episode is cut, not counted)."""
+    task = job["task"]
+    report = worker.exchange(job)
+    if report is None:
+        if cutting is None or not cutting.is_set():
+            stats.add(
+                EpisodeFacts(task["domain"], "failed", "WorkerExited", 0.0),
+                {"task_id": task["id"], "worker": worker.name,
+                 "error": f"WorkerExited: code {worker.popen.poll()}; log: {worker.log_tail(5)}"},
+            )  # fmt: skip
+        return False
+    record = None
+    if report.get("episode_id") and report.get("token"):
+        with contextlib.suppress(Exception):  # figures without the gateway's record: no tools
+            record = client.record(report["episode_id"], report["token"])
+    failure = {"task_id": task["id"], "worker": worker.name, "error": report.get("error"),
+               "traceback": report.get("traceback")}  # fmt: skip
+    stats.add(episode_facts(report, record), failure)
+    return True
 
 
 # ---- reports ----
@@ -344,7 +409,7 @@ def write_reports(outcome: Outcome, folder: Path) -> list[Path]:
     from html import escape
 
     from sopgym.core.jsonio import dumps, write_atomic
-    from sopgym.observability.report import _STYLE, Table, _html_table
+    from sopgym.observability.report import _STYLE, Table, html_table, markdown_table
     from sopgym.observability.svg import bar_chart
 
     figures = outcome.figures
@@ -353,6 +418,12 @@ def write_reports(outcome: Outcome, folder: Path) -> list[Path]:
         f"{outcome.config['agent']}, model {outcome.config['model']}"
     )
     table = Table("Figures", ["figure", "value"], [list(r) for r in summary_rows(figures)])
+    failed = Table(
+        f"Failed episodes (the first {FAILURES_KEPT})",
+        ["task", "worker", "error"],
+        [[f["task_id"], f["worker"], f["error"] or ""] for f in outcome.failures],
+    )
+    tables = [table, failed] if outcome.failures else [table]
     note = (
         f"Warm-up episodes (left out): {outcome.warmup['episodes']}; "
         f"episodes cut at the deadline: {outcome.cut}."
@@ -375,20 +446,14 @@ def write_reports(outcome: Outcome, folder: Path) -> list[Path]:
     ]
     paths = [folder / "loadtest.json", folder / "loadtest.md", folder / "loadtest.html"]
     write_atomic(paths[0], dumps(outcome.to_json()))
-    write_atomic(paths[1], f"# {title}\n\n{note}\n\n{_markdown(table)}\n".encode())
+    markdown = "\n".join(markdown_table(t) for t in tables)
+    write_atomic(paths[1], f"# {title}\n\n{note}\n\n{markdown}\n".encode())
     page = (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1><p>{escape(note)}</p>"
-        f"<div class='plots'>{''.join(charts)}</div>{_html_table(table)}</body></html>"
+        f"<div class='plots'>{''.join(charts)}</div>{''.join(map(html_table, tables))}"
+        "</body></html>"
     )
     write_atomic(paths[2], page.encode())
     return paths
-
-
-def _markdown(table: Any) -> str:
-    from sopgym.observability.report import _md_cell
-
-    lines = ["| " + " | ".join(table.headers) + " |", "|" + "---|" * len(table.headers)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
-    return "\n".join(lines)

@@ -13,9 +13,18 @@ import orjson
 import pytest
 
 from sopgym.agents.metrics import WorkerMetrics, episode_facts, tool_error_class
-from sopgym.loadtest import JobFeed, Stats, percentiles
+from sopgym.loadtest import (
+    JobFeed,
+    Loadtest,
+    LoadtestConfig,
+    LoadtestError,
+    Outcome,
+    Stats,
+    percentiles,
+    write_reports,
+)
 from sopgym.observability.metrics import Metrics, serve_metrics
-from sopgym.processes import free_port
+from sopgym.processes import ManagedProcess, free_port
 from sopgym.shards import ShardError, claim, merge, parse_shard
 from tests.helpers import DATA_ROOT
 
@@ -84,6 +93,61 @@ def test_job_feed_cycles_the_tasks_up_to_the_limit_and_stops() -> None:
     stopped = JobFeed(tasks, 100, {})
     stopped.stop()
     assert stopped.next() is None
+
+
+# Stand-ins for agent workers (the JSON-lines protocol on stdin/stdout, nothing else): one
+# answers every job with a failed episode, one dies before answering.
+FAILING_WORKER = """
+import json, sys
+for line in sys.stdin:
+    task = json.loads(line)["task"]
+    print(json.dumps({"task_id": task["id"], "domain": task["domain"], "status": "failed",
+                      "error": "ModelCallError: scripted: boom", "elapsed_s": 0.01}), flush=True)
+"""
+DYING_WORKER = "import sys; print('cannot start', file=sys.stderr); sys.exit(3)"
+
+
+def stand_in_worker(tmp_path: Path, name: str, source: str) -> ManagedProcess:
+    argv = [sys.executable, "-c", source]
+    return ManagedProcess(name, argv, tmp_path / f"{name}.log", pipes=True)
+
+
+def test_a_worker_that_dies_in_its_warm_up_stops_the_loadtest_with_its_log(
+    tmp_path: Path,
+) -> None:
+    worker = stand_in_worker(tmp_path, "w0", DYING_WORKER)
+    loadtest = Loadtest(LoadtestConfig(task_timeout=5.0, grace=1.0), tmp_path)
+    tasks = [{"id": "T1", "domain": "patient_intake"}]
+    try:
+        with pytest.raises(LoadtestError, match=r"(?s)w0 did not finish.*code 3.*cannot start"):
+            loadtest._warm_up([worker], tasks, {}, None, Stats())
+    finally:
+        worker.stop()
+
+
+def test_failed_episodes_are_counted_with_their_reasons_in_every_report(tmp_path: Path) -> None:
+    workers = [stand_in_worker(tmp_path, f"w{i}", FAILING_WORKER) for i in range(2)]
+    config = LoadtestConfig(tasks=5, concurrency=2, duration=30.0, grace=5.0)
+    loadtest, stats, timeline = Loadtest(config, tmp_path), Stats(), []
+    tasks = [{"id": f"T{i}", "domain": "patient_intake"} for i in range(3)]
+    try:
+        cut = loadtest._phase(workers, JobFeed(tasks, 5, {}), None, stats, None, timeline)
+    finally:
+        for worker in workers:
+            worker.stop()
+    figures = stats.figures()
+    assert cut == 0 and figures["episodes"] == 5 and figures["finished"] == 0
+    assert figures["error_rates"]["episodes"] == {"ModelCallError": 1.0}
+    assert sorted(f["task_id"] for f in stats.failures) == ["T0", "T0", "T1", "T1", "T2"]
+    assert {f["error"] for f in stats.failures} == {"ModelCallError: scripted: boom"}
+    report = Outcome(  # the reports show the reasons, not just the rates
+        {"concurrency": 2, "agent": "fc", "model": "scripted"},
+        figures, Stats().figures(), cut, timeline, stats.failures,
+    )  # fmt: skip
+    write_reports(report, tmp_path)
+    assert "scripted: boom" in (tmp_path / "loadtest.md").read_text()
+    assert "scripted: boom" in (tmp_path / "loadtest.html").read_text()
+    assert orjson.loads((tmp_path / "loadtest.json").read_bytes())["failures"][0]["worker"]
 
 
 def test_prometheus_exposition_and_scrape_endpoint() -> None:
@@ -172,7 +236,8 @@ def test_loadtest_on_the_embedded_stack_is_bounded_and_reports_figures(tmp_path:
     outcome = loadtest(tmp_path, "--tasks", "100000", "--concurrency", "2", "--duration", "4",
                        "--grace", "20", "--transport", "grpc")  # fmt: skip
     figures = outcome["figures"]
-    assert 0 < figures["episodes"] < 100000 and figures["finished"] == figures["episodes"]
+    assert 0 < figures["episodes"] < 100000
+    assert figures["finished"] == figures["episodes"], outcome["failures"]
     assert figures["elapsed_s"] < 4 + 20
     assert figures["tool_calls"] > 0 and figures["llm_calls"] > 0 and figures["tokens"]["total"]
     for block in ("tool_latency_ms", "llm_latency_ms"):
