@@ -1,0 +1,179 @@
+"""The OpenAI-compatible model client: LangChain's request goes out untransformed, yet exactly
+as the SDK would send it, and replies and refusals come back as LangChain and our retries
+expect them. The server here is a real loopback HTTP server scripted per test."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from openai._utils._transform import maybe_transform
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
+from sopgym.agents.base import AgentContext
+from sopgym.agents.llm import LLM, ModelCallError, invoke_model
+from sopgym.agents.models import PlainChatCompletions, build_chat_model, parse_model_spec
+
+TOOLS = [
+    {
+        "name": "validate_insurance",
+        "description": "Check a patient's insurance.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "insurance_id": {"type": "string", "description": "The card's id."},
+                "tier": {"type": "integer", "enum": [1, 2, 3]},
+                "flags": {"type": "array", "items": {"type": "boolean"}},
+            },
+            "required": ["insurance_id"],
+            "additionalProperties": False,
+        },
+    }
+]
+MESSAGES = [
+    SystemMessage("Follow the SOP."),
+    HumanMessage("Register patient P-1."),
+    AIMessage(
+        "",
+        tool_calls=[{"id": "c1", "name": "validate_insurance", "args": {"insurance_id": "I-9"}}],
+    ),
+    ToolMessage('{"valid": true, "note": "ünïcode ✓"}', tool_call_id="c1"),
+]
+REPLY = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "validate_insurance", "arguments": '{"tier": 2}'},
+                    }
+                ],
+            },
+        }
+    ],
+    "usage": {"prompt_tokens": 40, "completion_tokens": 7, "total_tokens": 47},
+}
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["input_schema"],
+            },
+        }
+        for t in TOOLS
+    ]
+
+
+class ScriptedEndpoint:
+    """Answers POST /v1/chat/completions with the next (status, body) of ``replies`` and keeps
+    what it received."""
+
+    def __init__(self, replies: list[tuple[int, Any]]) -> None:
+        self.replies, self.received = list(replies), []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["content-length"]))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                endpoint.received.append((self.path, headers, json.loads(body)))
+                status, reply = endpoint.replies.pop(0)
+                data = reply if isinstance(reply, bytes) else json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@pytest.fixture
+def endpoint(request: pytest.FixtureRequest) -> Iterator[ScriptedEndpoint]:
+    scripted = ScriptedEndpoint(request.param)
+    thread = threading.Thread(target=scripted.server.serve_forever, daemon=True)
+    thread.start()
+    yield scripted
+    scripted.server.shutdown()
+    scripted.server.server_close()
+
+
+def llm_for(endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch) -> LLM:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    spec = parse_model_spec("openai:some-model", endpoint.base_url)
+    return LLM(spec, build_chat_model(spec, 0.0, timeout=10.0), retries=2, backoff=0.01)
+
+
+def test_the_sdk_transform_leaves_langchains_request_unchanged() -> None:
+    """What makes skipping the SDK's transform safe: on the requests our agents build (tool
+    schemas, tool calls and results, stop words, non-ASCII text) it is the identity."""
+    chat = build_chat_model(parse_model_spec("scripted", "http://127.0.0.1:9/v1"))
+    assert isinstance(chat.client, PlainChatCompletions)
+    bound = chat.bind_tools(openai_tools())
+    payload = chat._get_request_payload(MESSAGES, stop=["Observation:"], **bound.kwargs)
+    assert payload["tools"] and payload["stop"] == ["Observation:"]
+    transformed = maybe_transform(payload, CompletionCreateParamsNonStreaming)
+    assert json.dumps(transformed, sort_keys=True) == json.dumps(payload, sort_keys=True)
+
+
+@pytest.mark.parametrize("endpoint", [[(429, {"error": {"message": "slow down"}}), (200, REPLY)]],
+                         indirect=True)  # fmt: skip
+def test_a_throttled_call_is_retried_and_the_reply_parsed(
+    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = AgentContext()
+    message = invoke_model(llm_for(endpoint, monkeypatch), MESSAGES, context, tools=openai_tools())
+    assert message.tool_calls == [
+        {"name": "validate_insurance", "args": {"tier": 2}, "id": "c2", "type": "tool_call"}
+    ]
+    assert context.usage[0]["attempts"] == 2 and context.usage[0]["input_tokens"] == 40
+    path, headers, body = endpoint.received[-1]
+    assert path == "/v1/chat/completions" and headers["authorization"] == "Bearer sk-test"
+    assert body["model"] == "some-model" and body["stream"] is False
+    assert body["tools"] == openai_tools() and body["temperature"] == 0.0
+    assert body["messages"][2]["tool_calls"][0]["function"]["name"] == "validate_insurance"
+    assert body["messages"][3] == {
+        "role": "tool", "tool_call_id": "c1", "content": '{"valid": true, "note": "ünïcode ✓"}'
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("endpoint", [[(400, {"error": {"message": "no such model"}})]],
+                         indirect=True)  # fmt: skip
+def test_a_refused_call_is_not_retried_and_says_why(
+    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ModelCallError, match=r"400 - no such model"):
+        invoke_model(llm_for(endpoint, monkeypatch), MESSAGES, AgentContext())
+    assert len(endpoint.received) == 1
+
+
+@pytest.mark.parametrize("endpoint", [[(200, b"<html>not json</html>")]], indirect=True)
+def test_a_reply_that_is_not_json_is_a_clear_model_error(
+    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ModelCallError, match="not json"):
+        invoke_model(llm_for(endpoint, monkeypatch), MESSAGES, AgentContext())
