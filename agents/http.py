@@ -3,13 +3,16 @@
 Agents call the gateway several times per step. Through httpx a call cost ~2.2 ms on our
 2-core machines against ~0.4 ms for the round trip itself (bench/bench_grpc.py); http.client
 does the same exchange for ~0.2 ms of client time. Each thread keeps its own connection (the
-runner's scoring threads share one client), and a keep-alive connection the server closed while
-it sat idle is reopened and the request sent again at once: it never reached the server.
+runner's scoring threads share one client). Before a kept connection is reused it is checked
+for a close (or anything else) the server sent while it sat idle, and replaced if so; a request
+is never sent twice here, since one that failed after sending may have run. A connection whose
+exchange failed in any way (a timeout included) is closed: its state is unknown.
 """
 
 from __future__ import annotations
 
 import http.client
+import select
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +22,6 @@ import orjson
 
 # What a failed exchange raises: the socket's errors (timeouts included) and http.client's.
 TransportError = (OSError, http.client.HTTPException)
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 @dataclass
@@ -60,16 +62,12 @@ class HttpTransport:
         if body is not None:
             headers = {**headers, "content-type": "application/json"}
         connection = self._connections.get(threading.get_ident())
-        if connection is not None:
-            try:
-                return self._exchange(connection, method, path, body, headers)
-            except _STALE:
-                pass  # closed by the server while idle: the request never reached it
-        connection = self._open()
+        if connection is None or _spoken_to_while_idle(connection):
+            connection = self._open()
         try:
             return self._exchange(connection, method, path, body, headers)
         except BaseException:
-            connection.close()  # the next request opens a fresh one
+            connection.close()  # http.client reconnects on the next request
             raise
 
     def _exchange(
@@ -99,3 +97,13 @@ class HttpTransport:
             connections, self._connections = list(self._connections.values()), {}
         for connection in connections:
             connection.close()
+
+
+def _spoken_to_while_idle(connection: http.client.HTTPConnection) -> bool:
+    """Whether the server sent anything (its close, mostly) to a connection between requests:
+    then it cannot carry the next one."""
+    sock = connection.sock
+    if sock is None:  # not connected yet, or closed: http.client opens it on the next request
+        return False
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 
 import httptools
 
-from sopgym.asgi import ASGIApp, Message, Scope
+from sopgym.asgi import ASGIApp, Message, Scope, header
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps
 
@@ -73,14 +73,16 @@ class _HeadTooLarge(Exception):
 
 
 class _Request:
-    __slots__ = ("body", "keep_alive", "scope", "size", "too_large")
+    __slots__ = ("body", "headers_done", "keep_alive", "refusal", "scope", "size")
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.body: list[bytes] = []
         self.size = 0
-        self.too_large = False
+        self.headers_done = False  # header callbacks after this are trailers: not headers
         self.keep_alive = True
+        # answered with this error, in its turn, and the connection closed after it
+        self.refusal: tuple[int, str, str] | None = None
 
 
 class _Connection(asyncio.Protocol):
@@ -99,6 +101,8 @@ class _Connection(asyncio.Protocol):
         self.queue: deque[_Request] = deque()
         self.runner: asyncio.Task[None] | None = None
         self.closed = False
+        self.refused = False  # a refusal is queued: nothing more is read
+        self.eof = False  # the client sent its last byte: answer what it asked, then close
         self.disconnected = self.loop.create_future()
         self.writable: asyncio.Future[None] | None = None  # set while the peer is not reading
         self.last_active = self.loop.time()
@@ -112,15 +116,25 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = self.loop.time()
+        if self.refused:
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._abort(400, "invalid_request", "protocol upgrades are not supported")
+            if self.queue and header(self.queue[-1].scope, b"upgrade") is not None:
+                self.queue.pop()  # the upgrade request itself: refused, not answered
+            self._refuse(400, "invalid_request", "protocol upgrades are not supported")
         except httptools.HttpParserError as error:
             if isinstance(error.__context__, _HeadTooLarge):
-                self._abort(431, "invalid_request", f"request head over {MAX_HEAD} bytes")
+                self._refuse(431, "invalid_request", f"request head over {MAX_HEAD} bytes")
             else:
-                self._abort(400, "invalid_request", f"malformed HTTP request: {error}")
+                self._refuse(400, "invalid_request", f"malformed HTTP request: {error}")
+
+    def eof_received(self) -> bool:
+        """A half-close: requests already received are still answered (``True`` keeps the
+        transport open for that); the connection closes when the last one is."""
+        self.eof = True
+        return self.runner is not None or bool(self.queue)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -149,7 +163,11 @@ class _Connection(asyncio.Protocol):
         self._count_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.request.scope["headers"].append((name.lower(), value))  # type: ignore[union-attr]
+        request = self.request
+        assert request is not None  # on_message_begin made it
+        if request.headers_done:  # a chunked body's trailer: never a request header
+            return
+        request.scope["headers"].append((name.lower(), value))
         self._count_head(len(name) + len(value))
 
     def _count_head(self, size: int) -> None:
@@ -160,6 +178,7 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         request, parser = self.request, self.parser
         assert request is not None  # on_message_begin made it
+        request.headers_done = True
         path, _, query = self.url.partition(b"?")
         request.scope.update({
             "type": "http",
@@ -182,42 +201,58 @@ class _Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         request = self.request
-        if request is None or request.too_large:
+        if request is None or request.refusal is not None:
             return
         request.size += len(body)
         if request.size > self.server.max_body:
-            request.too_large, request.body = True, []
+            limit = self.server.max_body
+            request.refusal = (413, "invalid_request", f"request body over {limit} bytes")
+            request.body = []
         else:
             request.body.append(body)
 
     def on_message_complete(self) -> None:
         request, self.request = self.request, None
-        if request is None:
-            return
+        if request is not None:
+            self._enqueue(request)
+
+    def _enqueue(self, request: _Request) -> None:
         self.queue.append(request)
         if len(self.queue) >= MAX_PIPELINED:
             self.transport.pause_reading()  # type: ignore[union-attr]
         if self.runner is None:
             self.runner = self.loop.create_task(self._answer_queue())
 
+    def _refuse(self, status: int, code: str, message: str) -> None:
+        """Refuse what the client sent: at once when nothing is being answered, else after
+        the requests before it (their answers must not be displaced), then close."""
+        if self.runner is None and not self.queue:
+            self._abort(status, code, message)
+            return
+        self.refused = True
+        refusal = _Request({})
+        refusal.refusal = (status, code, message)
+        self._enqueue(refusal)
+
     # ---- answering ----
     async def _answer_queue(self) -> None:
         try:
             while self.queue and not self.closed:
                 request = self.queue.popleft()
-                if len(self.queue) == MAX_PIPELINED - 1:
+                if len(self.queue) == MAX_PIPELINED - 1 and not self.refused:
                     self.transport.resume_reading()  # type: ignore[union-attr]
-                if request.too_large:
-                    limit = self.server.max_body
-                    self._abort(413, "invalid_request", f"request body over {limit} bytes")
+                if request.refusal is not None:
+                    self._abort(*request.refusal)
                     return
                 await self._answer(request)
                 self.last_active = self.loop.time()
-                if not request.keep_alive and not self.closed:
-                    self.transport.close()  # type: ignore[union-attr]
+                if not request.keep_alive:
+                    self.close()
                     return
         finally:
             self.runner = None
+            if self.eof and not self.queue:
+                self.close()
 
     async def _answer(self, request: _Request) -> None:
         exchange = _Exchange(self, request)
@@ -241,30 +276,45 @@ class _Connection(asyncio.Protocol):
         """Answer with an error and close: the connection's state can't be trusted further."""
         if not self.closed and self.transport is not None:
             self.transport.write(_error_response(status, code, message))
-            self.transport.close()
-        self.closed = True
-        self.queue.clear()
+        self.close()
 
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.transport.write(data)  # type: ignore[union-attr]
 
-    def idle_for(self, now: float) -> float:
-        return 0.0 if self.runner is not None else now - self.last_active
+    @property
+    def stalled(self) -> bool:
+        """The client stopped reading what it is sent (the transport's buffer is full)."""
+        return self.writable is not None and not self.writable.done()
 
-    def close(self) -> None:
-        if not self.closed and self.transport is not None:
-            self.transport.close()
+    def idle_for(self, now: float) -> float:
+        """Seconds since the connection last read a request or finished an answer; answering
+        counts as activity, unless the client stopped reading the answer."""
+        if self.runner is not None and not self.stalled:
+            return 0.0
+        return now - self.last_active
+
+    def close(self, abort: bool = False) -> None:
+        """Close after what was written (``abort``: at once, dropping it); requests still
+        queued are dropped unanswered."""
+        if self.transport is not None:
+            if abort:
+                self.transport.abort()
+            elif not self.closed:
+                self.transport.close()
+        self.closed = True
+        self.queue.clear()
 
 
 class _Exchange:
     """One request's ASGI ``receive`` and ``send``."""
 
-    __slots__ = ("body_read", "chunked", "connection", "finished", "head", "request", "started")
+    __slots__ = ("bodiless", "body_read", "chunked", "connection", "finished", "head", "request",
+                 "started")  # fmt: skip
 
     def __init__(self, connection: _Connection, request: _Request) -> None:
         self.connection, self.request = connection, request
-        self.started = self.finished = self.chunked = self.body_read = False
+        self.started = self.finished = self.chunked = self.body_read = self.bodiless = False
         self.head: list[bytes] = []
 
     async def receive(self) -> Message:
@@ -288,21 +338,17 @@ class _Exchange:
             for name, value in message.get("headers", ()):
                 has_length = has_length or name.lower() == b"content-length"
                 head += (name, b": ", value, b"\r\n")
-            if not self.request.keep_alive:
-                head.append(b"connection: close\r\n")
-            self.head, self.chunked = head, not has_length
+            self.bodiless = self.request.scope["method"] == "HEAD" or status in (204, 304)
+            self.head, self.chunked = head, not has_length and not self.bodiless
         elif kind == "http.response.body" and self.started and not self.finished:
             body = message.get("body", b"")
             more = message.get("more_body", False)
             self.finished = not more
-            if self.head and not more and self.chunked:  # the whole body at once: no chunking
-                self.head.append(b"content-length: %d\r\n" % len(body))
-                self.chunked = False
-            if self.request.scope["method"] == "HEAD":
+            if self.head:
+                self._frame_head(len(body), more)
+            if self.bodiless:
                 body = b""
-            if self.chunked:
-                if self.head:
-                    self.head.append(b"transfer-encoding: chunked\r\n")
+            elif self.chunked:
                 framed = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
                 body = framed + (b"" if more else b"0\r\n\r\n")
             if self.head:
@@ -312,6 +358,21 @@ class _Exchange:
                 connection.write(body)
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} at this point of the response")
+
+    def _frame_head(self, first_size: int, more: bool) -> None:
+        """The framing headers, known once the first body part is: a body sent whole gets its
+        length; a streamed one is chunked, or for an HTTP/1.0 client (no chunking there) ends
+        when the connection closes."""
+        request = self.request
+        if self.chunked and not more:
+            self.head.append(b"content-length: %d\r\n" % first_size)
+            self.chunked = False
+        elif self.chunked and request.scope["http_version"] == "1.0":
+            self.chunked, request.keep_alive = False, False
+        if not request.keep_alive:
+            self.head.append(b"connection: close\r\n")
+        if self.chunked:
+            self.head.append(b"transfer-encoding: chunked\r\n")
 
 
 class _Lifespan:
@@ -329,10 +390,14 @@ class _Lifespan:
                            self.outbox.put)
         except Exception as error:  # surfaces as a failed startup/shutdown below
             await self.outbox.put({"type": "lifespan.failed", "message": repr(error)})
+        else:  # an app without lifespan support may just return: nothing more will come
+            await self.outbox.put({"type": "lifespan.returned"})
 
     async def _event(self, name: str) -> None:
         await self.inbox.put({"type": f"lifespan.{name}"})
         reply = await self.outbox.get()
+        if reply["type"] == "lifespan.returned":
+            return
         if reply["type"] != f"lifespan.{name}.complete":
             raise ServerError(f"lifespan {name} failed: {reply.get('message', reply['type'])}")
 
@@ -396,7 +461,7 @@ class HttpServer:
                 break
             await asyncio.sleep(0.02)
         for connection in list(self.connections):
-            connection.close()
+            connection.close(abort=True)
         await self._lifespan.shutdown()
 
     async def _close_idle(self) -> None:
@@ -405,7 +470,7 @@ class HttpServer:
             now = self.loop.time()
             for connection in list(self.connections):
                 if connection.idle_for(now) > self.keep_alive_s:
-                    connection.close()
+                    connection.close(abort=connection.stalled)
 
     async def serve_until_signalled(self) -> None:
         await self.start()

@@ -24,6 +24,7 @@ class _Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
         self.closed = False
+        self.keep_alive = True  # false once the service said it closes after its answer
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -45,6 +46,7 @@ class _Connection(asyncio.Protocol):
         self._body.append(body)
 
     def on_message_complete(self) -> None:
+        self.keep_alive = self._parser.should_keep_alive()
         waiter, self._waiter = self._waiter, None
         body, self._body = b"".join(self._body), []
         if waiter is not None and not waiter.done():
@@ -62,7 +64,16 @@ class _Connection(asyncio.Protocol):
 
     @property
     def usable(self) -> bool:
-        return not self.closed and self.transport is not None and not self.transport.is_closing()
+        return (
+            self.keep_alive
+            and not self.closed
+            and self.transport is not None
+            and not self.transport.is_closing()
+        )
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
 
 class UpstreamPool:
@@ -99,18 +110,22 @@ class UpstreamPool:
         async with self._slots:
             connection, reused = await self._acquire()
             try:
-                result = await asyncio.wait_for(connection.send(request), self.timeout)
-            except UpstreamError:
-                if not reused:
-                    raise
-                # An idle keep-alive connection the server had already closed: the request
-                # never reached the application, so one retry on a fresh connection is safe.
-                connection, _ = await self._acquire(fresh=True)
-                result = await asyncio.wait_for(connection.send(request), self.timeout)
+                try:
+                    result = await asyncio.wait_for(connection.send(request), self.timeout)
+                except UpstreamError:
+                    if not reused:
+                        raise
+                    # A kept connection the service closed as the request went out (its
+                    # keep-alive timeout): no answer came, so one retry on a fresh connection.
+                    connection, _ = await self._acquire(fresh=True)
+                    result = await asyncio.wait_for(connection.send(request), self.timeout)
             except BaseException:
-                connection.transport.close()  # type: ignore[union-attr]
+                connection.close()  # whichever attempt failed: never pooled, never leaked
                 raise
-            self._idle.append(connection)
+            if connection.usable:
+                self._idle.append(connection)
+            else:
+                connection.close()
             return result
 
     async def _acquire(self, fresh: bool = False) -> tuple[_Connection, bool]:
@@ -127,6 +142,4 @@ class UpstreamPool:
 
     def close(self) -> None:
         while self._idle:
-            connection = self._idle.pop()
-            if connection.transport is not None:
-                connection.transport.close()
+            self._idle.pop().close()

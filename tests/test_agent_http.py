@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -32,6 +33,8 @@ async def recording_app(scope: Scope, receive: Receive, send: Send) -> None:
         "body": (await read_body(receive)).decode(),
     }
     SEEN.append(seen)
+    if scope["path"] == "/slow":
+        await asyncio.sleep(1.0)
     await respond(send, 200, orjson.dumps(seen))
 
 
@@ -64,6 +67,21 @@ def test_a_connection_the_server_closed_while_idle_is_reopened_and_the_call_sent
         after = transport.request("POST", "/twice", {}, {})
         assert after.status == 200 and after.json()["client_port"] != before
         assert [s["path"] for s in SEEN] == ["/once", "/twice"]
+        transport.close()
+
+
+def test_a_timed_out_call_costs_its_connection_not_the_calls_after_it() -> None:
+    SEEN.clear()
+    with running(recording_app) as server:
+        transport = HttpTransport(f"http://127.0.0.1:{server.port}", timeout=0.4)
+        transport.request("POST", "/first", {}, {})
+        with pytest.raises(TimeoutError):
+            transport.request("POST", "/slow", {}, {})
+        time.sleep(0.8)  # the late answer to /slow arrives on the abandoned connection
+        for n in range(3):
+            reply = transport.request("POST", f"/after{n}", {}, {})
+            assert reply.status == 200 and reply.json()["path"] == f"/after{n}"
+        assert [s["path"] for s in SEEN] == ["/first", "/slow", "/after0", "/after1", "/after2"]
         transport.close()
 
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,6 +19,7 @@ from sopgym.asgi import Receive, Scope, Send, read_body, respond
 from sopgym.gateway.server import HttpServer, ServerError
 
 EVENTS: list[str] = []
+RAN: list[str] = []  # paths the app was run for
 
 
 async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -33,8 +35,19 @@ async def echo_app(scope: Scope, receive: Receive, send: Send) -> None:
                 return
     body = await read_body(receive)
     path = scope["path"]
+    RAN.append(path)
     if path == "/boom":
         raise RuntimeError("a defect")
+    if path == "/half-sent":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise RuntimeError("a defect after the response started")
+    if path == "/headers":
+        names = [name.decode() for name, _ in scope["headers"]]
+        await respond(send, 200, json.dumps(names).encode())
+        return
+    if path == "/huge":
+        await respond(send, 200, b"x" * (8 << 20))
+        return
     if path == "/silent":
         return
     if path == "/slow":
@@ -166,6 +179,43 @@ def test_connection_close_and_http_1_0_end_the_connection() -> None:
         assert json.loads(body)["http_version"] == "1.0" and responses.closed()
 
 
+def test_a_half_closed_connection_still_gets_its_answers() -> None:
+    with running() as server:
+        sock, responses = connect(server)
+        sock.sendall(post("/slow") + post("/second"))
+        sock.shutdown(socket.SHUT_WR)  # the client has said all it will say
+        paths = [json.loads(body)["path"] for _, _, body in responses.read(2)]
+        assert paths == ["/slow", "/second"] and responses.closed()
+
+
+def test_a_malformed_request_is_refused_after_the_answers_before_it() -> None:
+    with running() as server:
+        sock, responses = connect(server)
+        sock.sendall(post("/slow") + b"GARBAGE\r\n\r\n")
+        (first, _, body), (second, _, error) = responses.read(2)
+        assert (first, json.loads(body)["path"]) == (200, "/slow")
+        assert second == 400 and json.loads(error)["error"]["code"] == "invalid_request"
+        assert responses.closed()
+
+
+def test_after_a_response_broken_off_no_queued_request_runs() -> None:
+    RAN.clear()
+    with running() as server:
+        sock, responses = connect(server)
+        sock.sendall(post("/half-sent") + post("/second"))
+        assert responses.read() == [] and responses.closed()
+    assert RAN == ["/half-sent"]
+
+
+def test_trailers_of_a_chunked_body_are_not_request_headers() -> None:
+    with running() as server:
+        sock, responses = connect(server)
+        sock.sendall(b"POST /headers HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"2\r\n{}\r\n0\r\nAuthorization: Bearer sneaked\r\n\r\n")
+        [(_, _, body)] = responses.read()
+        assert json.loads(body) == ["host", "transfer-encoding"]
+
+
 def test_chunked_request_bodies_are_decoded() -> None:
     with running() as server:
         sock, responses = connect(server)
@@ -243,12 +293,60 @@ def test_streamed_responses_are_chunked() -> None:
         assert responses.read()[0][0] == 200
 
 
+def test_streams_to_head_requests_and_http_1_0_clients_are_framed_for_them() -> None:
+    with running() as server:
+        sock, _ = connect(server)
+        sock.sendall(b"HEAD /stream HTTP/1.1\r\nHost: t\r\n\r\n" + post("/next"))
+        sock.settimeout(5)
+        raw = b""
+        while raw.count(b"HTTP/1.1") < 2 or not raw.endswith(b"}"):
+            raw += sock.recv(65536)
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        assert b"chunked" not in head and rest.startswith(b"HTTP/1.1 200 OK")  # no body bytes
+        sock, _ = connect(server)
+        sock.sendall(b"GET /stream HTTP/1.0\r\n\r\n")
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+        head, _, body = raw.partition(b"\r\n\r\n")
+        assert b"connection: close" in head and b"chunked" not in head
+        assert body == b"one,two,three"  # delimited by the close
+
+
 def test_idle_connections_are_closed_after_the_keep_alive_time() -> None:
     with running(keep_alive_s=0.2) as server:
         sock, responses = connect(server)
         sock.sendall(post("/a"))
         responses.read()
         assert responses.closed()  # the sweeper runs every keep_alive_s / 2
+
+
+def test_a_client_that_stops_reading_is_dropped_after_the_keep_alive_time() -> None:
+    with running(keep_alive_s=0.3) as server:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", server.port))
+        sock.sendall(b"GET /huge HTTP/1.1\r\nHost: t\r\n\r\n" * 3)  # more than buffers hold
+
+        def wait_for(condition: Any) -> bool:
+            deadline = time.monotonic() + 5
+            while not condition() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return condition()
+
+        assert wait_for(lambda: any(c.stalled for c in list(server.connections)))
+        assert wait_for(lambda: not server.connections), "a stalled writer holds its connection"
+
+
+def test_an_app_without_lifespan_support_still_serves() -> None:
+    async def plain(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await respond(send, 200, b"{}")
+
+    with running(plain) as server:
+        sock, responses = connect(server)
+        sock.sendall(post("/p"))
+        assert responses.read()[0][0] == 200
 
 
 def test_lifespan_runs_around_serving_and_stop_lets_requests_in_flight_finish() -> None:
