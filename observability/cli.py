@@ -11,9 +11,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-console = Console(stderr=True)
+from sopgym.terminal import console
+
 _DATA_ROOT = click.option(
     "--data-root",
     type=click.Path(path_type=Path),

@@ -245,6 +245,7 @@ def print_summary(result: JSON, console: Console) -> None:
     console.print(f"errors: {_errors(result['errors'])}")
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:
-        console.print(f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}")
+        line = f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}"
+        console.print(line, markup=False)  # a reason is free text: brackets are not markup
     if len(result["incomplete"]) > 20:
         console.print(f"... and {len(result['incomplete']) - 20} more incomplete")

@@ -10,10 +10,9 @@ from typing import Any
 
 import click
 import orjson
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
@@ -21,8 +20,8 @@ from sopgym.core.registry import UnknownDomainError, domain_names, load_domain
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
 from sopgym.scaleout import SCALEOUT_COMMANDS, run_shard_command, shard_options, worker_metrics
+from sopgym.terminal import console, stdout
 
-console = Console(stderr=True)
 DEFAULT_DOMAIN = "patient_intake"
 
 
@@ -56,7 +55,7 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 
     from sopgym.core import dataset
 
-    table = Table("domain", "tasks", "tools", "distractors", "title")
+    table = Table(Column("domain", no_wrap=True), "tasks", "tools", "distractors", "title")
     labels: list[tuple[str, str, Counter[str]]] = []
     for name in domain_names():
         domain = _domain(name)
@@ -72,12 +71,12 @@ def list_domains(details: bool, data_root: Path | None) -> None:
             for field in domain.output_fields:
                 counts = Counter(str(g.outputs.get(field)) for g in data.gold.values())
                 labels.append((name, field, counts))
-    Console().print(table)
+    stdout().print(table)
     if details:
-        detail = Table("domain", "output field", "label distribution")
+        detail = Table(Column("domain", no_wrap=True), "output field", "label distribution")
         for name, field, counts in labels:
             detail.add_row(name, field, ", ".join(f"{k}: {v}" for k, v in counts.most_common()))
-        Console().print(detail)
+        stdout().print(detail)
 
 
 @main.command()
@@ -227,7 +226,7 @@ def run(
     except ModelUnavailable as error:  # the scripted model server, checked once it is up
         _model_unavailable(error)
     except Exception as error:  # one clear line, the details are in the run's logs
-        console.print(f"[red]run failed[/]: {error}\nlogs: {run_dir / 'logs'}")
+        console.print(f"[red]run failed[/]: {escape(str(error))}\nlogs: {run_dir / 'logs'}")
         sys.exit(1)
     _print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
@@ -262,7 +261,12 @@ def _progress() -> Progress:
 
 
 def _print_summary(summary: dict) -> None:
-    table = Table("domain", "tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1", "errors")
+    figures = ("tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1")
+    table = Table(
+        Column("domain", no_wrap=True),
+        *(Column(name, justify="right", no_wrap=True) for name in figures),
+        "errors",
+    )
     rows = [*summary["domains"].items(), ("all", summary)]
     for name, s in rows:
         errors = ", ".join(f"{k}={v}" for k, v in s["errors"].items()) or "-"
@@ -276,7 +280,7 @@ def _print_summary(summary: dict) -> None:
             "n/a" if s["tool_f1"] is None else f"{s['tool_f1']:.3f}",
             errors,
         )
-    Console().print(table)
+    stdout().print(table)
 
 
 @main.command("serve-tools")
@@ -308,9 +312,7 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
     "space-separated).",
 )
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
-@click.option(
-    "--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port."
-)
+@click.option("--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port.")
 def gateway(
     host: str, port: int, services: tuple[str, ...], distractors: int, grpc_port: int | None
 ) -> None:

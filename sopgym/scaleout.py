@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.markup import escape
 
-console = Console(stderr=True)
+from sopgym.terminal import console
+
 JSON = dict[str, Any]
 Observer = Callable[[JSON, JSON | None], None]
 TRACE_SETTLE_S = 5.0  # > OTEL_BSP_SCHEDULE_DELAY (1 s in compose/k8s) + the Collector's batch
@@ -124,7 +125,7 @@ def run_shard_command(
     try:
         worked = run_shard(settings, shard, run_dir, data_root, wait_s, observe, console.print)
     except ShardError as error:
-        console.print(f"[red]shard failed[/]: {error}")
+        console.print(f"[red]shard failed[/]: {escape(str(error))}")
         sys.exit(1)
     console.print(f"shard done: {worked} tasks worked")
 
@@ -263,7 +264,9 @@ def loadtest_command(
         try:
             outcome = Loadtest(config, out_dir, data_root).run(show)
         except Exception as error:  # one line; the worker logs hold the details
-            console.print(f"[red]loadtest failed[/]: {error}\nlogs: {out_dir / 'logs'}")
+            console.print(
+                f"[red]loadtest failed[/]: {escape(str(error))}\nlogs: {out_dir / 'logs'}"
+            )
             sys.exit(1)
         live.update(_figures_table(outcome.figures, outcome.cut, tasks, final=True))
     console.print()

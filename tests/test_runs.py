@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 
+from sopgym.processes import free_port
 from tests.helpers import DATA_ROOT, domain_data
 
 SUMMARY_KEYS = (
@@ -144,3 +145,19 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
         _, err = process.communicate(timeout=60)
         assert process.returncode == 2, (args, err)
         assert "Traceback" not in err and "Error:" in err, err
+
+
+def test_cli_prints_user_text_as_typed(tmp_path: Path) -> None:
+    """A model spec such as ``openai:x`` followed by ``:`` is no emoji code, and piped tables
+    keep whole domain names (rich would cut them to 80 columns off a terminal)."""
+    process = sopgym(
+        "run", "--model", "openai:x", "--base-url", f"http://127.0.0.1:{free_port()}",
+        "--runs-dir", str(tmp_path),
+    )  # fmt: skip
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2, err
+    assert "model unavailable: openai:x: cannot reach" in err, err
+    process = sopgym("list", "--data-root", str(DATA_ROOT))
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "│ warehouse_package_inspection │" in out, out
