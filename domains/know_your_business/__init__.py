@@ -4,7 +4,7 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.domains.know_your_business.generator import REGULATED, UNREGULATED, generate
-from sopgym.domains.know_your_business.policy import solve
+from sopgym.domains.know_your_business.policy import CHECKS, solve
 from sopgym.domains.know_your_business.tools import DISTRACTORS, TOOLS
 from sopgym.domains.know_your_business.tools._common import (
     APPLICATION_ID,
@@ -76,16 +76,7 @@ DOMAIN = DomainPack(
             "kyb_decision": {"enum": ["approve", "escalate", "awaiting_information"]},
             "case_reference": {"type": "string", "pattern": "^CASE-[0-9A-F]{10}$"},
         },
-        "required": [
-            "registration_check",
-            "tax_check",
-            "license_check",
-            "ownership_check",
-            "sanctions_check",
-            "jurisdiction_risk",
-            "kyb_decision",
-            "case_reference",
-        ],
+        "required": [*CHECKS, "kyb_decision", "case_reference"],
         "additionalProperties": False,
     },
     dependencies={

@@ -16,6 +16,7 @@ from sopgym.core.domain import PolicyRun
 from sopgym.core.registry import load_domain
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task
+from sopgym.domains.know_your_business.policy import CHECKS
 from tests.domains.refusals import assert_refused
 
 DOMAIN = load_domain("know_your_business")
@@ -24,15 +25,7 @@ NUMBER = "C40000000"
 TIN = "T300000000"
 LEGAL = "Northwind Logistics Ltd"
 ADDRESS = "12 Mill Lane, Wexbridge"
-CHECKS = (
-    "registration_check",
-    "tax_check",
-    "license_check",
-    "ownership_check",
-    "sanctions_check",
-    "jurisdiction_risk",
-    "kyb_decision",
-)
+VERDICT = (*CHECKS, "kyb_decision")  # the checks the cases below pin, in order
 
 
 def _owner(name: str, percent: int, country: str = "XA", kind: str = "individual") -> dict:
@@ -148,7 +141,7 @@ def _solve(tables: Tables, **inputs: Any) -> tuple[Solution, PolicyRun]:
 
 
 def _checks(solution: Solution) -> tuple[str, ...]:
-    return tuple(solution.outputs[name] for name in CHECKS)
+    return tuple(solution.outputs[name] for name in VERDICT)
 
 
 def _names(run: PolicyRun) -> list[str]:
