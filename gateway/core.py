@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from sopgym.core.errors import ToolError
+from sopgym.core.jsonio import loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.episodes import Episode, EpisodeStore
@@ -102,7 +103,7 @@ class GatewayCore:
             raise ToolError("invalid_value", "distractors must be an integer >= 0", "distractors")
         tools, distractors = self.catalog.episode_tools(service.domain, task_id, count)
         variant = request.get("sop_variant", "clean")
-        if variant not in service.sop:
+        if not isinstance(variant, str) or variant not in service.sop:
             raise ToolError(
                 "invalid_value",
                 f"no SOP variant {variant!r}; have: {', '.join(service.sop)}",
@@ -130,9 +131,10 @@ class GatewayCore:
     def authorize(self, episode: Episode, token: str | None, admin_ok: bool = False) -> None:
         if token is None:
             raise ToolError("unauthorized", "missing bearer token")
-        if hmac.compare_digest(token, episode.token):
+        given = token.encode()  # compare_digest takes str only when it is ASCII
+        if hmac.compare_digest(given, episode.token.encode()):
             return
-        if admin_ok and self.admin_token and hmac.compare_digest(token, self.admin_token):
+        if admin_ok and self.admin_token and hmac.compare_digest(given, self.admin_token.encode()):
             return
         raise ToolError("forbidden", "token does not grant access to this episode")
 
@@ -144,9 +146,8 @@ class GatewayCore:
             raise ToolError("episode_closed", "episode already finished")
         started = time.perf_counter()
         try:
-            arguments: Any = orjson.loads(body) if body else {}
-        except orjson.JSONDecodeError:
-            error = ToolError("invalid_json", "tool arguments are not valid JSON")
+            arguments: Any = loads_request(body, "tool arguments") if body else {}
+        except ToolError as error:
             return self._refused(
                 episode, name, body.decode(errors="replace"), started, error, transport
             )

@@ -26,6 +26,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from sopgym.core.errors import STATUS_BY_CODE, ToolError
+from sopgym.core.jsonio import loads_request
 from sopgym.gateway.core import GatewayCore
 from sopgym.observability import semconv as sc
 from sopgym.observability import tracing
@@ -83,10 +84,7 @@ def error_trailers(error: ToolError) -> tuple[tuple[str, str | bytes], ...]:
 
 
 def _json(data: bytes, what: str) -> Any:
-    try:
-        return orjson.loads(data) if data else None
-    except orjson.JSONDecodeError:
-        raise ToolError("invalid_json", f"{what} is not valid JSON") from None
+    return loads_request(data, what) if data else None
 
 
 class Servicer:

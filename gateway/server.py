@@ -7,11 +7,14 @@ connections). This server does only what the gateway needs, in one place:
 
 * HTTP/1.1 keep-alive and pipelining (answers leave in request order), HTTP/1.0 and
   ``Connection: close``; ``Expect: 100-continue``; request bodies with Content-Length or
-  chunked (httptools decodes them), buffered whole and capped (413 past ``max_body``);
+  chunked (httptools decodes them), buffered whole and capped (413 past ``max_body``, as soon
+  as a declared length or the bytes received pass it);
 * responses written in one piece with a Content-Length, or chunked when an app streams;
-* a malformed request gets a 400 and one whose head passes 64 KiB a 431, and the connection
-  closes; an app that fails before answering gets a structured 500 (never a traceback); idle
-  connections close after ``keep_alive_s``;
+* a malformed request gets a 400 (HTTP/0.9, protocol upgrades and CONNECT included), one whose
+  head passes 64 KiB a 431, and one whose head takes over ``keep_alive_s`` to arrive a 408;
+  the connection then closes, after reading what the client was still sending for a moment
+  (see ``_Connection._abort``); an app that fails before answering gets a structured 500
+  (never a traceback); idle connections close after ``keep_alive_s``;
 * ASGI lifespan (the gateway starts its gRPC server there) and a graceful stop on SIGINT or
   SIGTERM: stop accepting, let requests in flight finish, then run the lifespan shutdown.
 """
@@ -27,16 +30,16 @@ from urllib.parse import unquote
 
 import httptools
 
-from sopgym.asgi import ASGIApp, Message, Scope, header
+from sopgym.asgi import MAX_API_BODY, ASGIApp, Message, Scope, header
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps
 
 log = logging.getLogger("sopgym.gateway.server")
 
-MAX_BODY = 16 * 1024 * 1024
 MAX_HEAD = 64 * 1024  # request line and headers
 KEEP_ALIVE_S = 60.0
 GRACE_S = 10.0
+LINGER_S = 2.0  # after an error answer: how long to drop what the client still sends
 MAX_PIPELINED = 32  # parsed requests waiting on one connection before it stops reading
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -68,8 +71,13 @@ class ServerError(RuntimeError):
     """The server could not start: the port is taken, or the app's lifespan startup failed."""
 
 
-class _HeadTooLarge(Exception):
-    """Raised from a parser callback: the request line and headers passed ``MAX_HEAD``."""
+class _Refusal(Exception):
+    """Raised from a parser callback to stop parsing and refuse the request with ``status``
+    (httptools hands it back as the ``__context__`` of the parser error it raises)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _Request:
@@ -98,6 +106,11 @@ class _Connection(asyncio.Protocol):
         self.url = b""
         self.head_size = 0
         self.request: _Request | None = None
+        # A request part-received and how far its parsing had got when last looked at, and
+        # the bytes received since without progress: see _check_progress.
+        self.progress_mark: tuple[_Request, int, int] | None = None
+        self.unparsed = 0
+        self.head_watch: tuple[_Request, float] | None = None  # see check_head_deadline
         self.queue: deque[_Request] = deque()
         self.runner: asyncio.Task[None] | None = None
         self.closed = False
@@ -121,14 +134,57 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            if self.queue and header(self.queue[-1].scope, b"upgrade") is not None:
-                self.queue.pop()  # the upgrade request itself: refused, not answered
+            # llhttp stops right after the message asking to switch protocols (an Upgrade,
+            # or a CONNECT, which carries no Upgrade header): that one, queued last, is
+            # refused, not answered.
+            if self.queue and (
+                self.queue[-1].scope["method"] == "CONNECT"
+                or header(self.queue[-1].scope, b"upgrade") is not None
+            ):
+                self.queue.pop()
             self._refuse(400, "invalid_request", "protocol upgrades are not supported")
+            return
         except httptools.HttpParserError as error:
-            if isinstance(error.__context__, _HeadTooLarge):
-                self._refuse(431, "invalid_request", f"request head over {MAX_HEAD} bytes")
+            refusal = error.__context__
+            if isinstance(refusal, _Refusal):
+                self._refuse(refusal.status, "invalid_request", str(refusal))
             else:
                 self._refuse(400, "invalid_request", f"malformed HTTP request: {error}")
+            return
+        request = self.request
+        if request is not None:  # a request only part-received (rare: most come whole)
+            self._check_progress(request, len(data))
+
+    def _check_progress(self, request: _Request, size: int) -> None:
+        """Refuse a request that sends more than ``MAX_HEAD`` bytes without completing a
+        header line, a piece of URL or of body.
+
+        httptools gathers a header (or trailer) line in a buffer of its own, calling back only
+        when the line ends, so ``MAX_HEAD`` alone can't stop a line that never ends: the buffer
+        would grow without bound, and as it grows by concatenation, copying it would stall the
+        event loop, and every other connection with it, for seconds."""
+        mark = (request, self.head_size, request.size)
+        if mark == self.progress_mark:
+            self.unparsed += size
+            if self.unparsed > MAX_HEAD and not request.headers_done:
+                self._refuse(431, "invalid_request", f"request header line over {MAX_HEAD} bytes")
+            elif self.unparsed > MAX_HEAD:  # a trailer line, or a chunk size line
+                self._refuse(400, "invalid_request", f"chunk framing over {MAX_HEAD} bytes")
+        else:
+            self.progress_mark, self.unparsed = mark, 0
+
+    def check_head_deadline(self, now: float, limit_s: float) -> None:
+        """Refuse (408) a request whose head has been arriving for over ``limit_s``, timed from
+        when the server's sweeper first saw it, so within two of its rounds: a client trickling
+        a head a byte at a time is never idle, and would otherwise hold its connection forever.
+        Run by the sweeper, not per request."""
+        request = self.request
+        if request is None or request.headers_done or self.refused:
+            self.head_watch = None
+        elif self.head_watch is None or self.head_watch[0] is not request:
+            self.head_watch = (request, now)
+        elif now - self.head_watch[1] > limit_s:
+            self._refuse(408, "invalid_request", "request head not received in time")
 
     def eof_received(self) -> bool:
         """A half-close: requests already received are still answered (``True`` keeps the
@@ -165,25 +221,37 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         request = self.request
         assert request is not None  # on_message_begin made it
+        # ": " and CRLF count too: else a flood of empty headers would pass as a small head
+        self._count_head(len(name) + len(value) + 4)
         if request.headers_done:  # a chunked body's trailer: never a request header
             return
-        request.scope["headers"].append((name.lower(), value))
-        self._count_head(len(name) + len(value))
+        name = name.lower()
+        request.scope["headers"].append((name, value))
+        if name == b"content-length" and int(value) > self.server.max_body:
+            # refused before the body comes (and instead of a 100 Continue, if asked for);
+            # llhttp has checked the value is digits, and the only Content-Length
+            limit = self.server.max_body
+            raise _Refusal(413, f"request body over {limit} bytes")
 
     def _count_head(self, size: int) -> None:
         self.head_size += size
         if self.head_size > MAX_HEAD:
-            raise _HeadTooLarge
+            raise _Refusal(431, f"request head over {MAX_HEAD} bytes")
 
     def on_headers_complete(self) -> None:
         request, parser = self.request, self.parser
         assert request is not None  # on_message_begin made it
         request.headers_done = True
-        path, _, query = self.url.partition(b"?")
+        url = self.url
+        if url[0] != 47 and b"://" in url:  # absolute-form (http://host/path): take the path
+            parsed = httptools.parse_url(url)
+            url = (parsed.path or b"/") + (b"?" + parsed.query if parsed.query else b"")
+        path, _, query = url.partition(b"?")
+        version = parser.get_http_version()
         request.scope.update({
             "type": "http",
             "asgi": _ASGI,
-            "http_version": parser.get_http_version(),
+            "http_version": version,
             "method": parser.get_method().decode("ascii"),
             "scheme": "http",
             "path": unquote(path.decode("latin-1")),
@@ -194,6 +262,8 @@ class _Connection(asyncio.Protocol):
             "server": self.local,
         })
         request.keep_alive = parser.should_keep_alive()
+        if not request.keep_alive and version == "0.9":  # "GET /": no version, no headers
+            raise _Refusal(400, "HTTP/0.9 is not supported")
         if self.runner is None and not self.queue:  # else a 100 would precede earlier answers
             for name, value in request.scope["headers"]:
                 if name == b"expect" and value.lower() == b"100-continue":
@@ -201,15 +271,12 @@ class _Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         request = self.request
-        if request is None or request.refusal is not None:
+        if request is None:
             return
         request.size += len(body)
-        if request.size > self.server.max_body:
-            limit = self.server.max_body
-            request.refusal = (413, "invalid_request", f"request body over {limit} bytes")
-            request.body = []
-        else:
-            request.body.append(body)
+        if request.size > self.server.max_body:  # a chunked body: refused as soon as it passes
+            raise _Refusal(413, f"request body over {self.server.max_body} bytes")
+        request.body.append(body)
 
     def on_message_complete(self) -> None:
         request, self.request = self.request, None
@@ -273,10 +340,26 @@ class _Connection(asyncio.Protocol):
             self.close()  # a truncated stream: end it
 
     def _abort(self, status: int, code: str, message: str) -> None:
-        """Answer with an error and close: the connection's state can't be trusted further."""
-        if not self.closed and self.transport is not None:
-            self.transport.write(_error_response(status, code, message))
-        self.close()
+        """Answer with an error and close: the connection's state can't be trusted further.
+
+        The client may still be sending (the rest of a body refused with a 413, pipelined
+        requests): closing a socket with unread input makes the kernel reset the connection,
+        which can destroy the answer before the client reads it. So the answer is followed by
+        a half-close, what still comes is read and dropped, and the connection closes when the
+        client closes its side, or after ``LINGER_S``."""
+        transport = self.transport
+        if self.closed or transport is None:
+            self.close()
+            return
+        transport.write(_error_response(status, code, message))
+        self.closed = self.refused = True  # nothing more is written, nor parsed
+        self.queue.clear()
+        if self.eof or transport.is_closing() or not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()
+        transport.resume_reading()  # in case MAX_PIPELINED had paused it
+        self.loop.call_later(LINGER_S, transport.close)
 
     def write(self, data: bytes) -> None:
         if not self.closed:
@@ -300,7 +383,7 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             if abort:
                 self.transport.abort()
-            elif not self.closed:
+            else:  # also ends a lingering close (_abort) early; a no-op when already closed
                 self.transport.close()
         self.closed = True
         self.queue.clear()
@@ -421,7 +504,7 @@ class HttpServer:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        max_body: int = MAX_BODY,
+        max_body: int = MAX_API_BODY,
         keep_alive_s: float = KEEP_ALIVE_S,
     ) -> None:
         self.app, self.host, self.port = app, host, port
@@ -471,6 +554,8 @@ class HttpServer:
             for connection in list(self.connections):
                 if connection.idle_for(now) > self.keep_alive_s:
                     connection.close(abort=connection.stalled)
+                else:
+                    connection.check_head_deadline(now, self.keep_alive_s)
 
     async def serve_until_signalled(self) -> None:
         await self.start()

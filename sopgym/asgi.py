@@ -16,6 +16,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 JSON_TYPE = (b"content-type", b"application/json")
+# Tool arguments and episode requests are small JSON; a cap keeps one request from taking a
+# server's memory (uvicorn, under the tool services, buffers a body of any size).
+MAX_API_BODY = 16 * 1024 * 1024
 
 
 class BodyTooLarge(ValueError):

@@ -20,7 +20,17 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from sopgym.asgi import ASGIApp, Receive, Scope, Send, header, read_body, respond
+from sopgym.asgi import (
+    MAX_API_BODY,
+    ASGIApp,
+    BodyTooLarge,
+    Receive,
+    Scope,
+    Send,
+    header,
+    read_body,
+    respond,
+)
 from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
@@ -59,7 +69,12 @@ class ToolService:
         path = scope.get("path", "")
         if scope["type"] == "http" and scope["method"] == "POST" and path.startswith(TOOL_PATH):
             scope["route"] = TOOL_ROUTE
-            status, payload = self.call(path[len(TOOL_PATH) :], scope, await read_body(receive))
+            try:
+                body = await read_body(receive, MAX_API_BODY)
+            except BodyTooLarge as error:  # 413, with the structured body every refusal has
+                await respond(send, 413, dumps(ToolError("invalid_request", str(error)).to_body()))
+                return
+            status, payload = self.call(path[len(TOOL_PATH) :], scope, body)
             await respond(send, status, payload)
             return
         await self.rest(scope, receive, send)

@@ -17,12 +17,38 @@ def dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=_OPTIONS)
 
 
+# How deep a request's JSON may nest. Far past any tool's arguments, and below the 255 levels
+# orjson writes: a deeper value could be recorded, then never served or traced again.
+MAX_DEPTH = 64
+
+
+def loads_request(body: bytes, what: str = "request body") -> Any:
+    """Parse JSON from a client, or raise a structured error (``what`` names it there)."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise ToolError("invalid_json", f"{what} is not valid JSON: {error}") from None
+    # each level opens a bracket, so a body with few of them needs no walk
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise ToolError("invalid_request", f"{what} nests deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion (the value may be 1,000 levels deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def loads_object(body: bytes) -> dict[str, Any]:
     """Parse a request body that must be a JSON object, or raise a structured error."""
-    try:
-        value = orjson.loads(body or b"{}")
-    except orjson.JSONDecodeError as error:
-        raise ToolError("invalid_json", f"request body is not valid JSON: {error}") from None
+    value = loads_request(body or b"{}")
     if not isinstance(value, dict):
         raise ToolError("invalid_request", "request body must be a JSON object")
     return value

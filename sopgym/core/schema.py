@@ -45,9 +45,9 @@ class ArgumentValidator:
         try:
             if self._validator.is_valid(arguments):
                 return
-        except ValueError as error:  # not JSON data at all (e.g. a non-string key)
-            raise ToolError("invalid_request", f"tool arguments are not JSON: {error}") from None
-        errors = [_to_tool_error(e) for e in self._validator.iter_errors(arguments)]
+            errors = [_to_tool_error(e) for e in self._validator.iter_errors(arguments)]
+        except ValueError as error:  # not JSON data (a non-string key), or past its depth limit
+            raise ToolError("invalid_request", f"tool arguments not checkable: {error}") from None
         raise min(errors, key=lambda e: _PRIORITY[e.code])
 
 
