@@ -454,6 +454,8 @@ class _Exchange:
             self.chunked, request.keep_alive = False, False
         if not request.keep_alive:
             self.head.append(b"connection: close\r\n")
+        elif request.scope["http_version"] == "1.0":  # it asked; without the echo it must close
+            self.head.append(b"connection: keep-alive\r\n")
         if self.chunked:
             self.head.append(b"transfer-encoding: chunked\r\n")
 
