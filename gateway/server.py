@@ -11,7 +11,7 @@ connections). This server does only what the gateway needs, in one place:
   as a declared length or the bytes received pass it);
 * responses written in one piece with a Content-Length, or chunked when an app streams;
 * a malformed request gets a 400 (HTTP/0.9, protocol upgrades and CONNECT included), one whose
-  head passes 64 KiB a 431, and one whose head takes over ``keep_alive_s`` to arrive a 408;
+  head passes 64 KiB a 431, and one that takes over ``keep_alive_s`` to arrive a 408;
   the connection then closes, after reading what the client was still sending for a moment
   (see ``_Connection._abort``); an app that fails before answering gets a structured 500
   (never a traceback); idle connections close after ``keep_alive_s``;
@@ -110,7 +110,7 @@ class _Connection(asyncio.Protocol):
         # the bytes received since without progress: see _check_progress.
         self.progress_mark: tuple[_Request, int, int] | None = None
         self.unparsed = 0
-        self.head_watch: tuple[_Request, float] | None = None  # see check_head_deadline
+        self.arrival_watch: tuple[_Request, float] | None = None  # see check_request_deadline
         self.queue: deque[_Request] = deque()
         self.runner: asyncio.Task[None] | None = None
         self.closed = False
@@ -173,18 +173,18 @@ class _Connection(asyncio.Protocol):
         else:
             self.progress_mark, self.unparsed = mark, 0
 
-    def check_head_deadline(self, now: float, limit_s: float) -> None:
-        """Refuse (408) a request whose head has been arriving for over ``limit_s``, timed from
-        when the server's sweeper first saw it, so within two of its rounds: a client trickling
-        a head a byte at a time is never idle, and would otherwise hold its connection forever.
-        Run by the sweeper, not per request."""
+    def check_request_deadline(self, now: float, limit_s: float) -> None:
+        """Refuse (408) a request that has been arriving for over ``limit_s`` (head and body),
+        timed from when the server's sweeper first saw it, so within two of its rounds: a
+        client trickling a request a byte at a time is never idle, and would otherwise hold its
+        connection forever. Run by the sweeper, not per request."""
         request = self.request
-        if request is None or request.headers_done or self.refused:
-            self.head_watch = None
-        elif self.head_watch is None or self.head_watch[0] is not request:
-            self.head_watch = (request, now)
-        elif now - self.head_watch[1] > limit_s:
-            self._refuse(408, "invalid_request", "request head not received in time")
+        if request is None or self.refused:
+            self.arrival_watch = None
+        elif self.arrival_watch is None or self.arrival_watch[0] is not request:
+            self.arrival_watch = (request, now)
+        elif now - self.arrival_watch[1] > limit_s:
+            self._refuse(408, "invalid_request", "request not received in time")
 
     def eof_received(self) -> bool:
         """A half-close: requests already received are still answered (``True`` keeps the
@@ -557,7 +557,7 @@ class HttpServer:
                 if connection.idle_for(now) > self.keep_alive_s:
                     connection.close(abort=connection.stalled)
                 else:
-                    connection.check_head_deadline(now, self.keep_alive_s)
+                    connection.check_request_deadline(now, self.keep_alive_s)
 
     async def serve_until_signalled(self) -> None:
         await self.start()

@@ -271,13 +271,18 @@ def test_trailer_floods_count_against_the_head_limit(server: HttpServer) -> None
     assert closed
 
 
-def test_a_head_trickled_a_byte_at_a_time_gets_a_408() -> None:
-    """A client that never goes idle but never finishes its head (slowloris) is refused after
-    keep_alive_s; the idle timeout alone never fired for it."""
+@pytest.mark.parametrize(
+    "start",
+    [b"GET / HTTP/1.1\r\nX-Slow: ", b"POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"],
+    ids=["head", "body"],
+)
+def test_a_request_trickled_a_byte_at_a_time_gets_a_408(start: bytes) -> None:
+    """A client that never goes idle but never finishes its request (slowloris) is refused
+    after keep_alive_s; the idle timeout alone never fired for it."""
     with running(keep_alive_s=0.3) as server:
         sock, responses = connect(server)
         with sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nX-Slow: ")
+            sock.sendall(start)
             sock.settimeout(0.05)
             deadline = time.monotonic() + TIMEOUT
             reply = b""
