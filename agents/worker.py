@@ -74,6 +74,19 @@ def _run_episode(
     return report
 
 
+def parse_job(line: str) -> JSON:
+    """One job line, checked as far as a worker needs before it opens an episode."""
+    job = orjson.loads(line)
+    if not isinstance(job, dict):
+        raise ValueError("a job is a JSON object")
+    task = job.get("task")
+    if not isinstance(task, dict) or not all(
+        isinstance(task.get(k), str) for k in ("id", "domain")
+    ):
+        raise ValueError('"task" must be an object with string "id" and "domain"')
+    return job
+
+
 def serve(
     agent_name: str,
     gateway_url: str,
@@ -91,11 +104,14 @@ def serve(
         for line in jobs:
             if not line.strip():
                 continue
-            report = run_job(
-                agent, client, orjson.loads(line), task_timeout, agent_options.get("model")
-            )
-            tracing.flush()  # the episode's spans leave before its result: a later crash of
-            # this worker cannot take a finished episode's trace with it
+            try:
+                job = parse_job(line)
+            except ValueError as error:  # a hand-fed worker answers a bad line and goes on
+                report = {"task_id": None, "status": "failed", "error": f"invalid job: {error}"}
+            else:
+                report = run_job(agent, client, job, task_timeout, agent_options.get("model"))
+                tracing.flush()  # the episode's spans leave before its result: a later crash
+                # of this worker cannot take a finished episode's trace with it
             out.write(orjson.dumps(report).decode() + "\n")
             out.flush()
             if observe is not None:
