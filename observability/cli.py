@@ -57,25 +57,43 @@ def _evaluate(
     run_id: str | None,
     data_root: Path | None,
 ) -> dict:
-    from sopgym.observability.evaluator import TaskSet, evaluate, evaluate_path
+    from sopgym.observability.evaluator import TaskSet, evaluate
     from sopgym.observability.semconv import EVALUATED_SCOPES
     from sopgym.observability.sources import fetch_jaeger
 
     if (source is None) == (jaeger is None):
         raise click.UsageError("give either a run folder / trace file, or --jaeger URL")
     if jaeger is not None:
-        spans = fetch_jaeger(
-            jaeger,
-            service,
-            _parse_duration(lookback),
-            trace_ids=list(trace_ids),
-            scopes=EVALUATED_SCOPES,
-        )
+        import httpx
+
+        from sopgym.observability.otlp import TraceFormatError
+
+        try:
+            spans = fetch_jaeger(
+                jaeger,
+                service,
+                _parse_duration(lookback),
+                trace_ids=list(trace_ids),
+                scopes=EVALUATED_SCOPES,
+            )
+        except (httpx.HTTPError, TraceFormatError) as error:
+            raise click.ClickException(f"Jaeger at {jaeger}: {error}") from None
         return evaluate(spans, TaskSet(data_root), run_filter=run_id, source=jaeger)
+    return scored(source, data_root, run_id)  # type: ignore[arg-type]
+
+
+def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dict:
+    """:func:`evaluate_path`, its input errors as one clear line (a usage error when nothing
+    is there, exit 1 when what is there is not trace data)."""
+    from sopgym.observability.evaluator import evaluate_path
+    from sopgym.observability.otlp import TraceFormatError
+
     try:
-        return evaluate_path(source, data_root, run_id)  # type: ignore[arg-type]
+        return evaluate_path(path, data_root, run_id)
     except FileNotFoundError as error:
         raise click.UsageError(str(error)) from None
+    except TraceFormatError as error:
+        raise click.ClickException(f"unreadable traces: {error}") from None
 
 
 def _source_options(command: click.Command) -> click.Command:
@@ -141,11 +159,15 @@ def eval_command(
 @_DATA_ROOT
 def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> None:
     """Write <run>/report.md and a self-contained <run>/report.html from the run's traces."""
+    write_run_report(run_dir, data_root, jaeger_ui)
+
+
+def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
+    """Score the run's traces; write eval.json, report.md and report.html beside them."""
     from sopgym.core.jsonio import dumps, write_atomic
-    from sopgym.observability.evaluator import evaluate_path
     from sopgym.observability.report import write_reports
 
-    result = evaluate_path(run_dir, data_root)
+    result = scored(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
     for path in write_reports(result, run_dir, jaeger_ui):
         console.print(f"wrote {path}")
@@ -160,9 +182,8 @@ def compare_command(run_a: Path, run_b: Path, as_json: bool, data_root: Path | N
     """Metric deltas (B - A) overall and per domain, and the tasks that flipped."""
     from sopgym.core.jsonio import dumps
     from sopgym.observability.compare import compare, to_markdown
-    from sopgym.observability.evaluator import evaluate_path
 
-    deltas = compare(evaluate_path(run_a, data_root), evaluate_path(run_b, data_root))
+    deltas = compare(scored(run_a, data_root), scored(run_b, data_root))
     if as_json:
         sys.stdout.buffer.write(dumps(deltas) + b"\n")
     else:

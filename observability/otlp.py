@@ -281,6 +281,10 @@ def _hex_id(value: str | None) -> str:
     return value if len(value) in (32, 16) else _b64_to_hex(value)
 
 
+class TraceFormatError(ValueError):
+    """Trace data that is not OTLP JSON traces; the message says where."""
+
+
 @dataclass
 class SpanBatch:
     """Spans read from a trace source; spans of scopes the reader was not asked for are
@@ -361,15 +365,18 @@ def read_batch(
 
     The collector writes one line per instrumentation scope, so lines of scopes not asked for
     are counted and skipped without being parsed (or copied). A torn last line (a writer
-    killed mid-write) is skipped; a bad line elsewhere is an error.
+    killed mid-write, so no newline ends it) is skipped; any other line that is not OTLP JSON
+    is a :class:`TraceFormatError`, never silently left out of the scores.
     """
     batch = batch if batch is not None else SpanBatch()
     if not data.strip():
         return batch
     try:
-        return spans_of(orjson.loads(data), scopes, batch)
+        document = orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
+    else:
+        return _checked_spans_of(document, scopes, batch, "the document")
     wanted = {scope.encode() for scope in scopes} if scopes is not None else None
     view = memoryview(data)
     lines = _lines(data)
@@ -385,12 +392,21 @@ def read_batch(
                     continue
         try:
             document = orjson.loads(view[start:end])
-        except orjson.JSONDecodeError:
-            if number == len(lines):
+        except orjson.JSONDecodeError as error:
+            if number == len(lines) and not data.endswith(b"\n"):
                 break
-            raise
-        spans_of(document, scopes, batch)
+            raise TraceFormatError(f"line {number} is not JSON: {error}") from None
+        _checked_spans_of(document, scopes, batch, f"line {number}")
     return batch
+
+
+def _checked_spans_of(
+    document: Any, scopes: frozenset[str] | None, batch: SpanBatch, where: str
+) -> SpanBatch:
+    try:
+        return spans_of(document, scopes, batch)
+    except (AttributeError, TypeError, ValueError) as error:  # JSON, but not of OTLP's shape
+        raise TraceFormatError(f"{where} is not OTLP JSON traces ({error})") from None
 
 
 @contextmanager
@@ -415,5 +431,8 @@ def read_spans(paths: Iterable[Path], scopes: frozenset[str] | None = None) -> S
     batch = SpanBatch()
     with paused_gc():
         for path in paths:
-            read_batch(path.read_bytes(), scopes, batch)
+            try:
+                read_batch(path.read_bytes(), scopes, batch)
+            except TraceFormatError as error:
+                raise TraceFormatError(f"{path}: {error}") from None
     return batch

@@ -167,18 +167,13 @@ def merge_command(
 
 def _write_report(run_dir: Path, data_root: Path | None) -> None:
     """The evaluator's report over the run's trace store, when the run was traced."""
-    from sopgym.core.jsonio import dumps, write_atomic
-    from sopgym.observability.evaluator import evaluate_path
-    from sopgym.observability.report import write_reports
+    from sopgym.observability.cli import write_run_report
     from sopgym.observability.sources import trace_files
 
     if not trace_files(run_dir):
         console.print(f"no traces under {run_dir}: report skipped")
         return
-    result = evaluate_path(run_dir, data_root)
-    write_atomic(run_dir / "eval.json", dumps(result))
-    for path in write_reports(result, run_dir):
-        console.print(f"wrote {path}")
+    write_run_report(run_dir, data_root)
 
 
 @click.command("loadtest")

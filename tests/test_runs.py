@@ -161,3 +161,19 @@ def test_cli_prints_user_text_as_typed(tmp_path: Path) -> None:
     out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
     assert "│ warehouse_package_inspection │" in out, out
+
+
+def test_eval_names_trace_data_it_cannot_read(tmp_path: Path) -> None:
+    """A file that is not OTLP JSON is an error naming file and line, never scored as empty."""
+    for content, problem in ((b"garbage\n", "line 1 is not JSON"),
+                             (b"[]\n", "the document is not OTLP JSON traces")):  # fmt: skip
+        path = tmp_path / "traces.jsonl"
+        path.write_bytes(content)
+        process = sopgym("eval", str(path), "--data-root", str(DATA_ROOT))
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 1, err
+        assert f"unreadable traces: {path}: {problem}" in err and "Traceback" not in err, err
+        assert out == ""
+    process = sopgym("eval", "--jaeger", f"http://127.0.0.1:{free_port()}")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1 and "Connection refused" in err and "Traceback" not in err

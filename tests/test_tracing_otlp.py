@@ -166,8 +166,16 @@ def test_reader_skips_unwanted_scopes_and_a_torn_tail(sdk: Any, tmp_path: Path) 
     assert span.trace_id == PARENT.split("-")[1] and span.parent_id == PARENT.split("-")[2]
     assert span.attributes[sc.CALL_INDEX] == 3 and span.status == otlp.STATUS_ERROR
     assert span.events()[0][1][sc.EVENT_ERROR_CODE] == "type_mismatch"
-    with pytest.raises(orjson.JSONDecodeError):
+    with pytest.raises(otlp.TraceFormatError, match="line 1 is not JSON"):
         otlp.read_batch(b"{not json}\n" + data)
+    # a bad last line that a newline ends was written whole: corrupt, not torn
+    last = f"line {len(data.splitlines()) + 1}"
+    with pytest.raises(otlp.TraceFormatError, match=f"{last} is not JSON"):
+        otlp.read_batch(data + b'{"resourceSpans": [{"reso\n')
+    for wrong_shape, found in ((b"[]\n", "document"), (b'{"resourceSpans": 5}\n', "document"),
+                               (data + b'{"resourceSpans": [{"scopeSpans": 1}]}\n', last)):
+        with pytest.raises(otlp.TraceFormatError, match=f"{found} is not OTLP JSON traces"):
+            otlp.read_batch(wrong_shape)
     padded = b"\n   \n  " + data.replace(b"\n", b"\n\t\n", 1)  # blank lines, indented JSON
     assert otlp.read_batch(padded).total == 3
 
