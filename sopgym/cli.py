@@ -163,7 +163,10 @@ def run(
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
             raise click.UsageError(f"no run to resume at {run_dir}")
-        config = RunConfig.from_json(orjson.loads((run_dir / "config.json").read_bytes()))
+        try:
+            config = RunConfig.read(run_dir / "config.json")
+        except ValueError as error:
+            raise click.UsageError(str(error)) from None
     else:
         names = list(domains) or [DEFAULT_DOMAIN]
         if names == ["all"]:

@@ -52,6 +52,20 @@ class RunConfig:
     def from_json(cls, data: JSON) -> RunConfig:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
+    @classmethod
+    def read(cls, path: Path) -> RunConfig:
+        """A run folder's ``config.json``; :class:`ValueError` saying why if it is not one."""
+        try:
+            data = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            raise ValueError(f"{path} is not JSON: {error}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("domains"), list):
+            raise ValueError(f"{path} is not a run config (no list of domains)")
+        try:
+            return cls.from_json(data)
+        except TypeError as error:
+            raise ValueError(f"{path} is not a run config: {error}") from None
+
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)

@@ -136,9 +136,14 @@ def test_resume_repairs_a_torn_last_line(tmp_path: Path) -> None:
 
 
 def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
+    for name, config in (("torn", b"{bad"), ("list", b"[]")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_bytes(config)
     for args in (
         ["run", "no_such_domain", "--runs-dir", str(tmp_path)],
         ["run", "--resume", "nothing-here", "--runs-dir", str(tmp_path)],
+        ["run", "--resume", "torn", "--runs-dir", str(tmp_path)],
+        ["run", "--resume", "list", "--runs-dir", str(tmp_path)],
         ["run", "--agent", "nobody", "--runs-dir", str(tmp_path)],
     ):
         process = sopgym(*args)
