@@ -6,6 +6,7 @@ They are registered on the main ``sopgym`` group; heavy imports happen inside ea
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -37,6 +38,12 @@ def collector(host: str, port: int, out_dir: Path, forward: tuple[str, ...]) -> 
     """Receive OTLP/HTTP traces (POST /v1/traces) and store them as OTLP JSON lines."""
     from sopgym.observability.collector import serve
 
+    try:  # a store that cannot be written is an error now, not at the first span
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if not os.access(out_dir, os.W_OK | os.X_OK):
+            raise PermissionError(f"{out_dir} is not writable")
+    except OSError as error:
+        raise click.BadParameter(str(error), param_hint="--out") from None
     serve(out_dir, host, port, list(forward))
 
 

@@ -379,25 +379,35 @@ def agent_worker(
     from sopgym.agents.worker import serve
     from sopgym.observability.tracing import setup_tracing
 
+    try:
+        agent_options = orjson.loads(options)
+    except orjson.JSONDecodeError as error:
+        raise click.BadParameter(f"not JSON: {error}", param_hint="--options") from None
+    if not isinstance(agent_options, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--options")
     setup_tracing("sopgym-agent-worker", {"gen_ai.agent.name": agent})
     observe = worker_metrics(agent, model, metrics_host, metrics_port)
-    agent_options = orjson.loads(options)
-    if shard["shard"] is not None:
-        run_shard_command(
-            gateway_url, transport, agent, model, base_url, task_timeout, agent_options, observe,
-            **shard,
-        )  # fmt: skip
-        return
-    if base_url:
-        agent_options["base_url"] = base_url
-    serve(
-        agent,
-        gateway_url,
-        task_timeout,
-        {"model": model, **agent_options},
-        transport=transport,
-        observe=observe,
-    )
+    try:
+        if shard["shard"] is not None:
+            run_shard_command(
+                gateway_url, transport, agent, model, base_url, task_timeout, agent_options,
+                observe, **shard,
+            )  # fmt: skip
+            return
+        if base_url:
+            agent_options["base_url"] = base_url
+        serve(
+            agent,
+            gateway_url,
+            task_timeout,
+            {"model": model, **agent_options},
+            transport=transport,
+            observe=observe,
+        )
+    except ModelUnavailable as error:
+        _model_unavailable(error)
+    except ValueError as error:  # a gateway address of the wrong form, found before any job
+        raise click.BadParameter(str(error), param_hint="--gateway") from None
 
 
 @main.command("model-server")

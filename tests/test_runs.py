@@ -145,6 +145,9 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
         ["run", "--resume", "torn", "--runs-dir", str(tmp_path)],
         ["run", "--resume", "list", "--runs-dir", str(tmp_path)],
         ["run", "--agent", "nobody", "--runs-dir", str(tmp_path)],
+        ["agent-worker", "--gateway", "nope"],
+        ["agent-worker", "--gateway", "http://127.0.0.1:9", "--options", "[1"],
+        ["collector", "--out", str(tmp_path / "torn" / "config.json" / "traces")],
     ):
         process = sopgym(*args)
         _, err = process.communicate(timeout=60)
