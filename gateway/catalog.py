@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -66,20 +67,23 @@ def _rank(seed: str, name: str) -> str:
     return hashlib.blake2b(f"{seed}|{name}".encode(), digest_size=8).hexdigest()
 
 
-def discover(urls: dict[str, str], wait_s: float = 30.0) -> Catalog:
-    """Fetch ``GET /v1/tools`` from each service, waiting for it to become ready."""
+class DiscoveryError(RuntimeError):
+    """A tool service did not answer its catalog in time, or answered as no tool service."""
+
+
+def discover(
+    urls: dict[str, str],
+    wait_s: float = 30.0,
+    on_wait: Callable[[str, str, str], None] | None = None,
+) -> Catalog:
+    """Fetch ``GET /v1/tools`` from each service, waiting up to ``wait_s`` for all to be
+    ready (services and gateway may start together); ``on_wait(domain, url, why)`` hears of
+    the first failed try of each."""
     entries = []
     deadline = time.monotonic() + wait_s
     with httpx.Client(timeout=5.0) as client:
         for domain, url in urls.items():
-            while True:
-                try:
-                    body = client.get(f"{url}/v1/tools").raise_for_status().json()
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
+            body = _catalog(client, domain, url, deadline, on_wait)
             parts = urlsplit(url)
             entries.append(
                 ServiceEntry(
@@ -95,3 +99,36 @@ def discover(urls: dict[str, str], wait_s: float = 30.0) -> Catalog:
                 )
             )
     return Catalog(entries)
+
+
+def _catalog(
+    client: httpx.Client,
+    domain: str,
+    url: str,
+    deadline: float,
+    on_wait: Callable[[str, str, str], None] | None,
+) -> JSON:
+    waited = False
+    while True:
+        try:
+            response = client.get(f"{url}/v1/tools")
+            if response.status_code < 500:  # a 5xx is a service still starting: try again
+                break
+            why = f"HTTP {response.status_code}"
+        except httpx.HTTPError as error:
+            why = str(error) or type(error).__name__
+        if time.monotonic() > deadline:
+            raise DiscoveryError(f"tool service {domain} at {url} not ready in time: {why}")
+        if on_wait is not None and not waited:
+            on_wait(domain, url, why)
+        waited = True
+        time.sleep(0.1)
+    try:
+        body = response.raise_for_status().json()
+        if not isinstance(body.get("tools"), list):
+            raise ValueError("no list of tools")
+    except (httpx.HTTPStatusError, ValueError, AttributeError) as error:
+        raise DiscoveryError(
+            f"{url} answers GET /v1/tools as no sopgym tool service does: {error}"
+        ) from None
+    return body

@@ -321,7 +321,7 @@ def gateway(
 ) -> None:
     """Serve the gateway in front of the given tool services (HTTP, and gRPC if asked)."""
     from sopgym.gateway.app import Gateway
-    from sopgym.gateway.catalog import discover
+    from sopgym.gateway.catalog import DiscoveryError, discover
     from sopgym.gateway.server import ServerError, serve
     from sopgym.observability.tracing import setup_tracing
     from sopgym.stack import ADMIN_TOKEN_ENV
@@ -334,7 +334,14 @@ def gateway(
         if not sep or not url.startswith("http"):
             raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
         urls[name] = url.rstrip("/")
-    app = Gateway(discover(urls), distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host)
+    def waiting(domain: str, url: str, why: str) -> None:
+        console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
+
+    try:
+        catalog = discover(urls, on_wait=waiting)
+    except DiscoveryError as error:
+        raise click.ClickException(str(error)) from None
+    app = Gateway(catalog, distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host)
     try:
         serve(app, host, port)
     except ServerError as error:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
 from sopgym.agents.client import GatewayClient
+from sopgym.gateway.catalog import DiscoveryError, discover
+from sopgym.processes import free_port
 from sopgym.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
 
@@ -110,3 +115,29 @@ def test_distractors_are_real_callable_tools(stack: Stack, client: GatewayClient
 
 def test_gateway_log_has_no_tracebacks(stack: Stack) -> None:
     assert "Traceback" not in Path(stack.logs / "gateway.log").read_text()
+
+
+def test_discovery_names_a_missing_or_foreign_tool_service() -> None:
+    heard: list[tuple[str, str, str]] = []
+    dead = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(DiscoveryError, match=f"patient_intake at {dead} not ready in time"):
+        discover({"patient_intake": dead}, wait_s=0.3, on_wait=lambda *a: heard.append(a))
+    assert len(heard) == 1 and heard[0][:2] == ("patient_intake", dead)
+
+    class NotATool(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    foreign = ThreadingHTTPServer(("127.0.0.1", 0), NotATool)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{foreign.server_port}"
+        started = time.monotonic()
+        with pytest.raises(DiscoveryError, match="as no sopgym tool service does"):
+            discover({"patient_intake": url}, wait_s=30)
+        assert time.monotonic() - started < 5, "a foreign answer is final: no waiting it out"
+    finally:
+        foreign.shutdown()
