@@ -227,9 +227,16 @@ def loadtest_command(
     """Drive many concurrent episodes against a stack and report throughput and latency."""
     from rich.live import Live
 
+    from sopgym.core.registry import UnknownDomainError, load_domain
     from sopgym.loadtest import Loadtest, LoadtestConfig, write_reports
     from sopgym.runner import new_run_id
 
+    if gateway is None:  # the embedded stack serves local domains: know them before it starts
+        try:
+            for name in domains:
+                load_domain(name)
+        except UnknownDomainError as error:
+            raise click.BadParameter(str(error), param_hint="--domain") from None
     config = LoadtestConfig(
         tasks=tasks,
         concurrency=concurrency,

@@ -148,6 +148,7 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path) -> None:
         ["agent-worker", "--gateway", "nope"],
         ["agent-worker", "--gateway", "http://127.0.0.1:9", "--options", "[1"],
         ["collector", "--out", str(tmp_path / "torn" / "config.json" / "traces")],
+        ["loadtest", "--domain", "no_such_domain", "--out", str(tmp_path / "lt")],
     ):
         process = sopgym(*args)
         _, err = process.communicate(timeout=60)
