@@ -12,7 +12,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
-from sopgym.asgi import JSON_TYPE, Receive, Scope, Send, header, read_body, respond
+from sopgym.asgi import (
+    JSON_TYPE,
+    ClientDisconnected,
+    Receive,
+    Scope,
+    Send,
+    header,
+    read_body,
+    respond,
+)
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
@@ -68,6 +77,10 @@ class Gateway:
                 payload = dumps(body)
         except ToolError as error:
             status, payload = error.status, dumps(error.to_body())
+        except ClientDisconnected:  # under a server that streams bodies: nothing was asked
+            if traced:
+                end_server_span(self._tracer, span, token, 499)  # "client closed request"
+            return
         except Exception as exc:  # never a traceback to the client
             status = 500
             payload = dumps(

@@ -12,7 +12,6 @@ endpoint (an OpenTelemetry Collector or Jaeger) so the same spans can be inspect
 from __future__ import annotations
 
 import asyncio
-import gzip
 import logging
 import os
 import time
@@ -28,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from sopgym.asgi import BodyTooLarge, Receive, Send, read_body, respond
+from sopgym.asgi import BodyTooLarge, ClientDisconnected, Receive, Send, read_body, respond
 from sopgym.observability.otlp import json_to_request, request_to_json
 
 log = logging.getLogger("sopgym.collector")
@@ -60,11 +59,17 @@ class Collector:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            # There is no websocket route: refuse the handshake (uvicorn answers 403). Returning
+            # without a word made uvicorn log an error and answer 500 to any upgrade request.
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
             return
         path, method = scope["path"].rstrip("/"), scope["method"]
         headers = dict(scope["headers"])
-        content_type = headers.get(b"content-type", PROTOBUF).split(b";")[0].strip()
+        # media types and content codings are case-insensitive (RFC 9110)
+        content_type = headers.get(b"content-type", PROTOBUF).split(b";")[0].strip().lower()
         try:
             if path in ("/healthz", "/readyz") and method == "GET":
                 body = orjson.dumps(
@@ -80,8 +85,11 @@ class Collector:
                 body = await read_body(receive, MAX_BODY)
             except BodyTooLarge as error:
                 raise BadRequest(413, str(error)) from None
-            raw = _decode(body, headers.get(b"content-encoding", b""))
+            except ClientDisconnected:  # a prefix: its spans would come again, whole, on retry
+                return
+            raw = _decode(body, headers.get(b"content-encoding", b"").strip().lower())
             request = _parse(raw, content_type)
+            _check_ids(request)
             self._store(request)
             if self.forward:
                 self._relay_later(request.SerializeToString())
@@ -147,23 +155,52 @@ def per_scope(request: ExportTraceServiceRequest) -> list[dict[str, Any]]:
 
 
 def _decode(body: bytes, encoding: bytes) -> bytes:
-    try:
-        if encoding == b"gzip":
-            return gzip.decompress(body)
-        if encoding == b"deflate":
-            return zlib.decompress(body)
-    except (OSError, zlib.error) as error:
-        raise BadRequest(400, f"cannot decompress body: {error}") from None
+    if encoding == b"gzip":
+        return _inflate(body, 16 + zlib.MAX_WBITS, members=True)
+    if encoding == b"deflate":
+        return _inflate(body, zlib.MAX_WBITS, members=False)
     if encoding not in (b"", b"identity"):
         raise BadRequest(415, f"unsupported content-encoding {encoding.decode(errors='replace')}")
     return body
 
 
+def _inflate(body: bytes, wbits: int, members: bool) -> bytes:
+    """``body`` decompressed (gzip: every member in turn), to at most ``MAX_BODY`` bytes.
+
+    ``gzip.decompress`` had no such cap, so a small compressed body (a "zip bomb": a 64 MiB
+    body inflates to some 64 GiB) could take all the receiver's memory; and a truncated gzip
+    stream raised ``EOFError``, which was not caught, so it got a 500 and a traceback.
+    """
+    limit = MAX_BODY
+    pieces, size, rest = [], 0, body
+    try:
+        while True:
+            inflater = zlib.decompressobj(wbits)
+            piece = inflater.decompress(rest, limit - size + 1)
+            size += len(piece)
+            if size > limit:
+                raise BadRequest(413, f"request body decompresses to over {limit} bytes")
+            pieces.append(piece)
+            if not inflater.eof:  # the input ran out first
+                raise BadRequest(400, "cannot decompress body: the compressed data is truncated")
+            rest = inflater.unused_data
+            if not members or not rest:  # zlib.decompress ignored a deflate body's trailer
+                return b"".join(pieces)
+    except zlib.error as error:
+        raise BadRequest(400, f"cannot decompress body: {error}") from None
+
+
 def _parse(raw: bytes, content_type: bytes) -> ExportTraceServiceRequest:
     if content_type == JSON_TYPE:
         try:
-            return json_to_request(orjson.loads(raw))
-        except (orjson.JSONDecodeError, json_format.ParseError, ValueError) as error:
+            document = orjson.loads(raw)
+            if not isinstance(document, dict):
+                raise ValueError(f"expected an object, got {type(document).__name__}")
+            return json_to_request(document)
+        # TypeError and AttributeError too: json_to_request takes the document's shape on
+        # trust (a list where OTLP has an object, a number for an id) and orjson cannot copy
+        # a document nested over 254 levels; all of them are the client's 400, not a 500
+        except (ValueError, TypeError, AttributeError, json_format.ParseError) as error:
             raise BadRequest(400, f"invalid OTLP JSON: {error}") from None
     if content_type != PROTOBUF:
         raise BadRequest(415, f"unsupported content-type {content_type.decode(errors='replace')}")
@@ -174,6 +211,45 @@ def _parse(raw: bytes, content_type: bytes) -> ExportTraceServiceRequest:
         raise BadRequest(400, f"invalid ExportTraceServiceRequest: {error}") from None
     return request
 
+
+_TRACE_ID, _SPAN_ID = (0, 16), (0, 8)  # the sizes an id may have (0: absent)
+
+
+def _check_ids(request: ExportTraceServiceRequest) -> None:
+    """Refuse ids that are neither absent nor OTLP's size (16 bytes a trace id, 8 a span id).
+
+    The trace store's reader takes an id of any other length for base64 and fails on it, so
+    one such span would make the whole store, every span of the run, unreadable by ``sopgym
+    eval``; the OpenTelemetry Collector refuses such a request too.
+    """
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                if (
+                    len(span.trace_id) in _TRACE_ID
+                    and len(span.span_id) in _SPAN_ID
+                    and len(span.parent_span_id) in _SPAN_ID
+                    and (
+                        not span.links
+                        or all(
+                            len(link.trace_id) in _TRACE_ID and len(link.span_id) in _SPAN_ID
+                            for link in span.links
+                        )
+                    )
+                ):
+                    continue
+                ids = [
+                    ("trace_id", span.trace_id, 16),
+                    ("span_id", span.span_id, 8),
+                    ("parent_span_id", span.parent_span_id, 8),
+                ]
+                for link in span.links:
+                    ids += [("a link's trace_id", link.trace_id, 16)]
+                    ids += [("a link's span_id", link.span_id, 8)]
+                name, value, size = next(i for i in ids if len(i[1]) not in (0, i[2]))
+                raise BadRequest(
+                    400, f"span {span.name!r}: {name} is {len(value)} bytes, not {size}"
+                )
 
 
 def serve(out_dir: Path, host: str, port: int, forward: list[str] | None = None) -> None:

@@ -25,12 +25,20 @@ class BodyTooLarge(ValueError):
     """A request body passed the limit :func:`read_body` was given."""
 
 
+class ClientDisconnected(ConnectionError):
+    """The client left before its request body was complete: what came is a prefix, and
+    acting on it (a protobuf prefix parses; so may a JSON one) would act on a request never
+    made. There is no one left to answer either."""
+
+
 async def read_body(receive: Receive, limit: int | None = None) -> bytes:
-    """The whole request body (empty if the client disconnected first); past ``limit`` bytes,
-    :class:`BodyTooLarge` instead of reading on."""
+    """The whole request body; past ``limit`` bytes, :class:`BodyTooLarge` instead of reading
+    on; :class:`ClientDisconnected` if the client leaves first."""
     chunks, size = [], 0
     while True:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected("the client left before its request body was complete")
         chunk = message.get("body", b"")
         size += len(chunk)
         if limit is not None and size > limit:

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import orjson
 from fastapi import FastAPI, Request
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
+from sopgym.asgi import MAX_API_BODY
 from sopgym.core import dataset
 from sopgym.core.registry import domain_names, load_domain
 from sopgym.observability.asgi import fastapi_telemetry
@@ -25,8 +28,33 @@ def _json(body: object, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
-def _error(message: str, status: int = 400, kind: str = "invalid_request_error") -> Response:
-    return _json({"error": {"message": message, "type": kind, "param": None, "code": None}}, status)
+# A conversation is small JSON; a cap keeps one request from taking the server's memory (and,
+# since replies are computed on the event loop, its time): uvicorn buffers a body of any size.
+MAX_BODY = MAX_API_BODY
+
+
+def _error(
+    message: str,
+    status: int = 400,
+    kind: str = "invalid_request_error",
+    param: str | None = None,
+) -> Response:
+    error = {"message": message, "type": kind, "param": param, "code": None}
+    return _json({"error": error}, status)
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or ``None`` once it passes ``limit`` bytes (not read on)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def create_app(
@@ -52,6 +80,12 @@ def create_app(
         telemetry=fastapi_telemetry(),  # spans come from TracingMiddleware (sopgym.observability)
     )
 
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, error: HTTPException) -> Response:
+        """An unknown path or a wrong method, in the same OpenAI error shape as every other
+        error here (FastAPI's own is ``{"detail": ...}``, which OpenAI clients do not read)."""
+        return _error(str(error.detail), error.status_code)
+
     @app.get("/healthz")
     async def healthz() -> Response:
         return _json({"status": "ok"})
@@ -74,7 +108,12 @@ def create_app(
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        raw = await request.body()
+        try:
+            raw = await _read_body(request, MAX_BODY)
+        except ClientDisconnect:  # gone mid-body: nobody to answer, and nothing went wrong here
+            return _error("the client disconnected before sending the whole body")
+        if raw is None:
+            return _error(f"request body over {MAX_BODY} bytes", 413)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -84,6 +123,6 @@ def create_app(
         try:
             return _json(model.respond(body, len(raw)))
         except BadRequest as error:
-            return _error(str(error))
+            return _error(str(error), param=error.param)
 
     return app

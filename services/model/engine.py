@@ -18,7 +18,6 @@ from typing import IO, Any
 
 import orjson
 
-from sopgym.agents.jsontext import iter_objects
 from sopgym.core.dataset import DomainData
 from sopgym.core.tasks import Task, ToolCall
 from sopgym.importers.policy import Answer, Step, next_action, spec_parts
@@ -28,6 +27,7 @@ from sopgym.services.model.profiles import ErrorProfile, profile_for_model
 from sopgym.services.model.script import Event, Playbook, Script, canonical
 
 JSON = dict[str, Any]
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _UNKNOWN_CASE = (
     "I cannot find a case input that I recognise in this conversation, so I cannot follow "
     "the procedure."
@@ -35,7 +35,12 @@ _UNKNOWN_CASE = (
 
 
 class BadRequest(ValueError):
-    """A request the OpenAI API would refuse with 400."""
+    """A request the OpenAI API would refuse with 400; ``param``: the parameter at fault, for
+    the error body's ``param`` field (as OpenAI names it there)."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class ScriptedModel:
@@ -72,20 +77,25 @@ class ScriptedModel:
 
     # ---- one request ----
     def respond(self, body: JSON, size_hint: int = 0) -> JSON:
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise BadRequest("messages must be a non-empty array")
-        if body.get("stream"):
-            raise BadRequest("streaming is not supported by the scripted model")
-        if body.get("n", 1) != 1:
-            raise BadRequest("the scripted model returns exactly one choice (n=1)")
-        model = str(body.get("model") or "scripted")
+        check_request(body)
+        try:
+            return self._respond(body, size_hint)
+        except orjson.JSONEncodeError as error:
+            # Gold data always writes; only a value taken from the request can fail to (the
+            # generic policy answers with tool results' values, and orjson refuses nesting
+            # deeper than 254 levels), so this is the client's 400, not a 500 and a traceback.
+            message = f"the conversation holds JSON that cannot be written back: {error}"
+            raise BadRequest(message) from None
+
+    def _respond(self, body: JSON, size_hint: int) -> JSON:
+        messages = body["messages"]
+        model = body.get("model") or "scripted"
         try:
             profile = profile_for_model(model, self.default_profile)
         except ValueError as error:
-            raise BadRequest(f"model {model!r}: {error}") from None
+            raise BadRequest(f"model {model!r}: {error}", "model") from None
         stop = body.get("stop")
-        stop = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else None
+        stop = [stop] if isinstance(stop, str) else stop
         convo = read_conversation(messages, body.get("tools"))
         tokens = max(1, size_hint // 4)
         found = self._find_case(convo)
@@ -179,21 +189,28 @@ class ScriptedModel:
         return max(twins, key=score)
 
     def _find_case(self, convo: Conversation) -> tuple[Playbook, Task] | None:
+        reader = convo.reader
         for text in convo.user_texts:
             key = hash(text)
-            if key not in self._case_memo:
+            if key in self._case_memo:
+                found = self._case_memo[key]
+            else:
                 if len(self._case_memo) > 50_000:  # a long-lived server: start over
                     self._case_memo.clear()
-                self._case_memo[key] = next(
+                refused = reader.refused
+                found = next(
                     (
                         self.cases[c]
-                        for c in (canonical(o) for o in iter_objects(text))
+                        for c in (canonical(o) for o in reader.objects(text))
                         if c in self.cases
                     ),
                     None,
                 )
-            if self._case_memo[key] is not None:
-                return self._case_memo[key]
+                # a text read only in part (out of lenient budget) has no answer to keep
+                if found is not None or reader.refused == refused:
+                    self._case_memo[key] = found
+            if found is not None:
+                return found
         return None
 
     def _purpose(self, tool: str) -> str:
@@ -250,3 +267,118 @@ def _tool_names(tools: Any) -> list[str]:
 def _object(arguments: Any) -> JSON:
     """A call's arguments as the generic policy records them: an object, else none."""
     return arguments if isinstance(arguments, dict) else {}
+
+
+# ---- what a request must look like ----
+def check_request(body: JSON) -> None:
+    """Refuse with a 400 naming the parameter, as OpenAI does, a request the scripted model
+    cannot read.
+
+    Everything after this reads the request trusting its shape (a message is an object, a
+    tool call's id can be a dict key, a stop marker is a string, a tool's schema an object),
+    so without these checks such requests failed with a 500 and a traceback in the log. They
+    check types, not meaning: a tool result for an unknown ``tool_call_id``, a tool call
+    without an id, or arguments that are not JSON text are read as before (the result is
+    unmatched, the calls pair by the empty id, the arguments match no SOP step).
+    """
+    _check_messages(body.get("messages"))
+    _check_tools(body.get("tools"))
+    if body.get("stream"):
+        raise BadRequest("streaming is not supported by the scripted model", "stream")
+    n = body.get("n")
+    if n is not None and (isinstance(n, bool) or n != 1):
+        raise BadRequest("the scripted model returns exactly one choice (n=1)", "n")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise BadRequest("model must be a string", "model")
+    stop = body.get("stop")
+    if not (stop is None or isinstance(stop, str) or _strings(stop)):
+        raise BadRequest("stop must be a string or an array of strings", "stop")
+    # accepted and ignored (the script decides every reply), but refused when out of the
+    # range a real endpoint accepts, so an agent's bad setting shows up here too
+    for name, low, high in (("temperature", 0, 2), ("top_p", 0, 1)):
+        value = body.get(name)
+        if value is not None and not (_number(value) and low <= value <= high):
+            raise BadRequest(f"{name} must be a number from {low} to {high}", name)
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = body.get(name)
+        if value is not None and not (_number(value) and isinstance(value, int) and value >= 1):
+            raise BadRequest(f"{name} must be a positive integer", name)
+
+
+def _check_messages(messages: Any) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("messages must be a non-empty array", "messages")
+    for i, message in enumerate(messages):
+        at = f"messages[{i}]"
+        if not isinstance(message, dict):
+            raise BadRequest(f"{at} must be an object", "messages")
+        role = message.get("role")
+        if not isinstance(role, str) or role not in _ROLES:
+            roles = ", ".join(sorted(_ROLES))
+            raise BadRequest(f"{at}.role must be one of {roles}", "messages")
+        content = message.get("content")
+        if not (content is None or isinstance(content, str) or _content_parts(content)):
+            raise BadRequest(
+                f"{at}.content must be a string, an array of content parts or null", "messages"
+            )
+        calls = message.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise BadRequest(f"{at}.tool_calls must be an array", "messages")
+        for j, call in enumerate(calls or ()):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not (
+                isinstance(call, dict)
+                and isinstance(call.get("id", ""), str)
+                and isinstance(function, dict | None)
+                and isinstance((function or {}).get("name", ""), str)
+            ):
+                raise BadRequest(
+                    f"{at}.tool_calls[{j}] must be an object with a string id and a function "
+                    "object with a string name",
+                    "messages",
+                )
+        if not isinstance(message.get("tool_call_id", ""), str):
+            raise BadRequest(f"{at}.tool_call_id must be a string", "messages")
+
+
+def _check_tools(tools: Any) -> None:
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise BadRequest("tools must be an array of function specs", "tools")
+    for i, spec in enumerate(tools):
+        try:
+            name, schema = spec_parts(spec) if isinstance(spec, dict) else (None, None)
+        except (KeyError, TypeError, AttributeError):
+            name, schema = None, None
+        if not isinstance(name, str) or not name:
+            raise BadRequest(f"tools[{i}] must be a function spec with a name", "tools")
+        # the generic policy (imported benchmarks) fills arguments from these two fields
+        if not (
+            isinstance(schema, dict)
+            and isinstance(schema.get("properties") or {}, dict)
+            and ("required" not in schema or _strings(schema["required"]))
+        ):
+            raise BadRequest(
+                f"tools[{i}]: parameters must be a JSON Schema object (properties an object, "
+                "required an array of names)",
+                "tools",
+            )
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _content_parts(content: Any) -> bool:
+    """An array of content parts (objects; bare strings are read as text too) whose
+    ``text``, where there is one, is a string."""
+    return isinstance(content, list) and all(
+        isinstance(part, str) or (isinstance(part, dict) and isinstance(part.get("text", ""), str))
+        for part in content
+    )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -84,7 +84,16 @@ class Script:
 
 
 def canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    """``value`` as sorted-key JSON: the key by which task inputs and calls are compared.
+
+    A value orjson cannot write (nested deeper than its limit of 254 levels, which a request
+    can hold since orjson reads up to 1024) gets ``b""``, which no JSON value writes as: it
+    then matches no task's inputs and no SOP step, instead of failing the request with a 500.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return b""
 
 
 def same_call(name: str, arguments: Any, call: ToolCall | None) -> bool:

@@ -24,6 +24,7 @@ from sopgym.asgi import (
     MAX_API_BODY,
     ASGIApp,
     BodyTooLarge,
+    ClientDisconnected,
     Receive,
     Scope,
     Send,
@@ -73,6 +74,8 @@ class ToolService:
                 body = await read_body(receive, MAX_API_BODY)
             except BodyTooLarge as error:  # 413, with the structured body every refusal has
                 await respond(send, 413, dumps(ToolError("invalid_request", str(error)).to_body()))
+                return
+            except ClientDisconnected:  # no call was made: nothing to run, no one to answer
                 return
             status, payload = self.call(path[len(TOOL_PATH) :], scope, body)
             await respond(send, status, payload)
