@@ -13,10 +13,9 @@ from pathlib import Path
 import orjson
 from fastapi import FastAPI, Request
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
-from sopgym.asgi import MAX_API_BODY
+from sopgym.asgi import MAX_API_BODY, BodyTooLarge, ClientDisconnected, read_body
 from sopgym.core import dataset
 from sopgym.core.registry import domain_names, load_domain
 from sopgym.observability.asgi import fastapi_telemetry
@@ -41,20 +40,6 @@ def _error(
 ) -> Response:
     error = {"message": message, "type": kind, "param": param, "code": None}
     return _json({"error": error}, status)
-
-
-async def _read_body(request: Request, limit: int) -> bytes | None:
-    """The request body, or ``None`` once it passes ``limit`` bytes (not read on)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def create_app(
@@ -109,11 +94,11 @@ def create_app(
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         try:
-            raw = await _read_body(request, MAX_BODY)
-        except ClientDisconnect:  # gone mid-body: nobody to answer, and nothing went wrong here
+            raw = await read_body(request.receive, MAX_BODY)
+        except ClientDisconnected:  # gone mid-body: nobody to answer, and nothing went wrong
             return _error("the client disconnected before sending the whole body")
-        if raw is None:
-            return _error(f"request body over {MAX_BODY} bytes", 413)
+        except BodyTooLarge as error:
+            return _error(str(error), 413)
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
