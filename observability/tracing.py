@@ -36,6 +36,7 @@ log = logging.getLogger("sopgym.observability")
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 PAYLOAD_LIMIT_ENV = "SOPGYM_TRACE_PAYLOAD_LIMIT"
 DEFAULT_PAYLOAD_LIMIT = 4096  # bytes of tool arguments / results kept on a span
+SIGTERM_FLUSH_S = 3.0  # what a stopping process gives its last spans (a live receiver: ms)
 OUTPUTS_LIMIT = 65536  # final outputs are scored from the span, so they get a larger cap
 
 _provider: TracerProvider | None = None
@@ -106,7 +107,12 @@ def _flush_on_sigterm(provider: TracerProvider) -> None:
         return
 
     def flush_then_terminate(signum: int, frame: object) -> None:
-        provider.shutdown()
+        # Bounded: when the receiver is gone too (a SIGKILLed runner takes every child down at
+        # once), the exporter retries for seconds per batch, and a process asked to stop must
+        # not linger that long for spans nobody can take.
+        flushing = threading.Thread(target=provider.shutdown, daemon=True)
+        flushing.start()
+        flushing.join(SIGTERM_FLUSH_S)
         signal.signal(signum, signal.SIG_DFL)
         signal.raise_signal(signum)
 

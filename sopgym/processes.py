@@ -7,6 +7,7 @@ exception, on Ctrl-C and on SIGTERM, so a run never leaves servers behind.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -55,7 +56,7 @@ class ManagedProcess:
             stderr=self._log if pipes else subprocess.STDOUT,
             stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
-            preexec_fn=_detach_but_die_with_parent,
+            preexec_fn=functools.partial(_detach_but_die_with_parent, os.getpid()),
             text=pipes,
             bufsize=1 if pipes else -1,
         )
@@ -108,11 +109,13 @@ class ManagedProcess:
         self._log.close()
 
 
-def _detach_but_die_with_parent() -> None:
+def _detach_but_die_with_parent(parent: int) -> None:
     """Own process group (so a group kill reaches the child's own children), yet die with us.
 
     On Linux, PR_SET_PDEATHSIG makes the kernel SIGTERM the child when its parent dies, even
-    by SIGKILL, so servers are never orphaned. Elsewhere only the process group is set.
+    by SIGKILL, so servers are never orphaned. A parent that died between the fork and the
+    prctl sent no signal: the child sees it has been re-parented and leaves at once. Elsewhere
+    only the process group is set.
     """
     os.setsid()
     if sys.platform.startswith("linux"):
@@ -120,6 +123,8 @@ def _detach_but_die_with_parent() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def sopgym_command(*args: str) -> list[str]:

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +31,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from sopgym.observability import collector as collector_module
-from sopgym.observability import otlp
+from sopgym.observability import otlp, tracing
 from sopgym.observability import semconv as sc
 from sopgym.observability.collector import Collector
 from sopgym.observability.lean import LeanTracer, current_span, current_traceparent
 from sopgym.observability.protowire import encode_request
 from sopgym.observability.sources import fetch_jaeger, jaeger_query
+from sopgym.processes import free_port
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jaeger_v3_traces.json"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -240,3 +246,29 @@ def test_lean_spans_propagate_and_honour_sampling(sdk: Any) -> None:
     finished = memory.get_finished_spans()
     assert len(finished) == 2 and finished[0].parent.span_id == int(PARENT.split("-")[2], 16)
     assert finished[0].kind == SpanKind.SERVER
+
+
+def test_sigterm_flushes_but_never_waits_long_for_a_gone_receiver() -> None:
+    """A SIGKILLed runner takes the receiver and every child down at once; each child's flush
+    then meets a refused connection, and the exporter would retry for its whole timeout (30 s
+    here) before the process could stop."""
+    script = (
+        "import time\n"
+        "from sopgym.observability.tracing import setup_tracing, tracer\n"
+        f"setup_tracing('probe', endpoint='http://127.0.0.1:{free_port()}/v1/traces')\n"
+        "with tracer('probe').start_as_current_span('last'):\n"
+        "    pass\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=env, text=True)  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        started = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=60) == -signal.SIGTERM  # ends by the signal, as asked
+        assert time.monotonic() - started < tracing.SIGTERM_FLUSH_S + 5
+    finally:
+        child.kill()
