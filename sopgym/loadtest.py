@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -275,10 +276,14 @@ class Loadtest:
         A worker that dies or hangs here would leave the measurement a worker short, so it
         ends the loadtest with its log instead."""
         feed = JobFeed(tasks, len(workers), data_dirs)
+        answered: set[str] = set()  # workers that answered their job (a set's add is atomic)
+
+        def warm(worker: ManagedProcess, job: JSON) -> None:
+            if _work_one(worker, job, client, stats):
+                answered.add(worker.name)
+
         threads = {
-            worker: threading.Thread(
-                target=_work_one, args=(worker, job, client, stats), daemon=True
-            )
+            worker: threading.Thread(target=warm, args=(worker, job), daemon=True)
             for worker in workers
             if (job := feed.next()) is not None
         }
@@ -288,7 +293,10 @@ class Loadtest:
         for thread in threads.values():
             thread.join(max(0.0, deadline - time.monotonic()))
         for worker, thread in threads.items():
-            if thread.is_alive() or worker.popen.poll() is not None:
+            # a worker that closed its output is gone even while its exit is not yet reaped
+            if thread.is_alive() or worker.name not in answered or worker.popen.poll() is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    worker.popen.wait(1.0)  # its exit code, for the message
                 raise LoadtestError(
                     f"{worker.name} did not finish its warm-up episode "
                     f"(exit code {worker.popen.poll()}); its log ends:\n{worker.log_tail()}"
