@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from sopgym.agents.client import Episode
 from sopgym.core.tasks import Task
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass

@@ -16,8 +16,8 @@ from opentelemetry.propagate import inject
 
 from sopgym.agents.http import HttpTransport, Reply, TransportError
 from sopgym.observability.genai import end_tool, tool_span
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 

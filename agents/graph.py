@@ -25,11 +25,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, StateGraph
 
 from sopgym.agents import llm as model_calls
-from sopgym.agents.answers import extract_final_answer
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.client import Episode
 from sopgym.agents.llm import LLM, DeadlineExceeded
 from sopgym.agents.prompts import case_message, final_request, observation
+from sopgym.core.answers import extract_final_answer
 from sopgym.core.tasks import Task
 
 

@@ -20,8 +20,8 @@ from opentelemetry.propagate import inject
 
 from sopgym.agents.client import Episode, GatewayError
 from sopgym.proto import gateway_v1
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 RETRY_CODES = frozenset(
     {
         grpc.StatusCode.UNAVAILABLE,

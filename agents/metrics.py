@@ -10,12 +10,10 @@ from these facts, so the two always count the same things.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
 from sopgym.observability.metrics import Metrics
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 def tool_error_class(code: str | None, in_catalog: bool = True) -> str | None:

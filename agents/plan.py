@@ -26,8 +26,8 @@ from sopgym.agents.graph import (
     run_of,
     text_of,
 )
-from sopgym.agents.jsontext import LooseJSONError, parse_array
 from sopgym.agents.prompts import PLAN_TAG, execute_request, plan_request, system_prompt
+from sopgym.core.jsontext import LooseJSONError, parse_array
 
 _PLAN_BLOCK = re.compile(rf"<{PLAN_TAG}>(.*?)(?:</{PLAN_TAG}>|$)", re.DOTALL | re.IGNORECASE)
 

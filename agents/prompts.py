@@ -2,9 +2,9 @@
 
 The three agents share the same framing (role, SOP, case input, answer contract); they differ
 only in how tools are offered (native function calling vs. a ReAct text catalog) and in the
-plan agent's planning turns. The tag names below are the reply protocol: answers and plans are
-read back by :mod:`sopgym.agents.answers`, and the scripted model server recognises the same
-cues, the way a real model follows the instructions it is given.
+plan agent's planning turns. The reply protocol (tag names, the ReAct marker) lives in
+:mod:`sopgym.core.answers`, which reads answers and plans back; the scripted model server
+recognises the same cues, the way a real model follows the instructions it is given.
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ from typing import Any
 
 import orjson
 
-JSON = dict[str, Any]
-
-FINAL_TAG = "final_answer"
-PLAN_TAG = "plan"
-REACT_MARKER = "Action Input:"  # present in the ReAct system prompt, and nowhere else
+from sopgym.core.answers import FINAL_TAG, PLAN_TAG, REACT_MARKER
+from sopgym.types import JSON
 
 _ROLE = (
     "You are an operations agent who carries out a Standard Operating Procedure (SOP) for one "

@@ -11,14 +11,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from sopgym.agents.answers import (
+from sopgym.agents.graph import GraphAgent, Run, State, ToolRequest, run_of, text_of
+from sopgym.agents.prompts import observation, system_prompt, tools_catalog_text
+from sopgym.core.answers import (
     ReactAction,
     ReactFinal,
     parse_react,
     without_invented_observation,
 )
-from sopgym.agents.graph import GraphAgent, Run, State, ToolRequest, run_of, text_of
-from sopgym.agents.prompts import observation, system_prompt, tools_catalog_text
 
 STOP = ["\nObservation:"]  # the model must not write the tool's result itself
 

@@ -13,7 +13,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import orjson
 
@@ -22,8 +22,7 @@ from sopgym.agents.base import Agent, AgentContext
 from sopgym.agents.client import GatewayClient, connect
 from sopgym.core.tasks import Task
 from sopgym.observability import genai, tracing
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 def run_job(

@@ -20,10 +20,10 @@ import time
 import timeit
 from pathlib import Path
 
-from sopgym.observability.evaluator import TaskSet, evaluate
+from sopgym.evaluation.evaluator import TaskSet, evaluate
+from sopgym.evaluation.sources import trace_files
 from sopgym.observability.otlp import read_spans
 from sopgym.observability.semconv import EVALUATED_SCOPES
-from sopgym.observability.sources import trace_files
 
 _TRACE_ID = re.compile(rb'"traceId":"[0-9a-f]{6}')
 

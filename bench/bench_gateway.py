@@ -31,7 +31,7 @@ from pathlib import Path
 import httptools
 
 from sopgym.agents.client import GatewayClient
-from sopgym.stack import embedded_stack
+from sopgym.orchestration.stack import embedded_stack
 
 TOOL = "score_lifestyle"
 ARGS = {"patient_id": "P100000000", "smoking_status": "Former",

@@ -24,8 +24,8 @@ import orjson
 from bench_gateway import ARGS, TOOL, RawKeepAlive, describe, sequential
 
 from sopgym.agents.client import connect
+from sopgym.orchestration.stack import embedded_stack
 from sopgym.proto import gateway_v1
-from sopgym.stack import embedded_stack
 
 
 def timed(call: Callable[[], object], calls: int, warmup: int = 200) -> list[float]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sopgym.core import dataset
 from sopgym.core.registry import domain_names, load_domain
-from sopgym.processes import ProcessGroup, free_port, sopgym_command
+from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 
 
 def main() -> None:

@@ -31,8 +31,8 @@ from pathlib import Path
 from bench_gateway import TOOL, RawKeepAlive, StdlibKeepAlive
 
 from sopgym.agents.client import GatewayClient
-from sopgym.observability.sources import load_spans
-from sopgym.stack import Stack, embedded_stack
+from sopgym.evaluation.sources import load_spans
+from sopgym.orchestration.stack import Stack, embedded_stack
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 _TICK = os.sysconf("SC_CLK_TCK")

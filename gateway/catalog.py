@@ -6,12 +6,11 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass

@@ -25,8 +25,7 @@ from sopgym.gateway.episodes import Episode, EpisodeStore
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 from sopgym.observability import episode_spans, tracing
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass

@@ -6,11 +6,9 @@ import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
 
 from sopgym.core.trajectory import CallRecord, Trajectory
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass

@@ -31,8 +31,8 @@ from sopgym.gateway.core import GatewayCore
 from sopgym.observability import semconv as sc
 from sopgym.observability import tracing
 from sopgym.proto import gateway_v1
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 GRPC = "grpc"
 SERVICE = "sopgym.gateway.v1.Gateway"
 ERROR_DOMAIN = "sopgym"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sopgym.processes import ProcessGroup, free_port, sopgym_command
+from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 
 FORWARD_ENV = "SOPGYM_OTLP_FORWARD"  # also relay the run's spans here (e.g. a local Jaeger)
 

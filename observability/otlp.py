@@ -21,7 +21,8 @@ import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-JSON = dict[str, Any]
+from sopgym.types import JSON
+
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
 _KIND_NAMES = {
     "SPAN_KIND_UNSPECIFIED": 0,

@@ -6,14 +6,9 @@ dependency machinery cost more than the work itself; these helpers are all they 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from sopgym.types import ASGIApp, Message, Receive, Scope, Send
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send"]
 
 JSON_TYPE = (b"content-type", b"application/json")
 # Tool arguments and episode requests are small JSON; a cap keeps one request from taking a

@@ -17,10 +17,16 @@ from rich.table import Column, Table
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain
+from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
-from sopgym.scaleout import SCALEOUT_COMMANDS, run_shard_command, shard_options, worker_metrics
-from sopgym.terminal import console, stdout
+from sopgym.orchestration.scaleout import (
+    SCALEOUT_COMMANDS,
+    run_shard_command,
+    shard_options,
+    worker_metrics,
+)
+from sopgym.terminal import console, print_summary, stdout
 
 DEFAULT_DOMAIN = "patient_intake"
 
@@ -33,7 +39,8 @@ def main() -> None:
 
 main.add_command(import_group)  # sopgym import sop-bench ...
 main.add_command(audit_group)  # sopgym audit sop-bench ...
-for _command in OBSERVABILITY_COMMANDS:  # sopgym collector / eval / report / compare
+# sopgym collector / eval / report / compare
+for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
     main.add_command(_command)
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
     main.add_command(_command)
@@ -157,7 +164,7 @@ def run(
     transport: str,
 ) -> None:
     """Run an agent on every task of DOMAINS (default: patient_intake; 'all' for every one)."""
-    from sopgym.runner import RunConfig, Runner, new_run_id
+    from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
 
     if resume:
         run_dir = runs_dir / resume
@@ -231,7 +238,7 @@ def run(
     except Exception as error:  # one clear line, the details are in the run's logs
         console.print(f"[red]run failed[/]: {escape(str(error))}\nlogs: {run_dir / 'logs'}")
         sys.exit(1)
-    _print_summary(summary)
+    print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
 
 
@@ -261,29 +268,6 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         console=console,
     )
-
-
-def _print_summary(summary: dict) -> None:
-    figures = ("tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1")
-    table = Table(
-        Column("domain", no_wrap=True),
-        *(Column(name, justify="right", no_wrap=True) for name in figures),
-        "errors",
-    )
-    rows = [*summary["domains"].items(), ("all", summary)]
-    for name, s in rows:
-        errors = ", ".join(f"{k}={v}" for k, v in s["errors"].items()) or "-"
-        table.add_row(
-            name,
-            str(s["tasks"]),
-            str(s["completed"]),
-            f"{s['ecr']:.1%}",
-            f"{s['c_tsr']:.1%}",
-            f"{s['tsr']:.1%}",
-            "n/a" if s["tool_f1"] is None else f"{s['tool_f1']:.3f}",
-            errors,
-        )
-    stdout().print(table)
 
 
 @main.command("serve-tools")
@@ -324,7 +308,7 @@ def gateway(
     from sopgym.gateway.catalog import DiscoveryError, discover
     from sopgym.gateway.server import ServerError, serve
     from sopgym.observability.tracing import setup_tracing
-    from sopgym.stack import ADMIN_TOKEN_ENV
+    from sopgym.orchestration.stack import ADMIN_TOKEN_ENV
 
     setup_tracing("sopgym-gateway")
 

@@ -8,6 +8,7 @@ to 80 columns; there the consoles are wider, and a table is still only as wide a
 from __future__ import annotations
 
 from rich.console import Console
+from rich.table import Column, Table
 
 PIPED_WIDTH = 160
 
@@ -26,3 +27,27 @@ console = _console(stderr=True)
 def stdout() -> Console:
     """Tables that are the command's result (``sopgym list``, the run summary): stdout."""
     return _console(stderr=False)
+
+
+def print_summary(summary: dict) -> None:
+    """A run summary's per-domain table (stdout): the result of ``run`` and ``merge``."""
+    figures = ("tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1")
+    table = Table(
+        Column("domain", no_wrap=True),
+        *(Column(name, justify="right", no_wrap=True) for name in figures),
+        "errors",
+    )
+    rows = [*summary["domains"].items(), ("all", summary)]
+    for name, s in rows:
+        errors = ", ".join(f"{k}={v}" for k, v in s["errors"].items()) or "-"
+        table.add_row(
+            name,
+            str(s["tasks"]),
+            str(s["completed"]),
+            f"{s['ecr']:.1%}",
+            f"{s['c_tsr']:.1%}",
+            f"{s['tsr']:.1%}",
+            "n/a" if s["tool_f1"] is None else f"{s['tool_f1']:.3f}",
+            errors,
+        )
+    stdout().print(table)

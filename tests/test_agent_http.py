@@ -13,7 +13,7 @@ import pytest
 from sopgym.agents.client import GatewayClient, GatewayError
 from sopgym.agents.http import HttpTransport
 from sopgym.asgi import Receive, Scope, Send, read_body, respond
-from sopgym.processes import free_port
+from sopgym.orchestration.processes import free_port
 from tests.test_gateway_server import running
 
 SEEN: list[dict[str, Any]] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.stack import embedded_stack
+from sopgym.orchestration.stack import embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
 
 

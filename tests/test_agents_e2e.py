@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from sopgym.processes import ProcessGroup, free_port, sopgym_command
+from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from tests.helpers import DATA_ROOT, domain_data
 
 DOMAIN = "patient_intake"

@@ -6,17 +6,17 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sopgym.agents.answers import (
+from sopgym.agents.llm import is_retryable
+from sopgym.agents.models import ModelUnavailable, parse_model_spec
+from sopgym.agents.plan import read_plan
+from sopgym.core.answers import (
     ReactAction,
     ReactFinal,
     ReactParseError,
     extract_final_answer,
     parse_react,
 )
-from sopgym.agents.jsontext import LooseJSONError, parse_array, parse_object
-from sopgym.agents.llm import is_retryable
-from sopgym.agents.models import ModelUnavailable, parse_model_spec
-from sopgym.agents.plan import read_plan
+from sopgym.core.jsontext import LooseJSONError, parse_array, parse_object
 from sopgym.services.model.profiles import ProfileError, parse_profile, profile_for_model
 
 FIELDS = ["insurance_status", "overall_risk"]

@@ -20,7 +20,7 @@ import httpx
 import orjson
 import pytest
 
-from sopgym.processes import ProcessGroup, free_port, sopgym_command
+from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from tests.deploy_helpers import compose, sopgym_services
 from tests.helpers import DATA_ROOT
 

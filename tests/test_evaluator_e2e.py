@@ -22,14 +22,14 @@ from sopgym.agents.base import AgentContext
 from sopgym.agents.client import Episode, GatewayClient
 from sopgym.agents.worker import run_job
 from sopgym.cli import main as cli
-from sopgym.core.scoring import score_task
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.evaluator import TaskSet, evaluate, evaluate_path
+from sopgym.evaluation.scoring import score_task
+from sopgym.evaluation.sources import load_spans, trace_files
 from sopgym.observability import otlp, tracing
 from sopgym.observability import semconv as sc
-from sopgym.observability.evaluator import TaskSet, evaluate, evaluate_path
-from sopgym.observability.sources import load_spans, trace_files
-from sopgym.stack import embedded_stack
+from sopgym.orchestration.stack import embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
 
 DOMAIN = "patient_intake"

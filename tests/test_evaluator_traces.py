@@ -16,13 +16,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from sopgym.core.scoring import score_task
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.evaluation.evaluator import TaskSet, evaluate, order_violations
+from sopgym.evaluation.scoring import score_task
 from sopgym.gateway.episodes import Episode
 from sopgym.observability import episode_spans, genai, otlp, tracing
 from sopgym.observability import semconv as sc
-from sopgym.observability.evaluator import TaskSet, evaluate, order_violations
 from sopgym.observability.lean import LeanTracer
 from tests.helpers import DATA_ROOT, domain_data
 

@@ -13,8 +13,8 @@ import pytest
 
 from sopgym.agents.client import GatewayClient
 from sopgym.gateway.catalog import DiscoveryError, discover
-from sopgym.processes import free_port
-from sopgym.stack import Stack, embedded_stack
+from sopgym.orchestration.processes import free_port
+from sopgym.orchestration.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
 
 ARGS = {"patient_id": "P100000000", "smoking_status": "Current",

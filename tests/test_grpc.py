@@ -19,10 +19,10 @@ from google.rpc import error_details_pb2, status_pb2
 
 from sopgym.agents.client import GatewayClient, connect
 from sopgym.agents.grpc_client import GrpcGatewayClient
+from sopgym.evaluation.sources import load_spans
 from sopgym.gateway.grpc_server import GRPC_STATUS
-from sopgym.observability.sources import load_spans
+from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.proto import gateway_v1
-from sopgym.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT
 
 DOMAIN = "patient_intake"

@@ -24,8 +24,8 @@ import orjson
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from sopgym.agents import jsontext
-from sopgym.agents.prompts import REACT_MARKER
+from sopgym.core import jsontext
+from sopgym.core.answers import REACT_MARKER
 from sopgym.observability import collector as collector_module
 from sopgym.observability import otlp
 from sopgym.observability.asgi import traced
@@ -34,6 +34,7 @@ from sopgym.services.model import app as model_app
 from sopgym.services.model import conversation
 from sopgym.services.model.app import create_app
 from sopgym.services.model.engine import BadRequest, ScriptedModel
+from sopgym.types import JSON
 from tests.helpers import DATA_ROOT, domain_data
 from tests.test_gateway_server_hostile import assert_quiet, uvicorn_serving
 from tests.test_import_scripted import _opening as imported_opening
@@ -41,7 +42,6 @@ from tests.test_import_scripted import model  # noqa: F401 - the fixture, used b
 from tests.test_model_server import DOMAIN, _call_of, _message, _opening, _tools
 
 TIMEOUT = 5.0  # every request and socket read is bounded by this
-JSON = dict[str, Any]
 Opening = tuple[list[JSON], list[JSON]]
 
 

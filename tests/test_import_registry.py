@@ -10,9 +10,9 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from sopgym.core.registry import UnknownDomainError
-from sopgym.core.scoring import aggregate, score_task
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.scoring import aggregate, score_task
 from sopgym.importers.cli import import_group
 from sopgym.importers.resolve import load_imported
 from sopgym.services.tools.app import create_app

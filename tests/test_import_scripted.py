@@ -11,7 +11,6 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from sopgym.agents.answers import ReactAction, extract_final_answer, parse_react
 from sopgym.agents.plan import read_plan
 from sopgym.agents.prompts import (
     case_message,
@@ -21,15 +20,16 @@ from sopgym.agents.prompts import (
     tools_catalog_text,
 )
 from sopgym.core import dataset
+from sopgym.core.answers import ReactAction, extract_final_answer, parse_react
 from sopgym.importers.bridge import ToolsBridge
 from sopgym.importers.cli import import_group
 from sopgym.importers.index import HOME_ENV
 from sopgym.importers.resolve import load_imported
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
+from sopgym.types import JSON
 from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, isolated_home, sopgym
 
-JSON = dict[str, Any]
 NAMES = ("clean", "relayed_outputs")
 DOMAINS = [f"sopbench/{n}" for n in NAMES]
 RELAYED_TOOLS = ["getOrderDetails", "checkReturnWindow", "decideRefund"]

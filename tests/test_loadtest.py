@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from sopgym.agents.metrics import WorkerMetrics, episode_facts, tool_error_class
-from sopgym.loadtest import (
+from sopgym.observability.metrics import Metrics, serve_metrics
+from sopgym.orchestration.loadtest import (
     JobFeed,
     Loadtest,
     LoadtestConfig,
@@ -23,9 +24,8 @@ from sopgym.loadtest import (
     percentiles,
     write_reports,
 )
-from sopgym.observability.metrics import Metrics, serve_metrics
-from sopgym.processes import ManagedProcess, free_port
-from sopgym.shards import ShardError, claim, merge, parse_shard
+from sopgym.orchestration.processes import ManagedProcess, free_port
+from sopgym.orchestration.shards import ShardError, claim, merge, parse_shard
 from tests.helpers import DATA_ROOT
 
 REPORT = {

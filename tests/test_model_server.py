@@ -10,9 +10,9 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from sopgym.agents.answers import ReactAction, extract_final_answer, parse_react
 from sopgym.agents.plan import read_plan
 from sopgym.agents.prompts import case_message, plan_request, system_prompt, tools_catalog_text
+from sopgym.core.answers import ReactAction, extract_final_answer, parse_react
 from sopgym.core.tasks import ToolCall
 from sopgym.services.model.app import create_app
 from sopgym.services.model.engine import ScriptedModel

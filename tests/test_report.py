@@ -12,8 +12,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from sopgym.cli import main as cli
-from sopgym.observability import compare, report, svg
-from sopgym.observability.evaluator import TaskSet, evaluate, metrics
+from sopgym.evaluation import compare, report, svg
+from sopgym.evaluation.evaluator import TaskSet, evaluate, metrics
 from sopgym.observability.otlp import SpanBatch
 from tests.helpers import DATA_ROOT, domain_data
 

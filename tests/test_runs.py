@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.processes import free_port
+from sopgym.orchestration.processes import free_port
 from tests.helpers import DATA_ROOT, domain_data
 
 SUMMARY_KEYS = (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sopgym.core.scoring import aggregate, normalize, score_task, tool_match, values_match
 from sopgym.core.tasks import Gold, ToolCall
 from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.evaluation.scoring import aggregate, normalize, score_task, tool_match, values_match
 
 SCHEMA = {"properties": {"decision": {"enum": ["approve", "deny"]},
                          "amount": {"type": "number", "x-tolerance": 0.005}}}

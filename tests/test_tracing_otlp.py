@@ -30,14 +30,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
+from sopgym.evaluation.sources import fetch_jaeger, jaeger_query
 from sopgym.observability import collector as collector_module
 from sopgym.observability import otlp, tracing
 from sopgym.observability import semconv as sc
 from sopgym.observability.collector import Collector
 from sopgym.observability.lean import LeanTracer, current_span, current_traceparent
 from sopgym.observability.protowire import encode_request
-from sopgym.observability.sources import fetch_jaeger, jaeger_query
-from sopgym.processes import free_port
+from sopgym.orchestration.processes import free_port
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jaeger_v3_traces.json"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

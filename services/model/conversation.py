@@ -14,11 +14,10 @@ from typing import Any
 
 import orjson
 
-from sopgym.agents.answers import ReactAction, parse_react
-from sopgym.agents.jsontext import LooseJSONError, balanced_spans, loads_loose
-from sopgym.agents.prompts import PLAN_TAG, REACT_MARKER
+from sopgym.core.answers import PLAN_TAG, REACT_MARKER, ReactAction, parse_react
+from sopgym.core.jsontext import LooseJSONError, balanced_spans, loads_loose
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 # Reading model-style JSON leniently (jsontext.loads_loose: Python-style literals go through
 # ast.literal_eval) costs about 2 s and 500 MB per MB of text, and every text here is the
 # client's: one request could stall the server for minutes and exhaust its memory. So strict

@@ -25,8 +25,8 @@ from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
 from sopgym.services.model.profiles import ErrorProfile, profile_for_model
 from sopgym.services.model.script import Event, Playbook, Script, canonical
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _UNKNOWN_CASE = (
     "I cannot find a case input that I recognise in this conversation, so I cannot follow "

@@ -15,10 +15,9 @@ from typing import Any
 
 import orjson
 
-from sopgym.agents.prompts import FINAL_TAG, PLAN_TAG
+from sopgym.core.answers import FINAL_TAG, PLAN_TAG
 from sopgym.core.tasks import ToolCall
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 def _json(value: Any) -> str:

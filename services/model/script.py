@@ -21,11 +21,11 @@ import orjson
 
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES, ToolError
-from sopgym.core.scoring import normalize, values_match
 from sopgym.core.tasks import Gold, Task, ToolCall
+from sopgym.evaluation.scoring import normalize, values_match
 from sopgym.services.model.profiles import STEP_KINDS, ErrorProfile
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 MAX_RETRIES = 2  # repeats of a correct call that failed unexpectedly, before moving on
 
 

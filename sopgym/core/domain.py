@@ -15,8 +15,7 @@ from typing import Any
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task, ToolCall
 from sopgym.core.tools import Tool, ToolContext
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass
@@ -44,6 +43,10 @@ class PolicyRun:
     def state(self) -> dict[str, Any] | None:
         return self._ctx.state
 
+
+# Bump when what ``sopgym.core.dataset`` derives and caches (gold, tasks) changes shape or
+# meaning: every pack's fingerprint changes with it, so no stale cache is read.
+DATA_FORMAT = 2
 
 Generator = Callable[[int, Path], GeneratedData]
 Policy = Callable[[Task, PolicyRun], Solution]
@@ -104,8 +107,9 @@ class DomainPack:
         return ToolContext(tables=tables, files_dir=files_dir, state=state, episode_id=episode_id)
 
     def fingerprint(self) -> str:
-        """Changes whenever any source file of the pack changes, so cached data regenerates."""
-        digest = hashlib.sha256(str(self.seed).encode())
+        """Changes whenever any source file of the pack changes, or the format of the data
+        derived from it does (:data:`DATA_FORMAT`), so cached data regenerates."""
+        digest = hashlib.sha256(f"{DATA_FORMAT}|{self.seed}".encode())
         for path in sorted(self.folder.rglob("*")):
             if path.is_file() and path.suffix in {".py", ".md", ".json"}:
                 digest.update(path.relative_to(self.folder).as_posix().encode())

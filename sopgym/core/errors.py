@@ -56,3 +56,11 @@ class ToolError(Exception):
 
     def to_body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+class UnknownDomainError(KeyError):
+    """A domain name that no pack (and no imported benchmark) answers to; the message says
+    which names exist, or why an imported one cannot load."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -1,17 +1,24 @@
 """The task model: what an agent is given, and the gold derived for it by the reference policy.
 
-One model carries every task family: ``kind`` says which (``tool_use`` today; ``dialogue``,
-``json_answer`` and ``graph`` are reserved for conversation-grounded, tool-free and
-non-agentic tasks), ``conversation`` holds a dialogue's turns, and ``Gold.final_state`` holds
-the expected database state of stateful domains.
+One model carries every task family; ``kind`` says which (:data:`TASK_KINDS`):
+
+- ``tool_use``: an agent works the SOP through tools and answers (SOP-Bench, TELLER-Bench);
+- ``dialogue``: the same, in a conversation with a simulated user (TOD-ProcBench);
+- ``json_answer``: no tools; one JSON answer against the output schema (SOP-Maze);
+- ``graph``: one-shot, non-agentic: one structured model call (dependency-graph reconstruction).
+
+``conversation`` holds turns given with the task (a dialogue so far); ``Gold.final_state``
+holds the expected state of stateful domains.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Final
 
-JSON = dict[str, Any]
+from sopgym.types import JSON
+
+TASK_KINDS: Final = ("tool_use", "dialogue", "json_answer", "graph")
 
 
 @dataclass

@@ -14,8 +14,7 @@ from typing import Any
 from sopgym.core.errors import ToolError
 from sopgym.core.schema import ArgumentValidator
 from sopgym.core.tables import Tables
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass

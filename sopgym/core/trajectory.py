@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 @dataclass
@@ -64,6 +64,10 @@ class Trajectory:
     finished: bool = False
     outputs: JSON | None = None
     catalog: list[str] = field(default_factory=list)
+    # A conversation's turns in order: {"role": "agent" | "user", "content": str}
+    messages: list[JSON] = field(default_factory=list)
+    # Stateful domains: the episode's state as its tool service held it at finish
+    final_state: JSON | None = None
 
     def to_json(self) -> JSON:
         return {
@@ -73,6 +77,8 @@ class Trajectory:
             "finished": self.finished,
             "outputs": self.outputs,
             "catalog": self.catalog,
+            "messages": self.messages,
+            "final_state": self.final_state,
         }
 
     @classmethod
@@ -84,4 +90,6 @@ class Trajectory:
             finished=data.get("finished", False),
             outputs=data.get("outputs"),
             catalog=data.get("catalog", []),
+            messages=data.get("messages", []),
+            final_state=data.get("final_state"),
         )

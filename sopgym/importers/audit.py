@@ -15,14 +15,14 @@ from typing import Any
 
 from sopgym.core.errors import ToolError
 from sopgym.core.schema import ArgumentValidator
-from sopgym.core.scoring import values_match
 from sopgym.core.tools import ToolSpec
+from sopgym.evaluation.scoring import values_match
 from sopgym.importers.bridge import NOT_FOUND, ToolsBridge, ToolsLoadError, json_value
 from sopgym.importers.findings import KINDS, Finding, defects
 from sopgym.importers.layout import CSV, TOOLS, Benchmark, read_benchmark
 from sopgym.importers.policy import flatten, key
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 Row = dict[str, Any]
 
 

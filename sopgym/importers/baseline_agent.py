@@ -11,13 +11,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sopgym.importers.policy import Answer, Step, next_action
+from sopgym.types import JSON
 
 if TYPE_CHECKING:
     from sopgym.agents.base import AgentContext
     from sopgym.agents.client import Episode
     from sopgym.core.tasks import Task
 
-JSON = dict[str, Any]
 
 
 class BaselineTimeout(RuntimeError):

@@ -24,8 +24,8 @@ from typing import Any
 
 from sopgym.core.errors import ToolError
 from sopgym.importers.layout import TOOLS
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 log = logging.getLogger("sopgym.importers")
 
 NOT_FOUND = re.compile(

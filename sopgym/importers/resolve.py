@@ -7,7 +7,7 @@ in the runner and in the tool service, and one that cannot be served is refused 
 from __future__ import annotations
 
 from sopgym.core.domain import DomainPack
-from sopgym.core.registry import UnknownDomainError
+from sopgym.core.errors import UnknownDomainError
 from sopgym.importers.adapter import ImportedDomain, build_domain
 from sopgym.importers.index import ImportIndexError, read_index
 from sopgym.importers.layout import Benchmark, read_benchmark

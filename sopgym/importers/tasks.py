@@ -11,8 +11,7 @@ from typing import Any
 
 from sopgym.core.tasks import Task
 from sopgym.importers.layout import METADATA, Benchmark
-
-JSON = dict[str, Any]
+from sopgym.types import JSON
 
 
 class InputColumnsError(ValueError):

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
-from sopgym.processes import ManagedProcess, ProcessGroup, sopgym_command
+from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 FAILURES_KEPT = 20  # failed episodes whose error text the report shows
 
 
@@ -174,7 +174,7 @@ class Loadtest:
         self.config, self.out_dir, self.data_root = config, out_dir, data_root
 
     def run(self, display: Display | None = None) -> Outcome:
-        from sopgym.stack import embedded_stack
+        from sopgym.orchestration.stack import embedded_stack
 
         config, logs = self.config, self.out_dir / "logs"
         grpc = config.transport == "grpc"
@@ -214,7 +214,7 @@ class Loadtest:
     ) -> Outcome:
         from sopgym.agents import uses_model
         from sopgym.agents.client import connect
-        from sopgym.shards import _data_dirs
+        from sopgym.orchestration.shards import _data_dirs
 
         config = self.config
         client = connect(address, config.transport)
@@ -417,8 +417,8 @@ def write_reports(outcome: Outcome, folder: Path) -> list[Path]:
     from html import escape
 
     from sopgym.core.jsonio import dumps, write_atomic
-    from sopgym.observability.report import _STYLE, Table, html_table, markdown_table
-    from sopgym.observability.svg import bar_chart
+    from sopgym.evaluation.report import _STYLE, Table, html_table, markdown_table
+    from sopgym.evaluation.svg import bar_chart
 
     figures = outcome.figures
     title = (

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
-from sopgym.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
+from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 
 ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
 

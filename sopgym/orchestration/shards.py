@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 SHARD_DIR = "shards"
 
 
@@ -255,7 +255,7 @@ def merge(
     Tasks of the run that no shard reported count as incomplete (the summary lists them under
     ``missing``), and shards that never finished are listed under ``unfinished_shards``.
     """
-    from sopgym.runner import RunConfig, Runner
+    from sopgym.orchestration.runner import RunConfig, Runner
 
     metas = wait_for_shards(run_dir, shards, wait_s)
     if not metas:

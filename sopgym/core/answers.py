@@ -1,4 +1,5 @@
-"""Reading an agent's replies: the final answer, and ReAct's Thought/Action/Action Input.
+"""The reply protocol agents and the scripted model share: the tags, and the readers of a final
+answer and of ReAct's Thought/Action/Action Input.
 
 The final answer may arrive in the tag we asked for, after a ``Final Answer:`` marker, in a
 code fence or as a bare object between sentences; all three agents (and the scripted model
@@ -9,12 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from sopgym.agents.jsontext import LooseJSONError, iter_objects, parse_object, strip_fences
-from sopgym.agents.prompts import FINAL_TAG
+from sopgym.core.jsontext import LooseJSONError, iter_objects, parse_object, strip_fences
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
+# The reply protocol that agents' prompts ask for and the scripted model follows.
+FINAL_TAG = "final_answer"
+PLAN_TAG = "plan"
+REACT_MARKER = "Action Input:"  # present in the ReAct system prompt, and nowhere else
 
 _TAGGED = re.compile(rf"<{FINAL_TAG}>(.*?)(?:</{FINAL_TAG}>|$)", re.DOTALL | re.IGNORECASE)
 _FINAL_MARK = re.compile(r"final\s*answer\s*:", re.IGNORECASE)

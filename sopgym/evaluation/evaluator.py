@@ -1,7 +1,7 @@
 """The evaluator: scores episodes from their traces alone, plus the task set's gold.
 
 Each episode's trajectory is rebuilt from spans (:mod:`.episodes`) and scored by the same
-:func:`sopgym.core.scoring.score_task` the runner applies to the gateway's records, so the
+:func:`sopgym.evaluation.scoring.score_task` the runner applies to the gateway's records, so the
 two paths agree task by task. On top of that score it adds what only the trace knows or what
 needs the domain's dependency graph: order violations, latency, LLM calls and tokens.
 
@@ -27,14 +27,14 @@ from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
 from sopgym.core.registry import load_domain
-from sopgym.core.scoring import TaskScore, aggregate, score_task
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.episodes import EpisodeSpans, assemble
+from sopgym.evaluation.scoring import TaskScore, aggregate, score_task
 from sopgym.observability import semconv as sc
-from sopgym.observability.episodes import EpisodeSpans, assemble
 from sopgym.observability.otlp import SpanBatch, paused_gc
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 _MALFORMED = VALIDATION_CODES | TYPE_CODES
 
 
@@ -296,7 +296,7 @@ def run_expectation(
 def evaluate_path(path: Path, data_root: Path | None = None, run_filter: str | None = None) -> JSON:
     """Evaluate a run folder (its trace store, against its config's task set) or a file or
     folder of OTLP JSON (against the tasks it has traces of)."""
-    from sopgym.observability.sources import is_run_dir, load_spans
+    from sopgym.evaluation.sources import is_run_dir, load_spans
 
     taskset = TaskSet(data_root)
     spans = load_spans(path, sc.EVALUATED_SCOPES)

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -24,13 +23,12 @@ from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
 from sopgym.core.registry import load_domain
-from sopgym.core.scoring import TaskScore, score_task, summarize
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
-from sopgym.processes import ManagedProcess, sopgym_command
-from sopgym.stack import Stack, embedded_stack
-
-JSON = dict[str, Any]
+from sopgym.evaluation.scoring import TaskScore, score_task, summarize
+from sopgym.orchestration.processes import ManagedProcess, sopgym_command
+from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.types import JSON
 
 
 @dataclass

@@ -3,11 +3,8 @@ and task by task (which tasks were fixed, which broke)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from sopgym.observability.report import num, pct
-
-JSON = dict[str, Any]
+from sopgym.evaluation.report import num, pct
+from sopgym.types import JSON
 
 # (key, label, is a rate) of the metrics compared; latency is looked up as latency_s.p50.
 METRICS = [

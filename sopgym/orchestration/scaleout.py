@@ -16,9 +16,9 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from sopgym.terminal import console
+from sopgym.terminal import console, print_summary
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 Observer = Callable[[JSON, JSON | None], None]
 TRACE_SETTLE_S = 5.0  # > OTEL_BSP_SCHEDULE_DELAY (1 s in compose/k8s) + the Collector's batch
 
@@ -105,7 +105,7 @@ def run_shard_command(
     wait_s: float,
     data_root: Path | None,
 ) -> None:
-    from sopgym.shards import ShardError, ShardSettings, run_shard
+    from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
 
     if not domains or run_dir is None:
         raise click.UsageError("--shard needs --domain (or $SOPGYM_DOMAINS) and --run-dir")
@@ -146,15 +146,13 @@ def merge_command(
     run_dir: Path, shards: int | None, wait_s: float, report: bool, data_root: Path | None
 ) -> None:
     """Merge the shard results of RUN_DIR into results.jsonl and summary.json (scored)."""
-    from sopgym.shards import ShardError, merge
+    from sopgym.orchestration.shards import ShardError, merge
 
     try:
         summary = merge(run_dir, shards, wait_s, data_root)
     except ShardError as error:
         raise click.ClickException(str(error)) from None
-    from sopgym.cli import _print_summary
-
-    _print_summary(summary)
+    print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     if report:
         if wait_s > 0:  # the shards just finished: their last spans are still on the way
@@ -167,8 +165,8 @@ def merge_command(
 
 def _write_report(run_dir: Path, data_root: Path | None) -> None:
     """The evaluator's report over the run's trace store, when the run was traced."""
-    from sopgym.observability.cli import write_run_report
-    from sopgym.observability.sources import trace_files
+    from sopgym.evaluation.cli import write_run_report
+    from sopgym.evaluation.sources import trace_files
 
     if not trace_files(run_dir):
         console.print(f"no traces under {run_dir}: report skipped")
@@ -228,8 +226,8 @@ def loadtest_command(
     from rich.live import Live
 
     from sopgym.core.registry import UnknownDomainError, load_domain
-    from sopgym.loadtest import Loadtest, LoadtestConfig, write_reports
-    from sopgym.runner import new_run_id
+    from sopgym.orchestration.loadtest import Loadtest, LoadtestConfig, write_reports
+    from sopgym.orchestration.runner import new_run_id
 
     if gateway is None:  # the embedded stack serves local domains: know them before it starts
         try:
@@ -279,7 +277,7 @@ def loadtest_command(
 def _figures_table(figures: JSON, in_flight: int, planned: int, final: bool = False) -> Any:
     from rich.table import Table
 
-    from sopgym.loadtest import summary_rows
+    from sopgym.orchestration.loadtest import summary_rows
 
     title = "loadtest: final figures" if final else f"loadtest: {in_flight} episodes in flight"
     table = Table("figure", "value", title=title)

@@ -11,15 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import write_atomic
-from sopgym.observability.svg import bar_chart, histogram
+from sopgym.evaluation.svg import bar_chart, histogram
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 Cell = str | tuple[str, str]  # text, or (text, link)
 
 

@@ -17,8 +17,8 @@ from typing import Any
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import Trajectory
+from sopgym.types import JSON
 
-JSON = dict[str, Any]
 _SPACES = re.compile(r"\s+")
 
 

@@ -1,0 +1,175 @@
+"""``sopgym eval | report | compare``: the evaluation commands.
+
+They are registered on the main ``sopgym`` group; heavy imports happen inside each command so
+``sopgym --help`` and the other commands stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import click
+
+from sopgym.terminal import console
+
+_DATA_ROOT = click.option(
+    "--data-root",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where generated datasets (the gold) are cached (default: ~/.cache/sopgym).",
+)
+
+
+def _parse_duration(text: str) -> timedelta:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    try:
+        return timedelta(seconds=float(text[:-1]) * units[text[-1]])
+    except (KeyError, ValueError, IndexError):
+        raise click.BadParameter(f"expected e.g. 30m, 24h, 7d; got {text!r}") from None
+
+
+def _evaluate(
+    source: Path | None,
+    jaeger: str | None,
+    service: str,
+    lookback: str,
+    trace_ids: tuple[str, ...],
+    run_id: str | None,
+    data_root: Path | None,
+) -> dict:
+    from sopgym.evaluation.evaluator import TaskSet, evaluate
+    from sopgym.evaluation.sources import fetch_jaeger
+    from sopgym.observability.semconv import EVALUATED_SCOPES
+
+    if (source is None) == (jaeger is None):
+        raise click.UsageError("give either a run folder / trace file, or --jaeger URL")
+    if jaeger is not None:
+        import httpx
+
+        from sopgym.observability.otlp import TraceFormatError
+
+        try:
+            spans = fetch_jaeger(
+                jaeger,
+                service,
+                _parse_duration(lookback),
+                trace_ids=list(trace_ids),
+                scopes=EVALUATED_SCOPES,
+            )
+        except (httpx.HTTPError, TraceFormatError) as error:
+            raise click.ClickException(f"Jaeger at {jaeger}: {error}") from None
+        return evaluate(spans, TaskSet(data_root), run_filter=run_id, source=jaeger)
+    return scored(source, data_root, run_id)  # type: ignore[arg-type]
+
+
+def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dict:
+    """:func:`evaluate_path`, its input errors as one clear line (a usage error when nothing
+    is there, exit 1 when what is there is not trace data)."""
+    from sopgym.evaluation.evaluator import evaluate_path
+    from sopgym.observability.otlp import TraceFormatError
+
+    try:
+        return evaluate_path(path, data_root, run_id)
+    except FileNotFoundError as error:
+        raise click.UsageError(str(error)) from None
+    except TraceFormatError as error:
+        raise click.ClickException(f"unreadable traces: {error}") from None
+
+
+def _source_options(command: click.Command) -> click.Command:
+    for option in reversed(
+        [
+            click.argument("source", type=click.Path(path_type=Path), required=False),
+            click.option("--jaeger", default=None, help="Jaeger query URL (uses /api/v3/traces)."),
+            click.option("--service", default="sopgym-gateway", show_default=True),
+            click.option("--lookback", default="24h", show_default=True, help="Jaeger window."),
+            click.option("--trace-id", "trace_ids", multiple=True, help="Fetch these traces only."),
+            click.option("--run-id", default=None, help="Only episodes of this run id."),
+            _DATA_ROOT,
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+@click.command("eval")
+@_source_options
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write results JSON here ('-': stdout; default: <run>/eval.json for a run folder).",
+)
+def eval_command(
+    source: Path | None,
+    jaeger: str | None,
+    service: str,
+    lookback: str,
+    trace_ids: tuple[str, ...],
+    run_id: str | None,
+    data_root: Path | None,
+    out: Path | None,
+) -> None:
+    """Score stored traces (run folder, OTLP JSON file, or Jaeger) without re-running."""
+    from sopgym.core.jsonio import dumps, write_atomic
+    from sopgym.evaluation.report import print_summary
+    from sopgym.evaluation.sources import is_run_dir
+
+    result = _evaluate(source, jaeger, service, lookback, trace_ids, run_id, data_root)
+    print_summary(result, console)  # stderr: stdout may carry the JSON
+    if out is None and source is not None and is_run_dir(source):
+        out = source / "eval.json"
+    if out is None or str(out) == "-":
+        sys.stdout.buffer.write(dumps(result) + b"\n")
+    elif out.exists() and not out.is_file():  # a device or pipe: never replace it
+        out.write_bytes(dumps(result) + b"\n")
+    else:
+        write_atomic(out, dumps(result))
+        console.print(f"results: {out}")
+
+
+@click.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option(
+    "--jaeger-ui",
+    default="http://localhost:16686",
+    show_default=True,
+    help="Base URL the report links trace ids to.",
+)
+@_DATA_ROOT
+def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> None:
+    """Write <run>/report.md and a self-contained <run>/report.html from the run's traces."""
+    write_run_report(run_dir, data_root, jaeger_ui)
+
+
+def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
+    """Score the run's traces; write eval.json, report.md and report.html beside them."""
+    from sopgym.core.jsonio import dumps, write_atomic
+    from sopgym.evaluation.report import write_reports
+
+    result = scored(run_dir, data_root)
+    write_atomic(run_dir / "eval.json", dumps(result))
+    for path in write_reports(result, run_dir, jaeger_ui):
+        console.print(f"wrote {path}")
+
+
+@click.command("compare")
+@click.argument("run_a", type=click.Path(path_type=Path, exists=True))
+@click.argument("run_b", type=click.Path(path_type=Path, exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the deltas as JSON.")
+@_DATA_ROOT
+def compare_command(run_a: Path, run_b: Path, as_json: bool, data_root: Path | None) -> None:
+    """Metric deltas (B - A) overall and per domain, and the tasks that flipped."""
+    from sopgym.core.jsonio import dumps
+    from sopgym.evaluation.compare import compare, to_markdown
+
+    deltas = compare(scored(run_a, data_root), scored(run_b, data_root))
+    if as_json:
+        sys.stdout.buffer.write(dumps(deltas) + b"\n")
+    else:
+        click.echo(to_markdown(deltas, str(run_a), str(run_b)))
+
+
+EVALUATION_COMMANDS = [eval_command, report_command, compare_command]

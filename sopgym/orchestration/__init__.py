@@ -1,0 +1,2 @@
+"""Run orchestration: the runner, the embedded stack, process management, shards and merge,
+scale-out commands and the load test."""
