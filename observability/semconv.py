@@ -49,6 +49,14 @@ DISTRACTORS = "sopgym.episode.distractors"
 SOP_VARIANT = "sopgym.sop.variant"
 OUTPUTS = "sopgym.episode.outputs"
 OUTPUTS_TRUNCATED = "sopgym.episode.outputs.truncated"
+# on the finish span: the stateful episode's final state (JSON text), and the conversation's
+# turns (JSON text, [{"role", "content"}]) so the evaluator scores them from the trace alone
+FINAL_STATE = "sopgym.episode.final_state"
+FINAL_STATE_TRUNCATED = "sopgym.episode.final_state.truncated"
+MESSAGES = "sopgym.episode.messages"
+MESSAGES_TRUNCATED = "sopgym.episode.messages.truncated"
+OP_MESSAGE = "message"  # sopgym.gateway.op of a message to the simulated user
+TRIAL = "sopgym.trial"  # on the agent's root span: which of the run's trials (0-based)
 CALL_COUNT = "sopgym.episode.calls"
 CALL_INDEX = "sopgym.call.index"
 CALL_ERROR_CODE = "sopgym.call.error.code"
