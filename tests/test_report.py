@@ -22,7 +22,7 @@ DOMAIN = "patient_intake"
 
 def untraced_run(tasks: int = 3) -> dict[str, Any]:
     """An evaluation in which no task left a trace: every task incomplete, none dropped."""
-    expected = [(DOMAIN, t.id) for t in domain_data(DOMAIN).tasks[:tasks]]
+    expected = [(DOMAIN, t.id, 0) for t in domain_data(DOMAIN).tasks[:tasks]]
     return evaluate(SpanBatch(), TaskSet(DATA_ROOT), expected, ("r1", "agent"), source="run-a")
 
 
