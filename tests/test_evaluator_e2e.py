@@ -281,7 +281,9 @@ def test_runner_evaluator_and_report_give_identical_scores(noisy_run: Path) -> N
     summary = orjson.loads((noisy_run / "summary.json").read_bytes())
     shared = ("tsr", "ecr", "tool_f1", "errors", "order_violations", "scores")
     assert {k: summary[k] for k in shared} == {k: reported[k] for k in shared}
-    (per_task,) = [t for t in tables(reported) if t.title == "Per task"]
+    by_title = {t.title.split(" (")[0]: t for t in tables(reported)}
+    assert [row[0] for row in by_title["Scorers"].rows] == sorted(summary["scores"])
+    per_task = by_title["Per task"]
     verdicts = {row[0]: row[3] for row in per_task.rows}
     assert verdicts == {
         task_id: "yes" if r["score"]["success"] else ("no" if r["score"]["completed"] else "inc.")

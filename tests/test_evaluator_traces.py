@@ -7,6 +7,7 @@ and conversation reach the scorers."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.episodes import assemble
-from sopgym.evaluation.evaluator import TaskSet, evaluate
+from sopgym.evaluation.evaluator import TaskSet, evaluate, run_expectation
 from sopgym.evaluation.scorers.calls import order_violations
 from sopgym.evaluation.scoring import score_episode
 from sopgym.gateway.episodes import Episode
@@ -303,3 +304,15 @@ def test_a_truncated_state_or_conversation_is_a_trace_problem(
     (row,) = evaluate(traces.batch(), TaskSet(DATA_ROOT))["per_task"]
     assert not row["trace_complete"] and row["score"]["errors"] == {"incomplete": 1}
     assert f"{what} truncated on the finish span" in row["reason"]
+
+
+def test_a_run_of_k_trials_expects_every_task_k_times(tmp_path: Path) -> None:
+    config = {"domains": [DOMAIN], "limit": 2, "trials": 3, "agent": "unit"}
+    (tmp_path / "config.json").write_bytes(orjson.dumps(config))
+    expected, run = run_expectation(tmp_path, TaskSet(DATA_ROOT))
+    ids = [t.id for t in domain_data(DOMAIN).tasks[:2]]
+    assert expected == [(DOMAIN, i, trial) for i in ids for trial in range(3)]
+    assert run == (tmp_path.name, "unit")
+    del config["trials"]  # runs from before trials existed: one each
+    (tmp_path / "config.json").write_bytes(orjson.dumps(config))
+    assert run_expectation(tmp_path, TaskSet(DATA_ROOT))[0] == [(DOMAIN, i, 0) for i in ids]

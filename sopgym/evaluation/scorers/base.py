@@ -39,7 +39,8 @@ class Case:
     @property
     def answer(self) -> JSON:
         """The final answer; an empty one when the episode did not complete."""
-        return self.trajectory.outputs if self.completed else {}
+        outputs = self.trajectory.outputs
+        return outputs if self.completed and outputs is not None else {}
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,8 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
     if gold.calls and not trajectory.calls:
         counts["blank"] += 1
     gold_args: dict[str, list[Any]] = {}
-    for call in gold.calls:
-        gold_args.setdefault(call.name, []).append(normalize(call.arguments))
+    for wanted in gold.calls:
+        gold_args.setdefault(wanted.name, []).append(normalize(wanted.arguments))
     for call in trajectory.calls:
         if not call.in_catalog:
             counts["hallucinated"] += 1
