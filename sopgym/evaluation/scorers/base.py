@@ -10,7 +10,7 @@ task a success when it completed and every *gating* score passed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sopgym.core.tasks import Gold, Task
@@ -75,7 +75,8 @@ class Scorer:
     gates: bool = False
 
     def __call__(self, case: Case) -> Score:
-        return replace(self.measure(case), gates=self.gates)
+        score = self.measure(case)  # (not dataclasses.replace: this runs per task and scorer)
+        return Score(score.value, score.metrics, score.explanation, self.gates)
 
 
 def ratio(part: int, whole: int) -> float:
