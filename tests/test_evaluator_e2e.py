@@ -25,7 +25,8 @@ from sopgym.cli import main as cli
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.evaluator import TaskSet, evaluate, evaluate_path
-from sopgym.evaluation.scoring import score_task
+from sopgym.evaluation.report import tables
+from sopgym.evaluation.scoring import score_episode
 from sopgym.evaluation.sources import load_spans, trace_files
 from sopgym.observability import otlp, tracing
 from sopgym.observability import semconv as sc
@@ -48,6 +49,26 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return runs / "oracle"
 
 
+# A scripted model that makes every kind of mistake, so the scores compared below differ
+NOISY = (
+    "scripted:wrong_tool=0.15,missing_arg=0.1,bad_type=0.1,wrong_value=0.1,skip_step=0.1,"
+    "hallucinated_tool=0.1,blank=0.08,wrong_final=0.2,messy_format=0.5,seed=4"
+)
+
+
+@pytest.fixture(scope="module")
+def noisy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    runs = tmp_path_factory.mktemp("runs")
+    result = subprocess.run(
+        [sys.executable, "-m", "sopgym", "run", DOMAIN, "--agent", "react", "--model", NOISY,
+         "--limit", str(TASKS), "--runs-dir", str(runs), "--run-id", "noisy", "--data-root",
+         str(DATA_ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return runs / "noisy"
+
+
 def _results(run: Path) -> dict[str, dict[str, Any]]:
     rows = [orjson.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines()]
     return {r["task_id"]: r for r in rows}
@@ -60,7 +81,7 @@ def test_oracle_scores_from_traces_equal_the_records(oracle_run: Path) -> None:
     for row in result["per_task"]:
         assert row["score"] == records[row["task_id"]]["score"], row["task_id"]
         assert row["score"]["success"] and row["trace_complete"]
-        assert row["order_violations"] == 0
+        assert row["score"]["order_violations"] == 0
     assert result["tsr"] == result["ecr"] == 1.0 and result["errors"] == {}
     assert not result["incomplete"] and not result["unmatched"] and not result["superseded"]
 
@@ -195,15 +216,16 @@ def test_bad_calls_score_alike_from_traces_and_records(bad_run: tuple[Path, Any]
     root, records = bad_run
     data = domain_data(DOMAIN)
     taskset = TaskSet(DATA_ROOT)
-    expected = [(DOMAIN, task_id) for task_id in records]
+    expected = [(DOMAIN, task_id, 0) for task_id in records]
     result = evaluate(
         load_spans(root / "traces", sc.EVALUATED_SCOPES), taskset, expected, ("bad", "bad")
     )
     rows = {r["task_id"]: r for r in result["per_task"]}
     assert set(rows) == set(records)
+    tasks = {t.id: t for t in data.tasks}
     for task_id, trajectory in records.items():
-        expected_score = score_task(
-            DOMAIN, trajectory, data.gold[task_id], data.domain.output_schema
+        expected_score = score_episode(
+            data.domain, tasks[task_id], trajectory, data.gold[task_id]
         ).to_json()
         assert rows[task_id]["score"] == expected_score, task_id
     first = rows[data.tasks[0].id]["score"]
@@ -239,3 +261,31 @@ def test_validation_failures_are_span_events(bad_run: tuple[Path, Any]) -> None:
     tool_spans = [s for s in spans if s.attributes.get(sc.GEN_AI_OPERATION) == sc.OP_EXECUTE_TOOL]
     refused = [s for s in tool_spans if s.attributes.get(sc.ERROR_TYPE) == "unknown_tool"]
     assert refused and all(s.status == otlp.STATUS_ERROR for s in refused)
+
+
+def test_runner_evaluator_and_report_give_identical_scores(noisy_run: Path) -> None:
+    """One scoring entry: the runner's rows, the evaluator's rows from the same run's traces and
+    the report's data agree task by task, scorer by scorer, on an imperfect run."""
+    records = _results(noisy_run)
+    evaluated = evaluate_path(noisy_run, DATA_ROOT)
+    result = CliRunner().invoke(cli, ["report", str(noisy_run), "--data-root", str(DATA_ROOT)])
+    assert result.exit_code == 0, result.output
+    reported = orjson.loads((noisy_run / "eval.json").read_bytes())
+    assert len(records) == len(evaluated["per_task"]) == len(reported["per_task"]) == TASKS
+    for row, saved in zip(evaluated["per_task"], reported["per_task"], strict=True):
+        assert row["trace_complete"], row["reason"]
+        assert row["score"] == saved["score"] == records[row["task_id"]]["score"], row["task_id"]
+    scores = [r["score"] for r in records.values()]
+    assert any(not s["success"] for s in scores) and any(s["success"] for s in scores)
+    assert any(s["errors"] for s in scores) and all(s["scores"] for s in scores)
+    summary = orjson.loads((noisy_run / "summary.json").read_bytes())
+    shared = ("tsr", "ecr", "tool_f1", "errors", "order_violations", "scores")
+    assert {k: summary[k] for k in shared} == {k: reported[k] for k in shared}
+    by_title = {t.title.split(" (")[0]: t for t in tables(reported)}
+    assert [row[0] for row in by_title["Scorers"].rows] == sorted(summary["scores"])
+    per_task = by_title["Per task"]
+    verdicts = {row[0]: row[3] for row in per_task.rows}
+    assert verdicts == {
+        task_id: "yes" if r["score"]["success"] else ("no" if r["score"]["completed"] else "inc.")
+        for task_id, r in records.items()
+    }

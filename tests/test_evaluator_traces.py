@@ -1,13 +1,16 @@
 """The evaluator on traces built in memory by the real span helpers (the agent's root span,
 the gateway's open / call / finish annotations), through the real OTLP JSON round trip:
 complete episodes score exactly like their records; gaps make an episode incomplete, listed
-with a reason; nothing is dropped."""
+with a reason; nothing is dropped; repeated trials are kept apart; the finish span's final state
+and conversation reach the scorers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -18,10 +21,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
-from sopgym.evaluation.evaluator import TaskSet, evaluate, order_violations
-from sopgym.evaluation.scoring import score_task
+from sopgym.evaluation.episodes import assemble
+from sopgym.evaluation.evaluator import TaskSet, evaluate, run_expectation
+from sopgym.evaluation.scorers.calls import order_violations
+from sopgym.evaluation.scoring import score_episode
 from sopgym.gateway.episodes import Episode
-from sopgym.observability import episode_spans, genai, otlp, tracing
+from sopgym.observability import episode_spans, genai, lean, otlp, tracing
 from sopgym.observability import semconv as sc
 from sopgym.observability.lean import LeanTracer
 from tests.helpers import DATA_ROOT, domain_data
@@ -65,6 +70,8 @@ class Traces:
         finish_count_extra: int = 0,
         run_id: str = "run-1",
         llm_usage: list[dict[str, Any]] | None = None,
+        trial: int | None = None,
+        finish_attributes: dict[str, Any] | None = None,
     ) -> Trajectory:
         """One episode's spans; returns the trajectory the gateway would have recorded."""
         gold = self.gold(index)
@@ -94,17 +101,26 @@ class Traces:
             if finish:
                 episode.outputs, episode.finished_at = outputs, 1.0
                 episode.calls.extend([CallRecord("lost", {}, 200)] * finish_count_extra)
-                self._gateway_span(lambda: episode_spans.annotate_finish(episode))
+                self._gateway_span(lambda: self._finish(episode, finish_attributes or {}))
                 del episode.calls[len(calls) :]
 
         if root:
             with genai.task_span(gold.task_id, DOMAIN, "unit", "m", run_id) as span:
+                if trial is not None:
+                    span.set_attribute(sc.TRIAL, trial)
                 work()
                 status, error = ("finished", None) if finish else ("failed", "GaveUp: no answer")
                 genai.end_task(span, status, episode.id, error, llm_usage)
         else:  # the agent crashed: none of its spans ever left its process
             work()
         return episode.trajectory()
+
+    @staticmethod
+    def _finish(episode: Episode, attributes: dict[str, Any]) -> None:
+        """The gateway's finish annotation, plus what a stateful or conversational episode's
+        finish span carries (written by the gateway where it records them)."""
+        episode_spans.annotate_finish(episode)
+        lean.current_span().set_attributes(attributes)
 
     def batch(self) -> otlp.SpanBatch:
         """What the evaluator reads back from the store."""
@@ -122,8 +138,8 @@ def _rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _record_score(traces: Traces, index: int, trajectory: Trajectory) -> dict[str, Any]:
-    domain = traces.data.domain
-    return score_task(DOMAIN, trajectory, traces.gold(index), domain.output_schema).to_json()
+    task = traces.data.tasks[index]
+    return score_episode(traces.data.domain, task, trajectory, traces.gold(index)).to_json()
 
 
 def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
@@ -176,7 +192,7 @@ def test_incomplete_trace_data_is_scored_incomplete_and_listed(traces: Traces) -
     traces.episode(2, finish_count_extra=2)  # the finish span counts calls that never arrived
     traces.episode(3)  # complete
     taskset = TaskSet(DATA_ROOT)
-    expected = [(DOMAIN, traces.data.tasks[i].id) for i in range(5)]  # task 4: no trace at all
+    expected = [(DOMAIN, traces.data.tasks[i].id, 0) for i in range(5)]  # 4: no trace at all
     result = evaluate(traces.batch(), taskset, expected, run=("run-1", "unit"))
     rows = _rows(result)
     reasons = {i["task_id"]: i["reason"] for i in result["incomplete"]}
@@ -230,17 +246,73 @@ def test_order_violations_follow_the_dependency_graph() -> None:
         return Trajectory("t", "e", [CallRecord(n, {}, 200, code) for n, code in calls])
 
     ok = trajectory(("validate_insurance", None), ("check_prescription_benefits", None))
-    assert order_violations(ok, deps) == 0
+    assert len(order_violations(ok.calls, deps)) == 0
     early = trajectory(("check_prescription_benefits", None), ("validate_insurance", None))
-    assert order_violations(early, deps) == 1
+    assert len(order_violations(early.calls, deps)) == 1
     malformed_first = trajectory(
-        ("validate_insurance", "missing_argument"), ("check_prescription_benefits", None)
+        ("validate_insurance", "missing_argument"),
+        ("check_prescription_benefits", None),
+        ("validate_insurance", None),
     )
-    assert order_violations(malformed_first, deps) == 1  # a rejected call satisfies nothing
+    assert len(order_violations(malformed_first.calls, deps)) == 1  # a rejected call: nothing
     data_refusal = trajectory(
         ("validate_insurance", "not_found"), ("check_prescription_benefits", None)
     )
-    assert order_violations(data_refusal, deps) == 0  # it ran; the SOP branches on its answer
+    assert len(order_violations(data_refusal.calls, deps)) == 0  # it ran; the SOP branches
     for gold in list(domain_data(DOMAIN).gold.values())[:20]:
         calls = [CallRecord(c.name, c.arguments, 200) for c in gold.calls]
-        assert order_violations(Trajectory("t", "e", calls), deps) == 0
+        assert len(order_violations(calls, deps)) == 0
+
+
+def test_trials_of_a_task_are_kept_apart(traces: Traces) -> None:
+    traces.episode(0, trial=0)
+    traces.episode(0, outputs={}, trial=1)  # a later trial: its own row, superseding nothing
+    traces.episode(0, trial=1)  # a retry of trial 1 supersedes the first attempt of it
+    task_id = traces.gold(0).task_id
+    expected = [(DOMAIN, task_id, trial) for trial in range(3)]  # trial 2: no trace
+    result = evaluate(traces.batch(), TaskSet(DATA_ROOT), expected, run=("run-1", "unit"))
+    rows = {r["trial"]: r for r in result["per_task"]}
+    assert sorted(rows) == [0, 1, 2] and all(r["task_id"] == task_id for r in rows.values())
+    assert rows[0]["score"]["success"] and rows[1]["score"]["success"]
+    assert rows[2]["reason"] == "no trace of this task"
+    assert [(s["trial"], s["why"]) for s in result["superseded"]] == [
+        (1, "a later attempt of the task exists")
+    ]
+    assert result["tasks"] == 3 and result["tsr"] == pytest.approx(2 / 3)
+
+
+def test_final_state_and_messages_come_from_the_finish_span(traces: Traces) -> None:
+    state = {"registered": [{"id": "P-1", "copay": 20}], "open": False}
+    messages = [{"role": "agent", "content": "Your id?"}, {"role": "user", "content": "P-1"}]
+    attributes = {sc.FINAL_STATE: orjson.dumps(state).decode(),
+                  sc.MESSAGES: orjson.dumps(messages).decode()}  # fmt: skip
+    traces.episode(0, finish_attributes=attributes)
+    (episode,) = assemble(traces.batch().spans)
+    rebuilt = episode.trajectory(traces.gold(0))
+    assert rebuilt is not None
+    assert rebuilt.final_state == state and rebuilt.messages == messages
+
+
+@pytest.mark.parametrize(
+    ("flag", "what"),
+    [(sc.FINAL_STATE_TRUNCATED, "final state"), (sc.MESSAGES_TRUNCATED, "conversation messages")],
+)
+def test_a_truncated_state_or_conversation_is_a_trace_problem(
+    traces: Traces, flag: str, what: str
+) -> None:
+    traces.episode(0, finish_attributes={flag: 4096})
+    (row,) = evaluate(traces.batch(), TaskSet(DATA_ROOT))["per_task"]
+    assert not row["trace_complete"] and row["score"]["errors"] == {"incomplete": 1}
+    assert f"{what} truncated on the finish span" in row["reason"]
+
+
+def test_a_run_of_k_trials_expects_every_task_k_times(tmp_path: Path) -> None:
+    config = {"domains": [DOMAIN], "limit": 2, "trials": 3, "agent": "unit"}
+    (tmp_path / "config.json").write_bytes(orjson.dumps(config))
+    expected, run = run_expectation(tmp_path, TaskSet(DATA_ROOT))
+    ids = [t.id for t in domain_data(DOMAIN).tasks[:2]]
+    assert expected == [(DOMAIN, i, trial) for i in ids for trial in range(3)]
+    assert run == (tmp_path.name, "unit")
+    del config["trials"]  # runs from before trials existed: one each
+    (tmp_path / "config.json").write_bytes(orjson.dumps(config))
+    assert run_expectation(tmp_path, TaskSet(DATA_ROOT))[0] == [(DOMAIN, i, 0) for i in ids]

@@ -10,12 +10,13 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from sopgym.core.registry import UnknownDomainError
-from sopgym.core.tasks import Gold
+from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
-from sopgym.evaluation.scoring import aggregate, score_task
+from sopgym.evaluation.scoring import aggregate, score_episode
 from sopgym.importers.cli import import_group
 from sopgym.importers.resolve import load_imported
 from sopgym.services.tools.app import create_app
+from tests.scoring_helpers import pack
 from tests.sopbench_helpers import FIXTURES, copy_fixture, isolated_home
 
 
@@ -115,9 +116,11 @@ def test_tool_metrics_are_not_applicable_without_reference_calls() -> None:
         "t", calls=[], decisions={}, outputs={"refund_decision": "full"}, reference_calls=False
     )
     trajectory = Trajectory("t", "ep", finished=True, outputs={"refund_decision": "Full "})
-    score = score_task("sopbench/x", trajectory, gold, {})
+    domain, task = pack({}), Task("t", "sopbench/x", {})
+    score = score_episode(domain, task, trajectory, gold)
     assert score.success and score.tool_f1 is None and score.gold_calls is None
-    missing = score_task("sopbench/x", None, gold, {})
+    assert score.domain == "sopbench/x" and score.scores["tool_calls"]["value"] is None
+    missing = score_episode(domain, task, None, gold)
     assert not missing.completed and missing.tool_precision is None
     summary = aggregate([score, missing])
     assert (summary["tsr"], summary["ecr"], summary["tool_f1"]) == (0.5, 0.5, None)

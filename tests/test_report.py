@@ -22,7 +22,7 @@ DOMAIN = "patient_intake"
 
 def untraced_run(tasks: int = 3) -> dict[str, Any]:
     """An evaluation in which no task left a trace: every task incomplete, none dropped."""
-    expected = [(DOMAIN, t.id) for t in domain_data(DOMAIN).tasks[:tasks]]
+    expected = [(DOMAIN, t.id, 0) for t in domain_data(DOMAIN).tasks[:tasks]]
     return evaluate(SpanBatch(), TaskSet(DATA_ROOT), expected, ("r1", "agent"), source="run-a")
 
 
@@ -100,3 +100,14 @@ def test_eval_command_reads_a_trace_file(tmp_path: Path) -> None:
     assert '"tasks":0' in result.stdout
     usage = CliRunner().invoke(cli, ["eval"])
     assert usage.exit_code != 0 and "either a run folder" in usage.output
+
+
+def test_compare_keeps_trials_apart() -> None:
+    before = untraced_run(1)
+    second = copy.deepcopy(before["per_task"][0])
+    second["trial"] = 1
+    before["per_task"].append(second)
+    after = _solved(before, 1)  # trial 1 fixed, trial 0 still failing
+    task_id = before["per_task"][0]["task_id"]
+    deltas = compare.compare(before, after)
+    assert deltas["fixed"] == [f"{DOMAIN}/{task_id}#1"] and deltas["broken"] == []

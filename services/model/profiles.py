@@ -3,7 +3,7 @@
 A profile is named in the model spec after ``scripted:``: a preset (``perfect``, ``noisy``) or
 explicit rates, ``wrong_tool=0.1,missing_arg=0.1,...,seed=3``, optionally after a preset
 (``noisy,seed=5``). Each mistake kind is built to surface in one evaluator category
-(:func:`sopgym.evaluation.scoring.error_taxonomy`):
+(:func:`sopgym.evaluation.scorers.calls.error_taxonomy`):
 
 =================  =====================================================  ===============
 kind               what the model does                                    category

@@ -22,7 +22,7 @@ import orjson
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES, ToolError
 from sopgym.core.tasks import Gold, Task, ToolCall
-from sopgym.evaluation.scoring import normalize, values_match
+from sopgym.evaluation.scorers.fields import normalize, values_match
 from sopgym.services.model.profiles import STEP_KINDS, ErrorProfile
 from sopgym.types import JSON
 

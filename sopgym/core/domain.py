@@ -10,12 +10,15 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task, ToolCall
 from sopgym.core.tools import Tool, ToolContext
 from sopgym.types import JSON
+
+if TYPE_CHECKING:
+    from sopgym.evaluation.scorers import Scorer
 
 
 @dataclass
@@ -74,6 +77,8 @@ class DomainPack:
     # False for imported benchmarks: ``solve`` only knows the expected outputs, so there are
     # no gold calls and tool-call metrics do not apply.
     reference_policy: bool = True
+    # How episodes are scored (docs/domain-pack.md, "Scoring"); None: the task kind's defaults
+    scorers: list[Scorer] | None = None
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.all_tools()]

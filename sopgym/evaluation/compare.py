@@ -47,10 +47,11 @@ def deltas(a: JSON | None, b: JSON | None) -> JSON:
 
 
 def compare(a: JSON, b: JSON) -> JSON:
-    """Deltas of two evaluation results, plus per-task success flips."""
+    """Deltas of two evaluation results, plus per-task success flips (per trial where a run
+    made several: ``domain/task#trial``)."""
     domains = sorted(set(a["domains"]) | set(b["domains"]))
-    rows_a = {(r["domain"], r["task_id"]): r for r in a["per_task"]}
-    rows_b = {(r["domain"], r["task_id"]): r for r in b["per_task"]}
+    rows_a = {_key(r): r for r in a["per_task"]}
+    rows_b = {_key(r): r for r in b["per_task"]}
     common = sorted(set(rows_a) & set(rows_b))
 
     def success(row: JSON) -> bool:
@@ -61,15 +62,16 @@ def compare(a: JSON, b: JSON) -> JSON:
         "b": b["source"],
         "overall": deltas(a, b),
         "domains": {d: deltas(a["domains"].get(d), b["domains"].get(d)) for d in domains},
-        "fixed": [
-            f"{d}/{t}" for d, t in common if success(rows_b[d, t]) and not success(rows_a[d, t])
-        ],
-        "broken": [
-            f"{d}/{t}" for d, t in common if success(rows_a[d, t]) and not success(rows_b[d, t])
-        ],
-        "only_a": [f"{d}/{t}" for d, t in sorted(set(rows_a) - set(rows_b))],
-        "only_b": [f"{d}/{t}" for d, t in sorted(set(rows_b) - set(rows_a))],
+        "fixed": [k for k in common if success(rows_b[k]) and not success(rows_a[k])],
+        "broken": [k for k in common if success(rows_a[k]) and not success(rows_b[k])],
+        "only_a": sorted(set(rows_a) - set(rows_b)),
+        "only_b": sorted(set(rows_b) - set(rows_a)),
     }
+
+
+def _key(row: JSON) -> str:
+    trial = row.get("trial") or 0
+    return f"{row['domain']}/{row['task_id']}" + (f"#{trial}" if trial else "")
 
 
 def _fmt(value: float | None, rate: bool, signed: bool = False) -> str:

@@ -58,6 +58,11 @@ class EpisodeSpans:
         return self._attribute(sc.RUN_ID)
 
     @property
+    def trial(self) -> int:
+        """Which of the run's trials of its task this episode is (0 when not said)."""
+        return int(self._attribute(sc.TRIAL) or 0)
+
+    @property
     def trace_id(self) -> str:
         first = self.root or self.open or self.finish or (self.calls[0] if self.calls else None)
         return first.trace_id if first else ""
@@ -93,8 +98,9 @@ class EpisodeSpans:
             counted = self.finish.attributes.get(sc.CALL_COUNT, 0)
             if counted > len(self.calls):
                 problems.append(f"{counted - len(self.calls)} of {counted} call spans missing")
-            if self.finish.attributes.get(sc.OUTPUTS_TRUNCATED):
-                problems.append("final outputs truncated on the finish span")
+            for flag, what in _TRUNCATION_FLAGS:
+                if self.finish.attributes.get(flag):
+                    problems.append(f"{what} truncated on the finish span")
         elif self.status == "finished":
             problems.append("finish span missing")
         return problems
@@ -108,16 +114,17 @@ class EpisodeSpans:
         if self.problems:
             return None
         calls = sorted(self.calls, key=lambda s: s.attributes[sc.CALL_INDEX])
-        outputs = None
-        if self.finish is not None:
-            outputs = _json(self.finish.attributes.get(sc.OUTPUTS))
+        finish = self.finish.attributes if self.finish is not None else {}
+        messages = _json(finish.get(sc.MESSAGES))
         return Trajectory(
             task_id=str(self.task_id),
             episode_id=str(self.episode_id),
             calls=[_call_record(span, gold) for span in calls],
             finished=self.finish is not None,
-            outputs=outputs,
+            outputs=_json(finish.get(sc.OUTPUTS)),
             catalog=_string_list(self.open.attributes.get(sc.CATALOG) if self.open else None),
+            messages=messages if isinstance(messages, list) else [],
+            final_state=_json(finish.get(sc.FINAL_STATE)),
         )
 
     def llm_usage(self) -> tuple[int, int, int]:
@@ -128,6 +135,14 @@ class EpisodeSpans:
             int(attributes.get(sc.GEN_AI_INPUT_TOKENS) or 0),
             int(attributes.get(sc.GEN_AI_OUTPUT_TOKENS) or 0),
         )
+
+
+# The finish span's JSON-text attributes that may be cut to fit: a cut value is unusable
+_TRUNCATION_FLAGS = (
+    (sc.OUTPUTS_TRUNCATED, "final outputs"),
+    (sc.FINAL_STATE_TRUNCATED, "final state"),
+    (sc.MESSAGES_TRUNCATED, "conversation messages"),
+)
 
 
 def _json(text: Any) -> Any:

@@ -1,13 +1,15 @@
 """The evaluator: scores episodes from their traces alone, plus the task set's gold.
 
 Each episode's trajectory is rebuilt from spans (:mod:`.episodes`) and scored by the same
-:func:`sopgym.evaluation.scoring.score_task` the runner applies to the gateway's records, so the
-two paths agree task by task. On top of that score it adds what only the trace knows or what
-needs the domain's dependency graph: order violations, latency, LLM calls and tokens.
+:func:`sopgym.evaluation.scoring.score_episode` the runner applies to the gateway's records, so
+the two paths agree task by task. The evaluator computes no score of its own: on top of the
+shared score it adds only what the trace alone knows (latency, LLM calls and tokens, whether
+the trace is complete).
 
-Episodes are grouped by (run id, agent); in each group every expected task gets exactly one
-row: its latest episode, or an incomplete row when no trace of it exists. Earlier attempts
-are listed as superseded, episodes of unknown tasks as unmatched: nothing is dropped silently.
+Episodes are grouped by (run id, agent); in each group every expected (task, trial) gets
+exactly one row: its latest episode, or an incomplete row when no trace of it exists. Earlier
+attempts of the same trial are listed as superseded, episodes of unknown tasks as unmatched:
+nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +28,16 @@ import orjson
 
 from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
-from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
-from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
-from sopgym.evaluation.scoring import TaskScore, aggregate, score_task
+from sopgym.evaluation.scoring import TaskScore, aggregate, score_episode
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanBatch, paused_gc
 from sopgym.types import JSON
 
-_MALFORMED = VALIDATION_CODES | TYPE_CODES
+# (domain, task id, trial): one expected episode of a run
+EpisodeKey = tuple[str, str, int]
 
 
 @dataclass
@@ -43,6 +45,10 @@ class DomainTasks:
     domain: DomainPack
     tasks: list[Task]
     gold: dict[str, Gold]
+
+    @cached_property
+    def by_id(self) -> dict[str, Task]:
+        return {t.id: t for t in self.tasks}
 
 
 class TaskSet:
@@ -63,47 +69,35 @@ class TaskSet:
             self._domains[name] = DomainTasks(domain, tasks, gold)
         return self._domains[name]
 
-    def expected(self, domains: Iterable[str], limit: int | None = None) -> list[tuple[str, str]]:
-        """(domain, task id) of every task a run over ``domains`` should have attempted."""
+    def expected(
+        self, domains: Iterable[str], limit: int | None = None, trials: int = 1
+    ) -> list[EpisodeKey]:
+        """(domain, task id, trial) of every episode a run over ``domains`` should have made:
+        each task ``trials`` times."""
         keys = []
         for name in domains:
             found = self.get(name)
             tasks = found.tasks if found else []
-            keys += [(name, t.id) for t in (tasks[:limit] if limit else tasks)]
+            for task in tasks[:limit] if limit else tasks:
+                keys += [(name, task.id, trial) for trial in range(trials)]
         return keys
 
 
-def order_violations(trajectory: Trajectory, dependencies: dict[str, list[str]]) -> int:
-    """Executed calls made before every tool they depend on had been executed.
-
-    A call rejected for its arguments (validation / type) neither counts nor satisfies a
-    dependency; a refusal about the data (e.g. ``not_found``) did run, and does.
-    """
-    done: set[str] = set()
-    violations = 0
-    for call in trajectory.calls:
-        if not call.in_catalog or call.error_code in _MALFORMED:
-            continue
-        if any(d not in done for d in dependencies.get(call.name, ())):
-            violations += 1
-        done.add(call.name)
-    return violations
-
-
 def _row(
-    domain: str,
-    task_id: str,
+    key: EpisodeKey,
     group: tuple[str, str],
     episode: EpisodeSpans | None,
     tasks: DomainTasks,
 ) -> JSON:
+    domain, task_id, trial = key
     gold = tasks.gold[task_id]
     problems = episode.problems if episode else ["no trace of this task"]
     trajectory = episode.trajectory(gold) if episode and not problems else None
-    score = score_task(domain, trajectory, gold, tasks.domain.output_schema)
+    score = score_episode(tasks.domain, tasks.by_id[task_id], trajectory, gold)
     row: JSON = {
         "task_id": task_id,
         "domain": domain,
+        "trial": trial,
         "run_id": group[0],
         "agent": group[1],
         "model": episode.model if episode else None,
@@ -113,9 +107,6 @@ def _row(
         "trace_complete": not problems,
         "problems": problems,
         "score": dict(vars(score)),  # = score.to_json(), without asdict's deep copies
-        "order_violations": order_violations(trajectory, tasks.domain.dependencies)
-        if trajectory
-        else 0,
         "latency_s": episode.latency_s if episode else None,
         "tool_latency_ms": [round(s.duration_ms, 3) for s in episode.calls] if episode else [],
         "calls_made": [[c.name, c.error_code] for c in trajectory.calls] if trajectory else [],
@@ -145,8 +136,9 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 
 def metrics(rows: list[JSON]) -> JSON:
-    """SOP-Bench's ECR / C-TSR / TSR and TELLER's tool metrics (via ``aggregate``), plus
-    call-level error rates, order violations, latency, LLM calls and tokens."""
+    """The shared run metrics (``aggregate``: ECR / C-TSR / TSR, tool metrics, errors, order
+    violations, per-scorer means), plus call-level error rates and what only traces know:
+    incomplete traces, latency, LLM calls and tokens."""
     scores = [TaskScore(**r["score"]) for r in rows]  # rows may come from eval.json
     base = aggregate(scores)
     errors: Counter[str] = Counter(base["errors"])
@@ -165,7 +157,6 @@ def metrics(rows: list[JSON]) -> JSON:
         "param_failure_rate": per_call("validation", "type"),
         "wrong_value_rate": per_call("wrong_value"),
         "blank_rate": errors["blank"] / n if n else 0.0,
-        "order_violations": sum(r["order_violations"] for r in rows),
         "incomplete_traces": sum(not r["trace_complete"] for r in rows),
         "latency_s": {
             "mean": statistics.fmean(latencies) if latencies else None,
@@ -196,15 +187,16 @@ def _grouped(rows: list[JSON], key: str) -> JSON:
 def evaluate(
     spans: SpanBatch,
     taskset: TaskSet,
-    expected: list[tuple[str, str]] | None = None,
+    expected: list[EpisodeKey] | None = None,
     run: tuple[str, str] | None = None,
     run_filter: str | None = None,
     source: str = "",
 ) -> JSON:
     """Score every episode in ``spans``.
 
-    ``expected`` lists the (domain, task id) pairs each (run id, agent) group should cover
-    (a run folder's config says which); without it a group covers the tasks it has traces of.
+    ``expected`` lists the (domain, task id, trial) episodes each (run id, agent) group should
+    cover (a run folder's config says which); without it a group covers the episodes it has
+    traces of.
     ``run`` (a run folder's (run id, agent)) puts every episode in that one group, which
     exists even when no trace exists at all.
     """
@@ -215,7 +207,7 @@ def evaluate(
 def _evaluate(
     spans: SpanBatch,
     taskset: TaskSet,
-    expected: list[tuple[str, str]] | None,
+    expected: list[EpisodeKey] | None,
     run: tuple[str, str] | None,
     run_filter: str | None,
     source: str,
@@ -237,19 +229,17 @@ def _evaluate(
     rows: list[JSON] = []
     superseded: list[JSON] = []
     for group, members in sorted(groups.items()):
-        latest: dict[tuple[str, str], EpisodeSpans] = {}
+        latest: dict[EpisodeKey, EpisodeSpans] = {}
         for episode in sorted(members, key=lambda e: e.started_ns):
-            key = (str(episode.domain), str(episode.task_id))
+            key = (str(episode.domain), str(episode.task_id), episode.trial)
             if key in latest:
                 superseded.append(_brief(latest[key], "a later attempt of the task exists"))
             latest[key] = episode
         wanted = expected if expected is not None else sorted(latest)
-        for domain, task_id in wanted:
-            tasks = taskset.get(domain)
-            if tasks is not None and task_id in tasks.gold:
-                rows.append(
-                    _row(domain, task_id, group, latest.pop((domain, task_id), None), tasks)
-                )
+        for key in wanted:
+            tasks = taskset.get(key[0])
+            if tasks is not None and key[1] in tasks.gold:
+                rows.append(_row(key, group, latest.pop(key, None), tasks))
         unmatched += [_brief(e, "task not expected in this run") for e in latest.values()]
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
@@ -264,7 +254,7 @@ def _evaluate(
         "agents": _grouped(rows, "agent_model"),
         "per_task": rows,
         "incomplete": [
-            {k: r.get(k) for k in ("task_id", "domain", "agent", "trace_id", "reason")}
+            {k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id", "reason")}
             for r in rows
             if not r["score"]["completed"]
         ],
@@ -278,18 +268,18 @@ def _brief(episode: EpisodeSpans, why: str) -> JSON:
     return {
         "task_id": episode.task_id,
         "domain": episode.domain,
+        "trial": episode.trial,
         "episode_id": episode.episode_id,
         "trace_id": episode.trace_id,
         "why": why,
     }
 
 
-def run_expectation(
-    run_dir: Path, taskset: TaskSet
-) -> tuple[list[tuple[str, str]], tuple[str, str]]:
-    """The tasks a run folder's config says were attempted, and its (run id, agent) group."""
+def run_expectation(run_dir: Path, taskset: TaskSet) -> tuple[list[EpisodeKey], tuple[str, str]]:
+    """The episodes a run folder's config says were made (every task ``trials`` times), and
+    its (run id, agent) group."""
     config = orjson.loads((run_dir / "config.json").read_bytes())
-    expected = taskset.expected(config["domains"], config.get("limit"))
+    expected = taskset.expected(config["domains"], config.get("limit"), config.get("trials", 1))
     return expected, (run_dir.name, config.get("agent", ""))
 
 

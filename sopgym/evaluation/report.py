@@ -93,6 +93,8 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         )
     )
 
+    out.append(scorer_table(result))
+
     def trace_cell(trace_id: str | None) -> Cell:
         if not trace_id:
             return "-"
@@ -139,6 +141,19 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         )
     )
     return out
+
+
+def scorer_table(result: JSON) -> Table:
+    """Each scorer's mean value overall and per domain (n/a: it applied to no task)."""
+    domains = result["domains"]
+    return Table(
+        "Scorers (mean value over the scored tasks)",
+        ["scorer", "overall", *domains],
+        [
+            [name, num(value), *(num(m["scores"].get(name)) for m in domains.values())]
+            for name, value in result["scores"].items()
+        ],
+    )
 
 
 # ---- renderers ----

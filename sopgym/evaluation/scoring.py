@@ -1,54 +1,26 @@
-"""Scorers: compare an episode's trajectory with the gold, then aggregate a run.
+"""The one scoring entry: :func:`score_episode` runs a domain's scorers on an episode and
+folds their results into a :class:`TaskScore`; :func:`aggregate` and :func:`summarize` turn
+task scores into run metrics (SOP-Bench's ECR = completed / all, C-TSR = correct / completed,
+TSR = correct / all; TELLER-Bench's tool precision / recall / F1).
 
-Per task: final outputs field by field (normalised), tool-call precision/recall/F1 against the
-gold calls (TELLER-Bench), and a parameter-error taxonomy. Over a run: SOP-Bench's ECR
-(completed / all), C-TSR (correct / completed) and TSR (correct / all).
+The runner (``results.jsonl``), ``sopgym merge``, the trace evaluator and hence the reports all
+score through :func:`score_episode`, so they agree task by task.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
-from sopgym.core.tasks import Gold
+from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.scorers import Case, Score, scorers_for
 from sopgym.types import JSON
 
-_SPACES = re.compile(r"\s+")
-
-
-def normalize(value: Any) -> Any:
-    """Case-, whitespace- and number-format-insensitive form of an output value."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        text = _SPACES.sub(" ", value.strip()).casefold()
-        if text in ("true", "false"):
-            return text == "true"
-        try:
-            number = float(text.replace(",", ""))
-        except ValueError:
-            return text
-        return number if math.isfinite(number) else text
-    if isinstance(value, (list, tuple)):
-        return sorted((normalize(v) for v in value), key=repr)
-    if isinstance(value, dict):
-        return {str(k).casefold(): normalize(v) for k, v in value.items()}
-    return value
-
-
-def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
-    p, g = normalize(predicted), normalize(gold)
-    if isinstance(p, float) and isinstance(g, float):
-        return abs(p - g) <= tolerance + 1e-9
-    return p == g
+if TYPE_CHECKING:
+    from sopgym.core.domain import DomainPack
 
 
 @dataclass
@@ -65,106 +37,65 @@ class TaskScore:
     calls: int = 0
     gold_calls: int | None = 0
     errors: dict[str, int] = field(default_factory=dict)
+    order_violations: int = 0
+    # every scorer's result by name: {"value", "metrics", "explanation", "gates"}
+    scores: dict[str, JSON] = field(default_factory=dict)
 
     def to_json(self) -> JSON:
         return asdict(self)
 
 
-def score_task(
-    domain: str, trajectory: Trajectory | None, gold: Gold, output_schema: JSON
+def score_episode(
+    domain: DomainPack, task: Task, trajectory: Trajectory | None, gold: Gold
 ) -> TaskScore:
-    """Score one episode. ``None`` (no trajectory at all) is an incomplete episode."""
+    """Score one episode with the domain's scorers. ``None`` (no trajectory at all) is an
+    incomplete episode: nothing to score, every metric at its worst.
+
+    Success: the episode completed and every gating score passed. The error counts are the
+    ``errors`` scorer's call taxonomy plus ``wrong_final`` (completed, not a success) or
+    ``incomplete`` (no trajectory).
+    """
+    applicable = gold.reference_calls
     if trajectory is None:
-        return _applicable(
-            gold,
-            TaskScore(
-                task_id=gold.task_id,
-                domain=domain,
-                completed=False,
-                success=False,
-                gold_calls=len(gold.calls),
-                errors={"incomplete": 1},
-            ),
+        zero = 0.0 if applicable else None
+        return TaskScore(
+            task_id=gold.task_id,
+            domain=task.domain,
+            completed=False,
+            success=False,
+            tool_precision=zero,
+            tool_recall=zero,
+            tool_f1=zero,
+            gold_calls=len(gold.calls) if applicable else None,
+            errors={"incomplete": 1},
         )
-    completed = trajectory.finished and isinstance(trajectory.outputs, dict)
-    outputs = trajectory.outputs if completed else {}
-    properties = output_schema.get("properties", {})
-    fields = {
-        name: name in outputs
-        and values_match(outputs[name], expected, properties.get(name, {}).get("x-tolerance", 0.0))
-        for name, expected in gold.outputs.items()
-    }
-    precision, recall, f1 = tool_match(trajectory, gold)
-    score = TaskScore(
+    case = Case(task, trajectory, gold, domain)
+    results = {scorer.name: scorer(case) for scorer in scorers_for(domain, task)}
+    success = case.completed and all(r.passed for r in results.values() if r.gates)
+    tools = _metrics(results, "tool_calls")
+    errors = dict(_metrics(results, "errors"))
+    if case.completed and not success:
+        errors["wrong_final"] = 1
+    return TaskScore(
         task_id=gold.task_id,
-        domain=domain,
-        completed=completed,
-        success=completed and all(fields.values()),
-        fields=fields,
-        tool_precision=precision,
-        tool_recall=recall,
-        tool_f1=f1,
+        domain=task.domain,
+        completed=case.completed,
+        success=success,
+        fields=_metrics(results, "output_fields").get("fields", {}),
+        tool_precision=tools.get("precision"),
+        tool_recall=tools.get("recall"),
+        tool_f1=tools.get("f1"),
         calls=len(trajectory.calls),
-        gold_calls=len(gold.calls),
-        errors=error_taxonomy(trajectory, gold, wrong_final=completed and not all(fields.values())),
+        gold_calls=len(gold.calls) if applicable else None,
+        errors=errors,
+        order_violations=_metrics(results, "order").get("violations", 0),
+        scores={name: r.to_json() for name, r in results.items()},
     )
-    return _applicable(gold, score)
 
 
-def _applicable(gold: Gold, score: TaskScore) -> TaskScore:
-    """Tool metrics marked not applicable where no reference policy made gold calls."""
-    if gold.reference_calls:
-        return score
-    return replace(score, tool_precision=None, tool_recall=None, tool_f1=None, gold_calls=None)
-
-
-def tool_match(trajectory: Trajectory, gold: Gold) -> tuple[float, float, float]:
-    """Precision/recall/F1 of the multiset of tool names called vs. the gold calls.
-
-    With no gold calls and no calls, the agent was exactly right: 1.0 all round.
-    """
-    made = Counter(c.name for c in trajectory.calls)
-    wanted = Counter(c.name for c in gold.calls)
-    hits = sum((made & wanted).values())
-    precision = hits / sum(made.values()) if made else float(not wanted)
-    recall = hits / sum(wanted.values()) if wanted else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return precision, recall, f1
-
-
-def error_taxonomy(trajectory: Trajectory, gold: Gold, wrong_final: bool) -> dict[str, int]:
-    """Counts per error class for one episode.
-
-    blank: the gold needs tool calls and the agent made none. validation / type: calls the
-    service rejected by schema. wrong_value: an accepted call to a gold tool whose arguments
-    match none of that tool's gold calls. hallucinated: a tool not in the episode's catalog.
-    distractor: a call to a distractor tool. wrong_final: completed with a wrong output (decided
-    by the caller's field comparison, so output tolerances apply).
-    """
-    counts: Counter[str] = Counter()
-    if gold.calls and not trajectory.calls:
-        counts["blank"] += 1
-    gold_args: dict[str, list[Any]] = {}
-    for call in gold.calls:
-        gold_args.setdefault(call.name, []).append(normalize(call.arguments))
-    for call in trajectory.calls:
-        if not call.in_catalog:
-            counts["hallucinated"] += 1
-        elif call.error_code in TYPE_CODES:
-            counts["type"] += 1
-        elif call.error_code in VALIDATION_CODES:
-            counts["validation"] += 1
-        elif (
-            call.error_code is None
-            and call.name in gold_args
-            and normalize(call.arguments) not in gold_args[call.name]
-        ):
-            counts["wrong_value"] += 1
-        if call.distractor:
-            counts["distractor"] += 1
-    if wrong_final:
-        counts["wrong_final"] += 1
-    return dict(counts)
+def _metrics(results: dict[str, Score], name: str) -> JSON:
+    score = results.get(name)
+    return score.metrics if score is not None else {}
 
 
 def aggregate(scores: Iterable[TaskScore]) -> JSON:
@@ -187,6 +118,8 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
         "tool_recall": _mean(s.tool_recall for s in scores),
         "tool_f1": _mean(s.tool_f1 for s in scores),
         "errors": dict(sorted(errors.items())),
+        "order_violations": sum(s.order_violations for s in scores),
+        "scores": _score_means(scores),
     }
 
 
@@ -197,6 +130,15 @@ def summarize(scores: Iterable[TaskScore]) -> JSON:
     for s in scores:
         by_domain.setdefault(s.domain, []).append(s)
     return {**aggregate(scores), "domains": {d: aggregate(v) for d, v in sorted(by_domain.items())}}
+
+
+def _score_means(scores: list[TaskScore]) -> JSON:
+    """Per scorer, the mean of its applicable values over the tasks it scored."""
+    values: dict[str, list[float | None]] = {}
+    for s in scores:
+        for name, result in s.scores.items():
+            values.setdefault(name, []).append(result["value"])
+    return {name: _mean(v) for name, v in sorted(values.items())}
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

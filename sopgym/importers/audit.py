@@ -16,7 +16,7 @@ from typing import Any
 from sopgym.core.errors import ToolError
 from sopgym.core.schema import ArgumentValidator
 from sopgym.core.tools import ToolSpec
-from sopgym.evaluation.scoring import values_match
+from sopgym.evaluation.scorers.fields import values_match
 from sopgym.importers.bridge import NOT_FOUND, ToolsBridge, ToolsLoadError, json_value
 from sopgym.importers.findings import KINDS, Finding, defects
 from sopgym.importers.layout import CSV, TOOLS, Benchmark, read_benchmark

@@ -25,7 +25,7 @@ from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_at
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
-from sopgym.evaluation.scoring import TaskScore, score_task, summarize
+from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.types import JSON
@@ -276,7 +276,7 @@ class Runner:
         domain_data = self.data[task.domain]
         trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
-        score = score_task(task.domain, trajectory, gold, domain_data.domain.output_schema)
+        score = score_episode(domain_data.domain, task, trajectory, gold)
         return {
             "task_id": task.id,
             "domain": task.domain,
@@ -301,8 +301,8 @@ class Runner:
         for task in tasks:
             row = rows.get(task.id)
             if row is None:
-                gold = self.data[task.domain].gold[task.id]
-                scores.append(score_task(task.domain, None, gold, {}))
+                data = self.data[task.domain]
+                scores.append(score_episode(data.domain, task, None, data.gold[task.id]))
             else:
                 scores.append(TaskScore(**row["score"]))
         summary = {

@@ -1,0 +1,64 @@
+"""Composable scorers: each built-in is a factory returning a :class:`Scorer`; a domain pack
+names the ones it wants (``DomainPack.scorers``), or gets its task kind's defaults.
+
+See docs/domain-pack.md, "Scoring".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sopgym.core.tasks import TASK_KINDS, Task
+from sopgym.evaluation.scorers.answers import answer_schema, final_state, schema_valid
+from sopgym.evaluation.scorers.base import Case, Score, Scorer
+from sopgym.evaluation.scorers.calls import errors, order, tool_calls
+from sopgym.evaluation.scorers.fields import output_fields
+from sopgym.evaluation.scorers.graph import graph
+
+if TYPE_CHECKING:
+    from sopgym.core.domain import DomainPack
+
+__all__ = [
+    "Case",
+    "Score",
+    "Scorer",
+    "answer_schema",
+    "default_scorers",
+    "errors",
+    "final_state",
+    "graph",
+    "order",
+    "output_fields",
+    "schema_valid",
+    "scorers_for",
+    "tool_calls",
+]
+
+
+def default_scorers(kind: str) -> list[Scorer]:
+    """The scorers a task of ``kind`` gets when its pack names none.
+
+    Every kind gets the call scorers (an answer-only task should make no calls: any call shows
+    there). Agentic kinds gate on the answer's fields and, in stateful domains, the final
+    state; the answer's schema validity is reported but gates only the answer-only kinds,
+    where a well-formed answer is part of the task. Graph answers are compared as directed
+    graphs, never field by field (that would sort the edges and lose their direction).
+    """
+    calls = [tool_calls(), errors(), order()]
+    if kind in ("tool_use", "dialogue"):
+        return [output_fields(), final_state(), schema_valid(), *calls]
+    if kind == "json_answer":
+        return [output_fields(), schema_valid(gates=True), answer_schema(), *calls]
+    if kind == "graph":
+        return [graph(), schema_valid(gates=True), *calls]
+    raise ValueError(f"unknown task kind {kind!r} (one of {', '.join(TASK_KINDS)})")
+
+
+def scorers_for(domain: DomainPack, task: Task) -> list[Scorer]:
+    """The pack's own scorers, else the defaults of the task's kind; names must be unique
+    (they key the task's ``scores``)."""
+    chosen = domain.scorers if domain.scorers is not None else default_scorers(task.kind)
+    names = [s.name for s in chosen]
+    if len(set(names)) != len(names):
+        raise ValueError(f"domain {domain.name}: scorer names repeat: {names}")
+    return chosen

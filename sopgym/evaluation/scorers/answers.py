@@ -1,0 +1,119 @@
+"""Scorers of the final answer as a whole and of the final state: validity against the task's
+output JSON Schema, SOP-Maze's graded answer score, and a strict diff of the state a stateful
+episode left behind against the gold state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema_rs
+from jsonschema import Draft202012Validator
+
+from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
+from sopgym.evaluation.scorers.fields import field_matches
+from sopgym.types import JSON
+
+# SOP-Maze's grades: an exact answer, a well-formed but wrong one, a malformed one
+EXACT, VALID_BUT_WRONG, INVALID = 1.0, 0.2, 0.0
+
+
+# Compiled validators by schema object: every task of a domain shares its output schema
+_COMPILED: dict[int, tuple[JSON, jsonschema_rs.Draft202012Validator]] = {}
+
+
+def _compiled(schema: JSON) -> jsonschema_rs.Draft202012Validator:
+    entry = _COMPILED.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = _COMPILED[id(schema)] = (schema, jsonschema_rs.Draft202012Validator(schema))
+    return entry[1]
+
+
+def schema_errors(answer: Any, schema: JSON) -> list[str]:
+    """Where and why ``answer`` is invalid against ``schema`` (empty: valid), JSON Schema
+    2020-12 (the keywords sopgym adds, such as ``x-tolerance``, are ignored).
+
+    Every answer is checked by the compiled validator the tool services use (about 1 µs); only
+    an invalid one is explained, by ``jsonschema``, whose messages read better.
+    """
+    try:
+        if _compiled(schema).is_valid(answer):
+            return []
+    except ValueError:  # not JSON data (a non-string key): the explaining validator says why
+        pass
+    found = sorted(Draft202012Validator(schema).iter_errors(answer), key=lambda e: e.json_path)
+    return [f"{e.json_path}: {e.message}" for e in found] or ["not checkable as JSON"]
+
+
+def _schema_valid(case: Case) -> Score:
+    if not case.completed:
+        return Score(0.0, {"errors": []}, "no final answer")
+    problems = schema_errors(case.answer, case.domain.output_schema)
+    explanation = f"invalid: {listed(problems, 3)}" if problems else "valid against the schema"
+    return Score(float(not problems), {"errors": problems}, explanation)
+
+
+def schema_valid(gates: bool = False) -> Scorer:
+    """The final answer validates against the task's output JSON Schema."""
+    return Scorer("schema_valid", _schema_valid, gates)
+
+
+def _answer_schema(case: Case) -> Score:
+    if not case.completed:
+        return Score(INVALID, {}, "no final answer")
+    if schema_errors(case.answer, case.domain.output_schema):
+        return Score(INVALID, {}, "answer invalid against the output schema")
+    fields = field_matches(case.answer, case.gold.outputs, case.domain.output_schema)
+    if all(fields.values()):
+        return Score(EXACT, {}, "exact answer")
+    wrong = [name for name, ok in fields.items() if not ok]
+    return Score(VALID_BUT_WRONG, {}, f"valid but wrong: {listed(wrong)}")
+
+
+def answer_schema(gates: bool = False) -> Scorer:
+    """SOP-Maze's answer grade: 1.0 exact, 0.2 valid against the schema but wrong, 0 invalid
+    (exact as :func:`.fields.output_fields` compares)."""
+    return Scorer("answer_schema", _answer_schema, gates)
+
+
+def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
+    """The paths at which ``actual`` differs from ``expected``, strictly: same keys, same JSON
+    types (``1`` is not ``1.0``, ``True`` is not ``1``), same list lengths, equal scalars."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        found = []
+        for key in sorted(set(expected) | set(actual), key=str):
+            where = f"{path}.{key}"
+            if key not in actual:
+                found.append(f"{where} (missing)")
+            elif key not in expected:
+                found.append(f"{where} (unexpected)")
+            else:
+                found += state_diff(actual[key], expected[key], where)
+        return found
+    if isinstance(expected, list) and isinstance(actual, list):
+        found = []
+        for index, (a, e) in enumerate(zip(actual, expected, strict=False)):
+            found += state_diff(a, e, f"{path}[{index}]")
+        if len(actual) != len(expected):
+            found.append(f"{path} (length {len(actual)}, expected {len(expected)})")
+        return found
+    if type(actual) is not type(expected) or actual != expected:
+        return [path]
+    return []
+
+
+def _final_state(case: Case) -> Score:
+    expected = case.gold.final_state
+    if expected is None:
+        return Score(None, {}, "no gold state: the domain is stateless")
+    actual = case.trajectory.final_state
+    if actual is None:
+        return Score(0.0, {"differences": ["$ (no final state recorded)"]}, "no final state")
+    differences = state_diff(actual, expected)
+    explanation = f"differs at {listed(differences)}" if differences else "state matches"
+    return Score(float(not differences), {"differences": differences}, explanation)
+
+
+def final_state(gates: bool = True) -> Scorer:
+    """The episode's final state equals the gold state, strictly (1.0) or not (0.0); the
+    differing paths are listed."""
+    return Scorer("final_state", _final_state, gates)

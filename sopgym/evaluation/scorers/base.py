@@ -1,0 +1,94 @@
+"""The scorer interface: a scorer is a small factory's product, a named callable that turns one
+:class:`Case` into one :class:`Score`.
+
+Scorers are independent of each other and of where the episode came from (the gateway's
+records or the trace store), so one set of scorers gives the same answer on every path. A
+scorer never decides success alone: :func:`sopgym.evaluation.scoring.score_episode` calls a
+task a success when it completed and every *gating* score passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sopgym.core.tasks import Gold, Task
+from sopgym.core.trajectory import Trajectory
+from sopgym.types import JSON
+
+if TYPE_CHECKING:
+    from sopgym.core.domain import DomainPack
+
+
+@dataclass(frozen=True)
+class Case:
+    """What a scorer scores: one task's episode beside the gold, in its domain (schemas,
+    dependency graph)."""
+
+    task: Task
+    trajectory: Trajectory
+    gold: Gold
+    domain: DomainPack
+
+    @property
+    def completed(self) -> bool:
+        """The episode finished with a final answer (a JSON object)."""
+        return self.trajectory.finished and isinstance(self.trajectory.outputs, dict)
+
+    @property
+    def answer(self) -> JSON:
+        """The final answer; an empty one when the episode did not complete."""
+        outputs = self.trajectory.outputs
+        return outputs if self.completed and outputs is not None else {}
+
+
+@dataclass(frozen=True)
+class Score:
+    """One scorer's verdict. ``value`` is in [0, 1], or ``None`` where the scorer does not
+    apply to the task (no gold for it); 1.0 is a pass."""
+
+    value: float | None
+    metrics: JSON = field(default_factory=dict)
+    explanation: str = ""
+    gates: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.value is None or self.value >= 1.0
+
+    def to_json(self) -> JSON:
+        return {
+            "value": self.value,
+            "metrics": self.metrics,
+            "explanation": self.explanation,
+            "gates": self.gates,
+        }
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A named measure; ``gates`` says whether a task's success requires it to pass."""
+
+    name: str
+    measure: Callable[[Case], Score]
+    gates: bool = False
+
+    def __call__(self, case: Case) -> Score:
+        score = self.measure(case)  # (not dataclasses.replace: this runs per task and scorer)
+        return Score(score.value, score.metrics, score.explanation, self.gates)
+
+
+def ratio(part: int, whole: int) -> float:
+    """``part / whole``, and 1.0 for nothing out of nothing (nothing was missed)."""
+    return part / whole if whole else 1.0
+
+
+def f1(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def listed(items: list[str], limit: int = 5) -> str:
+    """A short comma list for an explanation: the first ``limit`` items and how many more."""
+    head = ", ".join(items[:limit])
+    return head + (f" (+{len(items) - limit} more)" if len(items) > limit else "")

@@ -1,0 +1,129 @@
+"""Scorers of the tool calls an episode made: which tools (precision / recall / F1 against the
+gold calls), what went wrong with them (the error taxonomy), and in what order (the domain's
+dependency graph)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
+from sopgym.core.tasks import Gold
+from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
+from sopgym.evaluation.scorers.fields import normalize
+
+_MALFORMED = VALIDATION_CODES | TYPE_CODES
+
+
+def tool_match(trajectory: Trajectory, gold: Gold) -> tuple[float, float, float]:
+    """Precision/recall/F1 of the multiset of tool names called vs. the gold calls.
+
+    With no gold calls and no calls, the agent was exactly right: 1.0 all round.
+    """
+    made = Counter(c.name for c in trajectory.calls)
+    wanted = Counter(c.name for c in gold.calls)
+    hits = sum((made & wanted).values())
+    precision = hits / sum(made.values()) if made else float(not wanted)
+    recall = ratio(hits, sum(wanted.values()))
+    return precision, recall, f1(precision, recall)
+
+
+def _tool_calls(case: Case) -> Score:
+    made, wanted = len(case.trajectory.calls), len(case.gold.calls)
+    if not case.gold.reference_calls:
+        return Score(None, {"calls": made}, "no reference calls: tool metrics do not apply")
+    precision, recall, score = tool_match(case.trajectory, case.gold)
+    metrics = {"precision": precision, "recall": recall, "f1": score, "calls": made}
+    explanation = f"{made} calls vs {wanted} gold: P={precision:.2f} R={recall:.2f}"
+    return Score(score, {**metrics, "gold_calls": wanted}, explanation)
+
+
+def tool_calls(gates: bool = False) -> Scorer:
+    """Tool-call F1 against the gold calls (n/a where no reference policy made them)."""
+    return Scorer("tool_calls", _tool_calls, gates)
+
+
+def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
+    """Counts per error class of one episode's calls.
+
+    blank: the gold needs tool calls and the agent made none. validation / type: calls the
+    service rejected by schema. wrong_value: an accepted call to a gold tool whose arguments
+    match none of that tool's gold calls. hallucinated: a tool not in the episode's catalog.
+    distractor: a call to a distractor tool. (``wrong_final`` and ``incomplete`` are about the
+    answer, not the calls: :func:`sopgym.evaluation.scoring.score_episode` adds them.)
+    """
+    counts: Counter[str] = Counter()
+    if gold.calls and not trajectory.calls:
+        counts["blank"] += 1
+    gold_args: dict[str, list[Any]] = {}
+    for wanted in gold.calls:
+        gold_args.setdefault(wanted.name, []).append(normalize(wanted.arguments))
+    for call in trajectory.calls:
+        if not call.in_catalog:
+            counts["hallucinated"] += 1
+        elif call.error_code in TYPE_CODES:
+            counts["type"] += 1
+        elif call.error_code in VALIDATION_CODES:
+            counts["validation"] += 1
+        elif (
+            call.error_code is None
+            and call.name in gold_args
+            and normalize(call.arguments) not in gold_args[call.name]
+        ):
+            counts["wrong_value"] += 1
+        if call.distractor:
+            counts["distractor"] += 1
+    return dict(counts)
+
+
+def _errors(case: Case) -> Score:
+    counts = error_taxonomy(case.trajectory, case.gold)
+    explanation = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "no call errors"
+    return Score(float(not counts), counts, explanation)
+
+
+def errors(gates: bool = False) -> Scorer:
+    """The call-level error taxonomy (1.0: no error of any class)."""
+    return Scorer("errors", _errors, gates)
+
+
+def order_violations(
+    calls: list[CallRecord], dependencies: dict[str, list[str]]
+) -> list[tuple[str, list[str]]]:
+    """The executed calls that came before a tool they depend on, with those tools.
+
+    ``dependencies[b] = [a, ...]`` is a precedence rule: in an episode that executes ``a``,
+    every call of ``b`` must come after ``a`` was first executed. A dependency the episode
+    never executes is no order violation: SOPs branch, and a branch may rightly skip ``a``
+    (a missing gold call shows in tool recall instead). A call rejected for its arguments
+    (validation / type) or outside the catalog neither counts nor satisfies a dependency; a
+    refusal about the data (e.g. ``not_found``) did run, and does.
+    """
+    executed = [c.name for c in calls if c.in_catalog and c.error_code not in _MALFORMED]
+    ran = set(executed)
+    done: set[str] = set()
+    found = []
+    for name in executed:
+        early = [d for d in dependencies.get(name, ()) if d in ran and d not in done]
+        if early:
+            found.append((name, early))
+        done.add(name)
+    return found
+
+
+def _order(case: Case) -> Score:
+    found = order_violations(case.trajectory.calls, case.domain.dependencies)
+    made = len(case.trajectory.calls)
+    explanation = (
+        listed([f"{name} before {' & '.join(early)}" for name, early in found])
+        if found
+        else "no call before a tool it depends on"
+    )
+    value = 1.0 - len(found) / made if made else 1.0
+    return Score(value, {"violations": len(found), "calls": made}, explanation)
+
+
+def order(gates: bool = False) -> Scorer:
+    """Calls in the order of the domain's dependency graph (1.0: no call came too early)."""
+    return Scorer("order", _order, gates)

@@ -1,0 +1,75 @@
+"""The final answer, field by field, the way a person would read it: case, spacing and number
+formatting do not matter, and numeric fields may carry an ``x-tolerance`` in the output
+schema."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
+from sopgym.types import JSON
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize(value: Any) -> Any:
+    """Case-, whitespace- and number-format-insensitive form of an output value.
+
+    Lists compare as multisets (sorted), so this is no rule for ordered data such as a graph's
+    directed edges (see :mod:`.graph`).
+    """
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = _SPACES.sub(" ", value.strip()).casefold()
+        if text in ("true", "false"):
+            return text == "true"
+        try:
+            number = float(text.replace(",", ""))
+        except ValueError:
+            return text
+        return number if math.isfinite(number) else text
+    if isinstance(value, (list, tuple)):
+        return sorted((normalize(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return {str(k).casefold(): normalize(v) for k, v in value.items()}
+    return value
+
+
+def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
+    p, g = normalize(predicted), normalize(gold)
+    if isinstance(p, float) and isinstance(g, float):
+        return abs(p - g) <= tolerance + 1e-9
+    return p == g
+
+
+def field_matches(answer: JSON, gold_outputs: JSON, output_schema: JSON) -> dict[str, bool]:
+    """Per gold output field: whether the answer has it, equal under :func:`values_match`."""
+    properties = output_schema.get("properties", {})
+    return {
+        name: name in answer
+        and values_match(answer[name], expected, properties.get(name, {}).get("x-tolerance", 0.0))
+        for name, expected in gold_outputs.items()
+    }
+
+
+def _output_fields(case: Case) -> Score:
+    fields = field_matches(case.answer, case.gold.outputs, case.domain.output_schema)
+    wrong = [name for name, ok in fields.items() if not ok]
+    if not case.completed:
+        explanation = "no final answer"
+    elif wrong:
+        explanation = f"{len(wrong)} of {len(fields)} fields wrong or missing: {listed(wrong)}"
+    else:
+        explanation = f"all {len(fields)} fields match"
+    value = sum(fields.values()) / len(fields) if fields else float(case.completed)
+    return Score(value, {"fields": fields}, explanation)
+
+
+def output_fields(gates: bool = True) -> Scorer:
+    """The share of gold output fields the answer got right (1.0: all of them)."""
+    return Scorer("output_fields", _output_fields, gates)
