@@ -24,6 +24,9 @@ class Episode:
     outputs: JSON | None = None
     finished_at: float | None = None
     meta: JSON = field(default_factory=dict)
+    # dialogue episodes: the turns exchanged with the simulated user, and whether it said done
+    messages: list[JSON] = field(default_factory=list)
+    conversation_over: bool = False
 
     @property
     def finished(self) -> bool:
@@ -37,6 +40,7 @@ class Episode:
             finished=self.finished,
             outputs=self.outputs,
             catalog=list(self.tools),
+            messages=list(self.messages),
         )
 
     def record(self) -> JSON:

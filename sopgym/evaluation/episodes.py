@@ -20,6 +20,7 @@ from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanRecord
 from sopgym.observability.tracing import normalized_digest
+from sopgym.types import JSON
 
 
 @dataclass
@@ -118,7 +119,16 @@ class EpisodeSpans:
             finished=self.finish is not None,
             outputs=outputs,
             catalog=_string_list(self.open.attributes.get(sc.CATALOG) if self.open else None),
+            messages=self._messages(),
         )
+
+    def _messages(self) -> list[JSON]:
+        """The conversation the finish span carries (none when it was cut to fit)."""
+        finish = self.finish.attributes if self.finish is not None else {}
+        if finish.get(sc.MESSAGES_TRUNCATED):
+            return []
+        messages = _json(finish.get(sc.MESSAGES))
+        return messages if isinstance(messages, list) else []
 
     def llm_usage(self) -> tuple[int, int, int]:
         """LLM calls, input and output tokens: the totals the agent's root span carries."""

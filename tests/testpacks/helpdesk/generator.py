@@ -41,7 +41,13 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
         )
         task_id = f"helpdesk-{index + 1:03d}"
         given = f"{name}@oldmail.example" if scenario == "wrong_email" else email
-        profile = {"name": name, "order_id": order_id, "email": given, "item": item}
+        profile = {
+            "goal": f"a refund for the {item}",
+            "name": name,
+            "order_id": order_id,
+            "email": given,
+            "item": item,
+        }
         users[task_id] = profile
         opening = user_turn(user.reply, profile, seed, task_id, [])
         tasks.append(
