@@ -61,6 +61,13 @@ def traced_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Sta
         yield stack, root / "traces"
 
 
+def _profile(task_id: str) -> dict:
+    """The task's private user profile (every helpdesk task has one)."""
+    profile = domain_data(DOMAIN).gold[task_id].user
+    assert profile is not None
+    return profile
+
+
 def _replay(simulator: UserSimulator, task_id: str, agent_turns: list[str]) -> list[str]:
     """The user's replies to ``agent_turns`` said in order."""
     messages: list[dict] = []
@@ -89,7 +96,7 @@ def test_the_user_is_deterministic_for_a_seed_and_replays_the_gold() -> None:
         assert first == _replay(UserSimulator([DOMAIN], DATA_ROOT, seed=11), task.id, said)
         differ += first != again
         # the facts are the profile's whatever the seed: only the wording varies
-        assert gold.user["order_id"] in first[0] and gold.user["email"] in first[1]
+        assert _profile(task.id)["order_id"] in first[0] and _profile(task.id)["email"] in first[1]
     assert differ > 0, "another seed never changed a reply"
 
 
@@ -100,7 +107,7 @@ def test_the_private_profile_never_reaches_the_agent(traced_stack: tuple[Stack, 
     try:
         listed = orjson.dumps(client.tasks(DOMAIN))
         for task in data.tasks:
-            profile = data.gold[task.id].user
+            profile = _profile(task.id)
             opened = client.request("POST", "/v1/episodes", json={"task_id": task.id,
                                                                    "domain": DOMAIN}).body
             given = orjson.dumps(task.to_json())  # the job a worker gets
@@ -116,7 +123,7 @@ def test_a_conversation_over_http_and_grpc_is_recorded_and_traced(
 ) -> None:
     stack, traces = traced_stack
     task = domain_data(DOMAIN).tasks[0]
-    profile = domain_data(DOMAIN).gold[task.id].user
+    profile = _profile(task.id)
     client = GatewayClient(stack.gateway_url, retries=0)
     assert stack.grpc_target is not None
     remote = GrpcGatewayClient(stack.grpc_target, retries=0)
@@ -212,7 +219,7 @@ class _ChatStub(BaseHTTPRequestHandler):
 
 def test_a_model_can_play_the_user() -> None:
     task = domain_data(DOMAIN).tasks[0]
-    profile = domain_data(DOMAIN).gold[task.id].user
+    profile = _profile(task.id)
     _ChatStub.answer = f"It is {profile['order_id']}, thanks! {DONE_MARKER}"
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatStub)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -67,7 +67,7 @@ class UserSimulator:
         messages (the turns exchanged in the episode) end with the agent's."""
         if not isinstance(request, dict):
             raise ToolError("invalid_request", "the body must be a JSON object")
-        domain, task_id = request.get("domain"), request.get("task_id")
+        domain, task_id = str(request.get("domain")), str(request.get("task_id"))
         persona = self.personas.get((domain, task_id))
         if persona is None:
             raise ToolError(
@@ -78,7 +78,7 @@ class UserSimulator:
         if self.model is not None:
             return self.model.reply(persona.profile, conversation)
         return user_turn(
-            persona.behaviour, persona.profile, persona.seed, str(task_id), conversation
+            persona.behaviour, persona.profile, persona.seed, task_id, conversation
         )
 
 
