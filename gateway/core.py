@@ -209,13 +209,15 @@ class GatewayCore:
 
     async def message(self, episode: Episode, request: JSON, transport: str) -> JSON:
         """Say the agent's message to the episode's simulated user; record both turns."""
-        conversations.check_open(episode, self.catalog.services[episode.domain].kind)
-        content = conversations.message_content(request)
-        if self.users is None:
-            raise ToolError("upstream_unavailable", "this gateway has no user simulator")
-        reply, done = await self.users.reply(episode, content)
-        conversations.record_exchange(episode, content, reply, done)
-        episode_spans.annotate_message(episode)
+        async with episode.talking:
+            conversations.check_open(episode, self.catalog.services[episode.domain].kind)
+            content = conversations.message_content(request)
+            if self.users is None:
+                raise ToolError("upstream_unavailable", "this gateway has no user simulator")
+            reply, done = await self.users.reply(episode, content)
+            conversations.record_exchange(episode, content, reply, done)
+            episode_spans.annotate_message(episode)
+        self.metrics.messages.add((episode.domain, transport))
         return {"reply": reply, "done": done}
 
     def record(self, episode: Episode) -> JSON:

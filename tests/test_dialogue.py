@@ -10,6 +10,7 @@ oracle and with fc/react on the scripted model scoring 100%.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -29,9 +30,12 @@ import pytest
 from sopgym.agents.client import GatewayClient
 from sopgym.agents.grpc_client import GrpcGatewayClient
 from sopgym.core.dialogue import AGENT
+from sopgym.core.errors import ToolError
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
 from sopgym.evaluation.episodes import assemble
 from sopgym.evaluation.sources import load_spans
+from sopgym.gateway.catalog import Catalog, ServiceEntry
+from sopgym.gateway.core import GatewayCore
 from sopgym.observability import semconv as sc
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.services.user.llm_user import DONE_MARKER, LLMUser
@@ -166,6 +170,10 @@ def test_a_conversation_over_http_and_grpc_is_recorded_and_traced(
         record = client.record(grpc_episode.id, stack.admin_token)
         assert [m["role"] for m in record["messages"]] == ["agent", "user"] * 2
         assert record["messages"][0]["content"].startswith("Which email") and not record["calls"]
+        metrics = httpx.get(f"{stack.gateway_url}/metrics").text
+        counted = [line for line in metrics.splitlines()
+                   if line.startswith("sopgym_gateway_user_messages") and DOMAIN in line]
+        assert {line.split('transport="')[1][:4] for line in counted} == {"http", "grpc"}
     finally:
         client.close()
         remote.close()
@@ -190,6 +198,37 @@ def _check_traces(traces: Path, episode_id: str, messages: list[dict]) -> None:
     ]  # fmt: skip
     assert sorted(s.attributes[sc.MESSAGE_INDEX] for s in exchanges) == [0, 1]
     assert any(s.attributes.get(sc.MESSAGE_DONE) for s in exchanges)
+
+
+def test_the_simulator_refuses_what_it_cannot_answer(traced_stack: tuple[Stack, Path]) -> None:
+    stack, _ = traced_stack
+    url = f"{stack.user_sim_url}/v1/reply"
+    task = domain_data(DOMAIN).tasks[0]
+    said = [{"role": AGENT, "content": "Order number?"}]
+    cases = [
+        ({"domain": DOMAIN, "task_id": "nope", "messages": said}, 404, "not_found"),
+        ({"domain": "patient_intake", "task_id": task.id, "messages": said}, 404, "not_found"),
+        ({"domain": DOMAIN, "task_id": task.id, "messages": []}, 422, "invalid_value"),
+        ({"domain": DOMAIN, "task_id": task.id,
+          "messages": [*said, {"role": "user", "content": "hi"}]}, 422, "invalid_value"),
+        ({"domain": DOMAIN, "task_id": task.id, "messages": [{"role": "x"}]}, 422,
+         "invalid_value"),
+    ]  # fmt: skip
+    for body, status, code in cases:
+        response = httpx.post(url, json=body)
+        assert (response.status_code, response.json()["error"]["code"]) == (status, code), body
+    garbage = httpx.post(url, content=b"[1")
+    assert (garbage.status_code, garbage.json()["error"]["code"]) == (400, "invalid_json")
+
+
+def test_a_gateway_without_a_simulator_refuses_messages() -> None:
+    entry = ServiceEntry(DOMAIN, "http://127.0.0.1:9", "127.0.0.1", 9, {}, kind="dialogue")
+    core = GatewayCore(Catalog([entry]))
+    episode = core.episodes.open("helpdesk-001", DOMAIN, [], set(), {})
+    with pytest.raises(ToolError) as refused:
+        asyncio.run(core.message(episode, {"content": "Hello?"}, "http"))
+    assert (refused.value.code, refused.value.status) == ("upstream_unavailable", 502)
+    assert episode.messages == []  # a refused message is not recorded
 
 
 class _ChatStub(BaseHTTPRequestHandler):

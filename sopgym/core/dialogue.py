@@ -75,7 +75,3 @@ class SimulatedUser:
         self.done = turn.done
         return turn.content
 
-
-def plain_turns(messages: list[JSON]) -> list[JSON]:
-    """Turns as the gateway records them: role and content only."""
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
