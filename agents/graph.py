@@ -36,6 +36,7 @@ from sopgym.agents.prompts import (
     observation,
 )
 from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer
+from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task
 
 
@@ -98,7 +99,7 @@ class Run:
 
     @property
     def dialogue(self) -> bool:
-        return self.task.kind == "dialogue"
+        return self.task.kind == DIALOGUE
 
     @property
     def specs(self) -> list[JSON]:

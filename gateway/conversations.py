@@ -12,14 +12,12 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from sopgym.core.dialogue import AGENT, MAX_MESSAGE_CHARS, USER
+from sopgym.core.dialogue import AGENT, DIALOGUE, MAX_MESSAGE_CHARS, USER
 from sopgym.core.errors import ToolError
 from sopgym.gateway.episodes import Episode
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 from sopgym.observability import tracing
 from sopgym.types import JSON
-
-DIALOGUE = "dialogue"  # the task kind whose episodes have a simulated user
 
 
 def message_content(request: JSON) -> str:

@@ -20,6 +20,7 @@ from typing import Final
 
 from sopgym.types import JSON
 
+DIALOGUE: Final = "dialogue"  # the task kind (sopgym.core.tasks.TASK_KINDS) with a user
 AGENT: Final = "agent"
 USER: Final = "user"
 MAX_MESSAGE_CHARS: Final = 8192  # one agent message; longer ones are refused, not cut

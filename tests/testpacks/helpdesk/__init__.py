@@ -4,6 +4,7 @@ the tools and decide. Proves conversations with the simulated user end to end.""
 
 from pathlib import Path
 
+from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.domain import DomainPack
 
 from .generator import generate
@@ -18,7 +19,7 @@ DOMAIN = DomainPack(
     tools=TOOLS,
     generate=generate,
     solve=solve,
-    kind="dialogue",
+    kind=DIALOGUE,
     user=reply,
     index_keys={"orders": "order_id"},
     dependencies={"issue_refund": ["get_order"]},

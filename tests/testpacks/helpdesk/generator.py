@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sopgym.core.dialogue import user_turn
+from sopgym.core.dialogue import DIALOGUE, user_turn
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 
@@ -55,7 +55,7 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
                 id=task_id,
                 domain="helpdesk",
                 inputs={"ticket_id": f"T-{1000 + index}", "channel": rng.choice(["chat", "app"])},
-                kind="dialogue",
+                kind=DIALOGUE,
                 conversation=[{"role": "user", "content": opening.content}],
             )
         )
