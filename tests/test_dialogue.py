@@ -280,11 +280,16 @@ def test_a_model_can_play_the_user() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [("--agent", "oracle"), ("--agent", "fc"), ("--agent", "react", "--transport", "grpc")]
+    "args",
+    [
+        ("--agent", "oracle"),  # traced: the evaluator reads the conversations back
+        ("--agent", "fc", "--no-trace"),
+        ("--agent", "react", "--transport", "grpc", "--no-trace"),
+    ],
 )
 def test_sopgym_run_scores_every_helpdesk_task(args: tuple[str, ...], tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "sopgym", "run", DOMAIN, *args, "--workers", "2", "--no-trace",
+        [sys.executable, "-m", "sopgym", "run", DOMAIN, *args, "--workers", "2",
          "--runs-dir", str(tmp_path), "--run-id", "r", "--data-root", str(DATA_ROOT)],
         capture_output=True, text=True, timeout=300, env={**os.environ},
     )  # fmt: skip
@@ -299,3 +304,10 @@ def test_sopgym_run_scores_every_helpdesk_task(args: tuple[str, ...], tmp_path: 
         assert trajectory["messages"] == [{"role": m["role"], "content": m["content"]}
                                           for m in gold.messages]  # fmt: skip
         assert [c["name"] for c in trajectory["calls"]] == [c.name for c in gold.calls]
+    if "--no-trace" not in args:
+        rebuilt = {e.task_id: e.trajectory() for e in assemble(load_spans(tmp_path / "r").spans)}
+        for task_id, gold in domain_data(DOMAIN).gold.items():
+            trajectory = rebuilt[task_id]
+            assert trajectory is not None, task_id
+            assert trajectory.messages == [{"role": m["role"], "content": m["content"]}
+                                           for m in gold.messages]  # fmt: skip
