@@ -15,6 +15,7 @@ from urllib.parse import quote
 from opentelemetry.propagate import inject
 
 from sopgym.agents.http import HttpTransport, Reply, TransportError
+from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
 
@@ -128,11 +129,21 @@ class Episode:
         response = self._client.request(
             "POST", f"/v1/episodes/{self.id}/tools/{name}", token=self.token, json=arguments
         )
-        try:
-            body = response.json()
-        except ValueError:
-            body = {"error": {"code": "invalid_response", "message": response.text[:200]}}
-        return response.status, body
+        return response.status, _body(response)
+
+    def message(self, content: Any) -> ToolResult:
+        """Say ``content`` to a dialogue episode's simulated user: the result's content is
+        ``{"reply", "done"}``, or the refusal (traced like a call of the built-in action)."""
+        with tool_span(MESSAGE_ACTION, {"content": content}) as span:
+            status, body = self._message(content)
+            end_tool(span, status, body)
+        return ToolResult(status, body)
+
+    def _message(self, content: Any) -> tuple[int, JSON]:
+        response = self._client.request(
+            "POST", f"/v1/episodes/{self.id}/messages", token=self.token, json={"content": content}
+        )
+        return response.status, _body(response)
 
     def finish(self, outputs: JSON) -> None:
         response = self._client.request(
@@ -140,6 +151,13 @@ class Episode:
         )
         if response.status != 200:
             raise GatewayError(f"cannot finish episode {self.id}: {response.text}")
+
+
+def _body(response: Reply) -> JSON:
+    try:
+        return response.json()
+    except ValueError:
+        return {"error": {"code": "invalid_response", "message": response.text[:200]}}
 
 
 TRANSPORTS = ("http", "grpc")

@@ -28,8 +28,15 @@ from sopgym.agents import llm as model_calls
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.client import Episode
 from sopgym.agents.llm import LLM, DeadlineExceeded
-from sopgym.agents.prompts import case_message, final_request, observation
-from sopgym.core.answers import extract_final_answer
+from sopgym.agents.prompts import (
+    DIALOGUE_GUIDE,
+    case_message,
+    final_request,
+    message_action_spec,
+    observation,
+)
+from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer
+from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task
 
 
@@ -91,6 +98,16 @@ class Run:
     steps: int = 0
 
     @property
+    def dialogue(self) -> bool:
+        return self.task.kind == DIALOGUE
+
+    @property
+    def specs(self) -> list[JSON]:
+        """The actions offered to the model: the episode's tools, plus the message action in
+        a dialogue."""
+        return [*self.episode.tools, message_action_spec()] if self.dialogue else self.episode.tools
+
+    @property
     def fields(self) -> list[str]:
         return list(self.episode.output_schema.get("properties", {}))
 
@@ -118,12 +135,18 @@ class Run:
 
     def call_tools(self, requests: list[ToolRequest]) -> list[ToolOutcome]:
         """Each request goes to the gateway as is, unknown names included, so the trajectory
-        records what the model really asked for; refusals come back as outcomes."""
+        records what the model really asked for; refusals come back as outcomes. In a
+        dialogue the message action goes to the user instead (never a tool call)."""
         outcomes = []
         for request in requests:
             if self.context.deadline is not None and time.monotonic() >= self.context.deadline:
                 raise DeadlineExceeded("task wall-clock limit reached")
-            result = self.episode.call(request.name, request.arguments, request.id)
+            if self.dialogue and request.name == MESSAGE_ACTION:
+                arguments = request.arguments
+                content = arguments.get("content") if isinstance(arguments, dict) else arguments
+                result = self.episode.message(content)
+            else:
+                result = self.episode.call(request.name, request.arguments, request.id)
             outcomes.append(ToolOutcome(request, result.ok, result.status, result.content))
         return outcomes
 
@@ -205,10 +228,11 @@ class GraphAgent:
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
         run = Run(task, episode, context, self.llm, self.limits)
         if self.native_tools:
-            run.tools = [openai_tool(spec) for spec in episode.tools]
+            run.tools = [openai_tool(spec) for spec in run.specs]
+        system = self.system_text(run)
         opening = [
-            SystemMessage(self.system_text(run)),
-            HumanMessage(case_message(episode.sop, task.inputs)),
+            SystemMessage(f"{system}\n\n{DIALOGUE_GUIDE}" if run.dialogue else system),
+            HumanMessage(case_message(episode.sop, task.inputs, task.conversation)),
         ]
         state = self.graph.invoke(
             {"messages": opening, "nudges": 0, "replans": 0, "final": None},

@@ -19,6 +19,7 @@ import orjson
 from opentelemetry.propagate import inject
 
 from sopgym.agents.client import Episode, GatewayError
+from sopgym.core.errors import ToolError
 from sopgym.proto import gateway_v1
 from sopgym.types import JSON
 
@@ -164,6 +165,17 @@ class GrpcEpisode(Episode):
         except grpc.RpcError as error:
             return error_body(error)
         return reply.http_status or 200, {"result": orjson.loads(reply.result_json or b"null")}
+
+    def _message(self, content: Any) -> tuple[int, JSON]:
+        if not isinstance(content, str):  # the message field is a string: refused as HTTP is
+            error = ToolError("type_mismatch", "content must be a string", "content")
+            return error.status, error.to_body()
+        request = self._grpc.pb2.SendMessageRequest(episode_id=self.id, content=content)
+        try:
+            reply = self._grpc.invoke("SendMessage", request, self.token)
+        except grpc.RpcError as error:
+            return error_body(error)
+        return 200, {"reply": reply.reply, "done": reply.done}
 
     def finish(self, outputs: JSON) -> None:
         request = self._grpc.pb2.FinishEpisodeRequest(

@@ -1,4 +1,5 @@
-"""The oracle: replays the reference policy's gold calls through the gateway.
+"""The oracle: replays the reference policy's gold calls (and, in a dialogue, its messages to
+the user, interleaved as the policy made them) through the gateway.
 
 It proves the whole path (agent process → gateway → service) and must score 100%: any
 disagreement between the live tools and the labels shows up as a failed oracle task.
@@ -12,6 +13,7 @@ from pathlib import Path
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.client import Episode
 from sopgym.core.dataset import load_tasks
+from sopgym.core.dialogue import AGENT
 from sopgym.core.tasks import Gold, Task
 
 
@@ -31,8 +33,21 @@ class OracleAgent:
         if context.data_dir is None:
             raise OracleError("the oracle needs the task set's data_dir to read gold")
         gold = _gold(context.data_dir)[task.id]
-        for call in gold.calls:
+        said = [m for m in gold.messages if m["role"] == AGENT]
+        for index, call in enumerate(gold.calls):
+            said = _say(episode, said, index)
             result = episode.call(call.name, call.arguments)
             if not result.ok:
                 raise OracleError(f"gold call {call.name} refused: {result.body}")
+        _say(episode, said, len(gold.calls))
         return gold.outputs
+
+
+def _say(episode: Episode, said: list[JSON], calls_made: int) -> list[JSON]:
+    """Send the gold agent turns due before call ``calls_made``; the turns still to come."""
+    while said and said[0]["at_call"] <= calls_made:
+        result = episode.message(said[0]["content"])
+        if not result.ok:
+            raise OracleError(f"gold message refused: {result.body}")
+        said = said[1:]
+    return said

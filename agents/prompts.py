@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from sopgym.core.answers import FINAL_TAG, PLAN_TAG, REACT_MARKER
+from sopgym.core.answers import FINAL_TAG, MESSAGE_ACTION, PLAN_TAG, REACT_MARKER
 from sopgym.types import JSON
 
 _ROLE = (
@@ -82,13 +82,44 @@ def tools_catalog_text(tools: list[JSON]) -> str:
     return "\n".join(blocks)
 
 
-def case_message(sop: str, inputs: JSON) -> str:
-    """The user turn that opens every episode: the SOP, then the case."""
+def case_message(sop: str, inputs: JSON, conversation: list[JSON] | None = None) -> str:
+    """The user turn that opens every episode: the SOP, then the case (and, in a dialogue,
+    what the user has said so far)."""
+    said = ""
+    if conversation:
+        turns = "\n".join(f"{t['role']}: {t['content']}" for t in conversation)
+        said = f"<conversation>\n{turns}\n</conversation>\n\n"
     return (
         f"<sop>\n{sop.strip()}\n</sop>\n\n"
         f"<case_input>\n{pretty(inputs)}\n</case_input>\n\n"
-        "Handle this case according to the SOP."
+        f"{said}Handle this case according to the SOP."
     )
+
+
+def message_action_spec() -> JSON:
+    """The built-in action of dialogue episodes, offered like a tool."""
+    return {
+        "name": MESSAGE_ACTION,
+        "description": (
+            "Send a message to the user you are serving and wait for the reply. Use it to ask "
+            "for information only the user has and to tell the user the outcome. The result "
+            'is {"reply": <what the user said>, "done": <true once the user ended the '
+            "conversation>}."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"content": {"type": "string", "description": "your message"}},
+            "required": ["content"],
+            "additionalProperties": False,
+        },
+    }
+
+
+DIALOGUE_GUIDE = (
+    f"You are in a conversation with a user. Talk to them only through {MESSAGE_ACTION}: ask "
+    "them for what the SOP needs that only they know, and tell them the outcome before you "
+    "give the final answer. Never invent what the user would say."
+)
 
 
 def plan_request(failure: str | None = None, previous: list[JSON] | None = None) -> str:

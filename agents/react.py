@@ -28,7 +28,7 @@ class ReActAgent(GraphAgent):
     native_tools = False
 
     def system_text(self, run: Run) -> str:
-        return system_prompt(run.episode.output_schema, tools_catalog_text(run.episode.tools))
+        return system_prompt(run.episode.output_schema, tools_catalog_text(run.specs))
 
     def build(self, graph: StateGraph) -> StateGraph:
         graph.add_node("model", self._model)

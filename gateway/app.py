@@ -45,8 +45,9 @@ class Gateway:
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
         metrics: GatewayMetrics | None = None,
+        user_sim: str | None = None,
     ) -> None:
-        self.core = GatewayCore(catalog, default_distractors, admin_token, metrics)
+        self.core = GatewayCore(catalog, default_distractors, admin_token, metrics, user_sim)
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
         # Manual server spans (no auto-instrumentation): this is every tool call's path.
@@ -132,6 +133,10 @@ class Gateway:
                 core.authorize(episode, _bearer(scope))
                 outcome = await core.call_tool(episode, parts[4], await read_body(receive), HTTP)
                 return outcome.status, outcome.body
+            if len(parts) == 4 and parts[3] == "messages" and method == "POST":
+                core.authorize(episode, _bearer(scope))
+                request = loads_object(await read_body(receive))
+                return 200, await core.message(episode, request, HTTP)
             if len(parts) == 4 and parts[3] == "finish" and method == "POST":
                 core.authorize(episode, _bearer(scope))
                 return 200, core.finish(episode, loads_object(await read_body(receive)), HTTP)

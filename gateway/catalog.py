@@ -24,6 +24,7 @@ class ServiceEntry:
     sop: dict[str, str] = field(default_factory=dict)
     input_schema: JSON = field(default_factory=dict)
     output_schema: JSON = field(default_factory=dict)
+    kind: str = "tool_use"  # the domain's task kind (dialogue episodes talk to a user)
 
 
 class Catalog:
@@ -95,6 +96,7 @@ def discover(
                     sop=body.get("sop", {}),
                     input_schema=body.get("input_schema", {}),
                     output_schema=body.get("output_schema", {}),
+                    kind=body.get("kind", "tool_use"),
                 )
             )
     return Catalog(entries)

@@ -20,6 +20,7 @@ import orjson
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import loads_request
 from sopgym.core.trajectory import CallRecord
+from sopgym.gateway import conversations
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.episodes import Episode, EpisodeStore
 from sopgym.gateway.metrics import GatewayMetrics
@@ -52,8 +53,10 @@ class GatewayCore:
         default_distractors: int = 0,
         admin_token: str | None = None,
         metrics: GatewayMetrics | None = None,
+        user_sim: str | None = None,
     ) -> None:
         self.catalog = catalog
+        self.users = conversations.UserSimLink(user_sim) if user_sim else None
         self.default_distractors = default_distractors
         self.admin_token = admin_token
         self.episodes = EpisodeStore()
@@ -204,10 +207,25 @@ class GatewayCore:
         self.metrics.finished.add((episode.domain, transport))
         return {"episode_id": episode.id, "finished": True, "calls": len(episode.calls)}
 
+    async def message(self, episode: Episode, request: JSON, transport: str) -> JSON:
+        """Say the agent's message to the episode's simulated user; record both turns."""
+        async with episode.talking:
+            conversations.check_open(episode, self.catalog.services[episode.domain].kind)
+            content = conversations.message_content(request)
+            if self.users is None:
+                raise ToolError("upstream_unavailable", "this gateway has no user simulator")
+            reply, done = await self.users.reply(episode, content)
+            conversations.record_exchange(episode, content, reply, done)
+            episode_spans.annotate_message(episode)
+        self.metrics.messages.add((episode.domain, transport))
+        return {"reply": reply, "done": done}
+
     def record(self, episode: Episode) -> JSON:
         return episode.record()
 
     def close(self) -> None:
+        if self.users is not None:
+            self.users.close()
         for pool in self._pools.values():
             pool.close()
 

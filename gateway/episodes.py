@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections import OrderedDict
@@ -24,6 +25,11 @@ class Episode:
     outputs: JSON | None = None
     finished_at: float | None = None
     meta: JSON = field(default_factory=dict)
+    # dialogue episodes: the turns exchanged with the simulated user, and whether it said done
+    messages: list[JSON] = field(default_factory=list)
+    conversation_over: bool = False
+    # one exchange at a time: each reply is computed from the whole conversation before it
+    talking: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
     def finished(self) -> bool:
@@ -37,6 +43,7 @@ class Episode:
             finished=self.finished,
             outputs=self.outputs,
             catalog=list(self.tools),
+            messages=list(self.messages),
         )
 
     def record(self) -> JSON:

@@ -50,6 +50,8 @@ GRPC_STATUS: dict[str, grpc.StatusCode] = {
     "unauthorized": _SC.UNAUTHENTICATED,
     "forbidden": _SC.PERMISSION_DENIED,
     "episode_closed": _SC.FAILED_PRECONDITION,
+    "no_conversation": _SC.FAILED_PRECONDITION,
+    "conversation_over": _SC.FAILED_PRECONDITION,
     "upstream_unavailable": _SC.UNAVAILABLE,
     "internal_error": _SC.INTERNAL,
 }
@@ -227,6 +229,15 @@ class Servicer:
             return self.pb2.GetEpisodeResponse(record_json=orjson.dumps(episode.record())), 200
 
         return await self._serve("GetEpisode", context, handle, self.pb2.GetEpisodeResponse())
+
+    async def SendMessage(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def handle(token: str | None) -> tuple[Any, int]:
+            episode = self.core.episode(request.episode_id)
+            self.core.authorize(episode, token)
+            said = await self.core.message(episode, {"content": request.content}, GRPC)
+            return self.pb2.SendMessageResponse(reply=said["reply"], done=said["done"]), 200
+
+        return await self._serve("SendMessage", context, handle, self.pb2.SendMessageResponse())
 
 
 def _bearer(value: str | None) -> str | None:

@@ -22,6 +22,11 @@ class GatewayMetrics:
             "Tool calls recorded, by outcome (ok or the error code).",
             ("domain", "outcome", "transport"),
         )
+        self.messages = m.counter(
+            "sopgym_gateway_user_messages",
+            "Messages exchanged with the simulated user in dialogue episodes.",
+            ("domain", "transport"),
+        )
         self.tool_seconds = m.histogram(
             "sopgym_gateway_tool_call_duration_seconds",
             "Tool-call latency at the gateway, the hop to the tool service included.",

@@ -128,4 +128,27 @@ def annotate_finish(episode: Episode) -> None:
     }
     if cut:
         attributes[sc.OUTPUTS_TRUNCATED] = True
+    if episode.messages:  # the whole conversation, for the evaluator
+        messages, cut = capped(orjson.dumps(episode.messages).decode(), OUTPUTS_LIMIT)
+        attributes[sc.MESSAGES] = messages
+        if cut:
+            attributes[sc.MESSAGES_TRUNCATED] = True
     span.set_attributes(attributes)
+
+
+def annotate_message(episode: Episode) -> None:
+    """The exchange just recorded (the last two turns of ``episode.messages``), onto the
+    request that made it: the agent's message in, the user's reply out (capped)."""
+    span = current_span()
+    if span is None:
+        return
+    said, answer = episode.messages[-2:]
+    span.set_attributes({
+        sc.GATEWAY_OP: sc.OP_MESSAGE,
+        sc.EPISODE_ID: episode.id,
+        sc.TASK_ID: episode.task_id,
+        sc.MESSAGE_INDEX: len(episode.messages) // 2 - 1,
+        sc.GEN_AI_INPUT_MESSAGES: capped(orjson.dumps([said]).decode(), _limit())[0],
+        sc.GEN_AI_OUTPUT_MESSAGES: capped(orjson.dumps([answer]).decode(), _limit())[0],
+        sc.MESSAGE_DONE: episode.conversation_over,
+    })  # fmt: skip

@@ -25,6 +25,8 @@ GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE = "error.type"
 
 # ---- HTTP semantic conventions ----
@@ -56,6 +58,8 @@ FINAL_STATE_TRUNCATED = "sopgym.episode.final_state.truncated"
 MESSAGES = "sopgym.episode.messages"
 MESSAGES_TRUNCATED = "sopgym.episode.messages.truncated"
 OP_MESSAGE = "message"  # sopgym.gateway.op of a message to the simulated user
+MESSAGE_INDEX = "sopgym.message.index"  # which exchange of the episode (0-based)
+MESSAGE_DONE = "sopgym.message.done"  # the user ended the conversation with this reply
 TRIAL = "sopgym.trial"  # on the agent's root span: which of the run's trials (0-based)
 CALL_COUNT = "sopgym.episode.calls"
 CALL_INDEX = "sopgym.call.index"

@@ -300,8 +300,19 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
 )
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
 @click.option("--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port.")
+@click.option(
+    "--user-sim",
+    default=None,
+    envvar="SOPGYM_USER_SIM",
+    help="Base URL of the user simulator that dialogue episodes talk to ($SOPGYM_USER_SIM).",
+)
 def gateway(
-    host: str, port: int, services: tuple[str, ...], distractors: int, grpc_port: int | None
+    host: str,
+    port: int,
+    services: tuple[str, ...],
+    distractors: int,
+    grpc_port: int | None,
+    user_sim: str | None,
 ) -> None:
     """Serve the gateway in front of the given tool services (HTTP, and gRPC if asked)."""
     from sopgym.gateway.app import Gateway
@@ -325,7 +336,11 @@ def gateway(
         catalog = discover(urls, on_wait=waiting)
     except DiscoveryError as error:
         raise click.ClickException(str(error)) from None
-    app = Gateway(catalog, distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host)
+    if user_sim is not None and not user_sim.startswith("http"):
+        raise click.UsageError(f"--user-sim takes the simulator's base URL, got {user_sim!r}")
+    app = Gateway(
+        catalog, distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host, user_sim=user_sim
+    )
     try:
         serve(app, host, port)
     except ServerError as error:
@@ -448,3 +463,64 @@ def model_server(
     setup_tracing("sopgym-model")
     app = create_app(list(domains) or None, data_root, profile, injection_log)
     serve(traced(app, "sopgym.model"), host, port)
+
+
+@main.command("user-sim")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8300, show_default=True, type=int)
+@click.option(
+    "--domain",
+    "domains",
+    multiple=True,
+    help="Dialogue domain whose users to simulate; repeat (default: every dialogue domain).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the rule-based users' choices (default: each domain's own, as in its gold).",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="Play the users with a language model (openai:<model>, anthropic:<model>, ...) "
+    "instead of the domain's rules.",
+)
+@click.option("--base-url", default=None, help="The user model's OpenAI-compatible endpoint.")
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+def user_sim(
+    host: str,
+    port: int,
+    domains: tuple[str, ...],
+    seed: int | None,
+    model: str | None,
+    base_url: str | None,
+    data_root: Path | None,
+) -> None:
+    """Serve the simulated users of dialogue domains (POST /v1/reply), for the gateway."""
+    from sopgym.observability.asgi import traced
+    from sopgym.observability.tracing import setup_tracing
+    from sopgym.services.user.app import create_app
+    from sopgym.services.user.simulator import NotADialogueDomain
+    from sopgym.serving import serve
+
+    names = list(domains) or [n for n in domain_names() if _domain(n).user is not None]
+    if not names:
+        raise click.UsageError("no dialogue domain to simulate users for")
+    user_model = None
+    if model is not None:
+        from sopgym.services.user.llm_user import LLMUser
+
+        _check_model_spec(model)
+        try:
+            user_model = LLMUser(model, base_url)
+        except ModelUnavailable as error:
+            _model_unavailable(error)
+    for name in names:
+        _domain(name)
+    setup_tracing("sopgym-user-sim")
+    try:
+        app = create_app(names, data_root, seed, user_model)
+    except NotADialogueDomain as error:
+        raise click.UsageError(str(error)) from None
+    serve(traced(app, "sopgym.user"), host, port)

@@ -25,6 +25,7 @@ DOCKERFILES = {
     "gateway": ROOT / "gateway" / "Dockerfile",
     "agents": ROOT / "agents" / "Dockerfile",
     "model": ROOT / "services" / "model" / "Dockerfile",
+    "user": ROOT / "services" / "user" / "Dockerfile",
     "observability": ROOT / "observability" / "Dockerfile",
 }
 KUSTOMIZE = ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone"]

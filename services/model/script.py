@@ -1,5 +1,6 @@
 """What the scripted model means to do on a task: the gold calls, with the profile's mistakes
-woven in, and the final answer.
+woven in (and a dialogue's gold messages to the user, as calls of the message action), and
+the final answer.
 
 The script is a pure function of (profile, task), so every request about the same task sees
 the same script and a run is reproducible whatever the concurrency. Each mistake's evaluator
@@ -19,7 +20,9 @@ from typing import Any
 
 import orjson
 
+from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.dataset import DomainData
+from sopgym.core.dialogue import AGENT
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES, ToolError
 from sopgym.core.tasks import Gold, Task, ToolCall
 from sopgym.evaluation.scorers.fields import normalize, values_match
@@ -131,7 +134,9 @@ class Playbook:
             wrong = self._differs(script.final, gold)
             script.final_expected = ["blank", *(["wrong_final"] if wrong else [])]
             return script
+        said = _messages(gold)
         for index, call in enumerate(gold.calls):
+            script.events += [e for e in said if e.gold_index == index]
             kind = _pick(rng.random(), profile)
             step_rng = random.Random(rng.getrandbits(64))
             mistake = self._mistake(kind, index, gold, step_rng) if kind else None
@@ -139,6 +144,7 @@ class Playbook:
                 script.events.append(mistake)
             if mistake is None or mistake.kind != "skip_step":
                 script.events.append(Event(index, call, expect_ok=outcomes[index]))
+        script.events += [e for e in said if e.gold_index >= len(gold.calls)]
         if rng.random() < profile.rate("wrong_final"):
             changed = self._corrupt(gold, rng)
             if changed is not None:
@@ -230,6 +236,16 @@ class Playbook:
     @staticmethod
     def _differs(answer: JSON, gold: Gold) -> bool:
         return any(not values_match(answer.get(k), v) for k, v in gold.outputs.items())
+
+
+def _messages(gold: Gold) -> list[Event]:
+    """A dialogue's gold agent turns as calls of the message action, each placed before the
+    gold call it preceded (``gold_index``); never a mistake."""
+    return [
+        Event(m["at_call"], ToolCall(MESSAGE_ACTION, {"content": m["content"]}))
+        for m in gold.messages
+        if m["role"] == AGENT
+    ]
 
 
 def _pick(roll: float, profile: ErrorProfile) -> str | None:

@@ -106,6 +106,7 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
     catalog = {
         "domain": domain.name,
         "title": domain.title,
+        "kind": domain.kind,
         "sop": {variant: domain.sop(variant) for variant in domain.sop_files},
         "input_schema": domain.input_schema,
         "output_schema": domain.output_schema,

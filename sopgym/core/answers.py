@@ -18,6 +18,9 @@ from sopgym.types import JSON
 FINAL_TAG = "final_answer"
 PLAN_TAG = "plan"
 REACT_MARKER = "Action Input:"  # present in the ReAct system prompt, and nowhere else
+# The built-in action of dialogue episodes: its call goes to the simulated user (the gateway's
+# messages endpoint), never to a tool, so it is neither recorded nor scored as a tool call.
+MESSAGE_ACTION = "send_message_to_user"
 
 _TAGGED = re.compile(rf"<{FINAL_TAG}>(.*?)(?:</{FINAL_TAG}>|$)", re.DOTALL | re.IGNORECASE)
 _FINAL_MARK = re.compile(r"final\s*answer\s*:", re.IGNORECASE)

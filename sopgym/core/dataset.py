@@ -16,9 +16,11 @@ from pathlib import Path
 
 import orjson
 
+from sopgym.core.dialogue import SimulatedUser
 from sopgym.core.domain import DomainPack, PolicyRun
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Gold, Task
+from sopgym.types import JSON
 
 
 def default_root() -> Path:
@@ -68,15 +70,24 @@ def _generate_into(domain: DomainPack, folder: Path) -> None:
     tables = Tables(generated.tables)
     tables.index_all(domain.index_keys)  # duplicate keys fail here, at generation
     tables.save(folder / "tables")
-    gold = [derive_gold(domain, tables, files_dir, task) for task in generated.tasks]
+    gold = [
+        derive_gold(domain, tables, files_dir, task, generated.users.get(task.id))
+        for task in generated.tasks
+    ]
     _write_jsonl(folder / "tasks.jsonl", [t.to_json() for t in generated.tasks])
     _write_jsonl(folder / "gold.jsonl", [g.to_json() for g in gold])
 
 
-def derive_gold(domain: DomainPack, tables: Tables, files_dir: Path, task: Task) -> Gold:
-    """Run the reference policy on one task against the real tool implementations."""
+def derive_gold(
+    domain: DomainPack, tables: Tables, files_dir: Path, task: Task, user: JSON | None = None
+) -> Gold:
+    """Run the reference policy on one task against the real tool implementations (and, for
+    a dialogue task, the pack's simulated user with the task's private ``user`` profile)."""
     ctx = domain.context(tables, files_dir)
-    run = PolicyRun(domain.tool_map(), ctx)
+    simulated = None
+    if domain.user is not None and user is not None:
+        simulated = SimulatedUser(domain.user, user, domain.seed, task.id, task.conversation)
+    run = PolicyRun(domain.tool_map(), ctx, simulated)
     solution = domain.solve(task, run)
     return Gold(
         task_id=task.id,
@@ -85,6 +96,8 @@ def derive_gold(domain: DomainPack, tables: Tables, files_dir: Path, task: Task)
         outputs=solution.outputs,
         final_state=ctx.state,
         reference_calls=domain.reference_policy,
+        user=user,
+        messages=run.messages,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sopgym.core.dialogue import SimulatedUser, UserBehaviour
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task, ToolCall
 from sopgym.core.tools import Tool, ToolContext
@@ -27,20 +28,37 @@ class GeneratedData:
 
     tables: dict[str, Any]  # table name -> pandas DataFrame
     tasks: list[Task]
+    # dialogue packs: task id -> the user's private profile (goal, facts only the user knows);
+    # kept in the gold, never in the task the agent is given
+    users: dict[str, JSON] = field(default_factory=dict)
 
 
 class PolicyRun:
     """The reference policy's handle on the tools: every call runs the real implementation
     (with schema validation) and is recorded as a gold call, in order."""
 
-    def __init__(self, tools: dict[str, Tool], ctx: ToolContext) -> None:
+    def __init__(
+        self, tools: dict[str, Tool], ctx: ToolContext, user: SimulatedUser | None = None
+    ) -> None:
         self._tools = tools
         self._ctx = ctx
+        self._user = user
         self.calls: list[ToolCall] = []
 
     def call(self, name: str, /, **arguments: Any) -> JSON:
         self.calls.append(ToolCall(name, dict(arguments)))
         return self._tools[name](dict(arguments), self._ctx)
+
+    def ask_user(self, text: str) -> str:
+        """Say ``text`` to the task's simulated user (dialogue packs) and return the reply;
+        the exchange is recorded as gold conversation turns, in order."""
+        if self._user is None:
+            raise RuntimeError("this task has no simulated user (not a dialogue task)")
+        return self._user.ask(text, len(self.calls))
+
+    @property
+    def messages(self) -> list[JSON]:
+        return self._user.messages if self._user else []
 
     @property
     def state(self) -> dict[str, Any] | None:
@@ -49,7 +67,7 @@ class PolicyRun:
 
 # Bump when what ``sopgym.core.dataset`` derives and caches (gold, tasks) changes shape or
 # meaning: every pack's fingerprint changes with it, so no stale cache is read.
-DATA_FORMAT = 2
+DATA_FORMAT = 3
 
 Generator = Callable[[int, Path], GeneratedData]
 Policy = Callable[[Task, PolicyRun], Solution]
@@ -79,6 +97,8 @@ class DomainPack:
     reference_policy: bool = True
     # How episodes are scored (docs/domain-pack.md, "Scoring"); None: the task kind's defaults
     scorers: list[Scorer] | None = None
+    # dialogue packs: how the simulated user answers (see sopgym.core.dialogue)
+    user: UserBehaviour | None = None
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.all_tools()]

@@ -24,6 +24,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "unauthorized": 401,
     "forbidden": 403,
     "episode_closed": 409,
+    "no_conversation": 409,  # a message in an episode whose task has no simulated user
+    "conversation_over": 409,  # a message after the simulated user ended the conversation
     "upstream_unavailable": 502,
     "internal_error": 500,
 }

@@ -64,6 +64,10 @@ class Gold:
     # False when no reference policy made the calls (imported benchmarks): ``calls`` is empty
     # because nobody knows them, not because none are needed.
     reference_calls: bool = True
+    # dialogue tasks: the user's private profile (for the user simulator only, never shown to
+    # the agent) and the reference policy's conversation, agent turns with ``at_call``
+    user: JSON | None = None
+    messages: list[JSON] = field(default_factory=list)
 
     def to_json(self) -> JSON:
         return {
@@ -73,6 +77,8 @@ class Gold:
             "outputs": self.outputs,
             "final_state": self.final_state,
             "reference_calls": self.reference_calls,
+            "user": self.user,
+            "messages": self.messages,
         }
 
     @classmethod
@@ -84,6 +90,8 @@ class Gold:
             outputs=data["outputs"],
             final_state=data.get("final_state"),
             reference_calls=data.get("reference_calls", True),
+            user=data.get("user"),
+            messages=data.get("messages", []),
         )
 
 

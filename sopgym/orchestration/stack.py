@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
+from sopgym.core.registry import load_domain
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 
 ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
@@ -24,6 +25,7 @@ class Stack:
     env: dict[str, str] = field(default_factory=dict)  # for every child: OTEL_* when traced
     model_url: str | None = None  # the scripted model server's /v1 base URL, when started
     grpc_target: str | None = None  # the gateway's gRPC host:port, when it serves gRPC
+    user_sim_url: str | None = None  # the user simulator, when a dialogue domain needs one
 
 
 @contextmanager
@@ -43,7 +45,8 @@ def embedded_stack(
     child (``stack.env``) exports its spans to it. With a ``scripted[:profile]`` ``model``,
     the scripted model server starts alongside the tool services, logging the mistakes it
     injects to ``injection_log``. With ``grpc``, the gateway also serves gRPC
-    (``stack.grpc_target``).
+    (``stack.grpc_target``). When a domain has a simulated user (dialogue), the user
+    simulator starts too and the gateway talks to it (``stack.user_sim_url``).
     """
     with ProcessGroup() as group:
         stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24))
@@ -68,6 +71,9 @@ def embedded_stack(
             )
         if model is not None and is_scripted(model):
             children.append(_start_model_server(stack, domains, data_args, injection_log))
+        talkers = [d for d in domains if load_domain(d).user is not None]
+        if talkers:
+            children.append(_start_user_sim(stack, talkers, data_args))
         for child in children:
             child.wait_ready()
         port = free_port()
@@ -77,6 +83,8 @@ def embedded_stack(
             grpc_port = free_port()
             stack.grpc_target = f"127.0.0.1:{grpc_port}"
             service_args += ["--grpc-port", str(grpc_port)]
+        if stack.user_sim_url:
+            service_args += ["--user-sim", stack.user_sim_url]
         group.start(
             "gateway",
             sopgym_command(
@@ -103,4 +111,17 @@ def _start_model_server(
         stack.logs / "model.log",
         env=stack.env,
         ready_url=f"{url}/readyz",
+    )
+
+
+def _start_user_sim(stack: Stack, domains: list[str], data_args: list[str]) -> ManagedProcess:
+    port = free_port()
+    stack.user_sim_url = f"http://127.0.0.1:{port}"
+    domain_args = [a for d in domains for a in ("--domain", d)]
+    return stack.group.start(
+        "user-sim",
+        sopgym_command("user-sim", "--port", str(port), *domain_args, *data_args),
+        stack.logs / "user-sim.log",
+        env=stack.env,
+        ready_url=f"{stack.user_sim_url}/readyz",
     )

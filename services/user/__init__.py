@@ -1,0 +1,1 @@
+"""The user simulator: the other side of a dialogue episode's conversation."""
