@@ -5,10 +5,14 @@ Imported benchmarks are loaded through :mod:`sopgym.importers.resolve`, which de
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import os
 import pkgutil
+import re
+from collections.abc import Iterable
 from functools import cache
+from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
@@ -31,20 +35,80 @@ def load_domain(name: str) -> DomainPack:
 
 @cache
 def _modules(extra: str) -> dict[str, str]:
-    """Domain name -> the module that defines it, over the built-in and extra packages."""
+    """Domain name -> the module that defines it, over the built-in and extra packages.
+
+    A subpackage whose ``__init__.py`` assigns ``DOMAIN`` is a pack. One that does not is a
+    family: a folder of packs named ``<family>/<pack>`` (``banking/loans``), selected together
+    by the family's name (:func:`select_domains`). The source is read, not imported, so
+    listing names stays cheap.
+    """
     found: dict[str, str] = {}
+
+    def add(name: str, module: str) -> None:
+        if name in found:
+            raise ValueError(f"domain {name!r} is defined by both {found[name]} and {module}")
+        found[name] = module
+
     for package_name in [BUILTIN_PACKAGE, *(p.strip() for p in extra.split(",") if p.strip())]:
         package = importlib.import_module(package_name)
-        for module in pkgutil.iter_modules(package.__path__):
-            if not module.ispkg or module.name.startswith("_"):
+        for name, folder in _subpackages(package.__path__):
+            module = f"{package_name}.{name}"
+            if _defines_domain(folder):
+                add(name, module)
                 continue
-            if module.name in found:
-                raise ValueError(
-                    f"domain {module.name!r} is defined by both {found[module.name]} and "
-                    f"{package_name}.{module.name}"
-                )
-            found[module.name] = f"{package_name}.{module.name}"
+            for member, member_folder in _subpackages([str(folder)]):
+                if _defines_domain(member_folder):
+                    add(f"{name}/{member}", f"{module}.{member}")
     return found
+
+
+def _subpackages(path: Iterable[str]) -> list[tuple[str, Path]]:
+    return [
+        (m.name, Path(m.module_finder.path) / m.name)  # type: ignore[union-attr]
+        for m in pkgutil.iter_modules(list(path))
+        if m.ispkg and not m.name.startswith("_")
+    ]
+
+
+def _defines_domain(folder: Path) -> bool:
+    return _DOMAIN_ASSIGNMENT.search((folder / "__init__.py").read_text()) is not None
+
+
+_DOMAIN_ASSIGNMENT = re.compile(r"^DOMAIN\s*(?::[^=]*)?=", re.MULTILINE)
+
+
+def families() -> dict[str, list[str]]:
+    """Family name -> its domains, for the packs kept in family folders."""
+    grouped: dict[str, list[str]] = {}
+    for name in domain_names():
+        family, _, member = name.partition("/")
+        if member and not name.startswith(IMPORTED_PREFIX):
+            grouped.setdefault(family, []).append(name)
+    return grouped
+
+
+def select_domains(patterns: Iterable[str]) -> list[str]:
+    """The domains named by ``patterns``, in order, each once: a domain name, ``all``, a
+    family name (``banking``: every ``banking/*`` pack) or a glob (``maze/*``,
+    ``*inspection*``). Imported benchmarks are named exactly. A pattern that selects nothing
+    is an :class:`UnknownDomainError`."""
+    names = domain_names()
+    grouped = families()
+    chosen: list[str] = []
+    for pattern in patterns:
+        if pattern == "all":
+            selected = names
+        elif pattern in grouped:
+            selected = grouped[pattern]
+        elif any(ch in pattern for ch in "*?["):
+            selected = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        else:
+            load_domain(pattern)  # an unknown name fails here, saying which names exist
+            selected = [pattern]
+        if not selected:
+            raise UnknownDomainError(f"no domain matches {pattern!r}")
+        chosen += [n for n in selected if n not in chosen]
+    return chosen
 
 
 @cache
