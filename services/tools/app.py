@@ -7,6 +7,10 @@ indexed once at start-up.
 ``POST /v1/tools/{name}`` is every tool call's last hop, so :class:`ToolService` serves it
 straight on ASGI (FastAPI's request handling cost about twice the tool's own work); the
 catalog, task list, health and episode endpoints stay a small FastAPI app behind it.
+
+Episodes (:mod:`.episodes`) are registered and closed by the gateway; a tool call carrying
+an ``x-sopgym-episode`` header acts on that registered episode, and one without acts on the
+shared read-only context, which stateful domains do not have.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from sopgym.core.jsonio import dumps, loads_object
 from sopgym.core.tools import Tool, ToolContext
 from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
+from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S, EpisodeRegistry
 
-EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on stateful domains
+EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forwards
 TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 log = logging.getLogger("sopgym.services")
@@ -100,7 +105,11 @@ class ToolService:
             return error.status, dumps(error.to_body())
 
 
-def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService:
+def create_app(
+    domain: DomainPack,
+    data_root: Path | None = None,
+    episode_idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
     catalog = {
@@ -109,12 +118,34 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
         "sop": {variant: domain.sop(variant) for variant in domain.sop_files},
         "input_schema": domain.input_schema,
         "output_schema": domain.output_schema,
+        "stateful": domain.stateful,
         "tools": [t.spec.rendered() for t in domain.tools],
         "distractors": [t.spec.rendered() for t in domain.distractors],
     }
-    shared = domain.context(data.tables, data.files_dir)
-    # Stateful domains get one mutable state per episode, created on the episode's first call.
-    episode_contexts: dict[str, ToolContext] = {}
+    # Calls outside any episode (contract tests, direct use) share one read-only context.
+    shared = None if domain.stateful else domain.context(data.tables, data.files_dir)
+    tasks = {t.id: t for t in data.tasks}
+
+    def episode_context(episode_id: str, task_id: str) -> ToolContext:
+        if shared is not None:  # nothing of the task to hold: any task id is taken as given
+            return shared
+        task = tasks.get(task_id)
+        if task is None:
+            raise ToolError("not_found", f"no task {task_id!r} in {domain.name}", "task_id")
+        return domain.context(data.tables, data.files_dir, task, episode_id)
+
+    episodes = EpisodeRegistry(episode_context, episode_idle_timeout_s)
+
+    def context_for(episode_id: str | None) -> ToolContext:
+        if episode_id is not None:
+            return episodes.context(episode_id)
+        if shared is None:
+            raise ToolError(
+                "episode_required",
+                f"{domain.name} is stateful: a tool call acts on an episode the gateway "
+                "opened (header x-sopgym-episode)",
+            )
+        return shared
 
     app = FastAPI(
         title=f"sopgym tools: {domain.name}",
@@ -123,15 +154,9 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
         telemetry=fastapi_telemetry(),  # spans only when the process set up tracing
     )
 
-    def context_for(episode_id: str | None) -> ToolContext:
-        if domain.initial_state is None or episode_id is None:
-            return shared
-        ctx = episode_contexts.get(episode_id)
-        if ctx is None:
-            ctx = episode_contexts[episode_id] = domain.context(
-                data.tables, data.files_dir, episode_id
-            )
-        return ctx
+    @app.exception_handler(ToolError)
+    async def refused(_: Request, error: ToolError) -> Response:
+        return _error(error)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
@@ -150,7 +175,16 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
 
     @app.get("/readyz")
     async def readyz() -> Response:
-        return _json({"status": "ready", "domain": domain.name, "tasks": len(data.tasks)})
+        episodes.expire()
+        return _json(
+            {
+                "status": "ready",
+                "domain": domain.name,
+                "tasks": len(data.tasks),
+                "stateful": domain.stateful,
+                "episodes": len(episodes),
+            }
+        )
 
     @app.get("/v1/tools")
     async def list_tools() -> Response:
@@ -163,9 +197,15 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
+    @app.post("/v1/episodes")
+    async def open_episode(request: Request) -> Response:
+        """The gateway registers an episode (``{"episode_id", "task_id"}``) before any call."""
+        opened = episodes.open(loads_object(await request.body()))
+        return _json({"open": True}, 201 if opened else 200)
+
     @app.delete("/v1/episodes/{episode_id}")
-    async def drop_episode(episode_id: str) -> Response:
-        episode_contexts.pop(episode_id, None)
-        return _json({"dropped": episode_id})
+    async def close_episode(episode_id: str) -> Response:
+        """The gateway closes an episode: its final state (null when stateless), then freed."""
+        return _json({"episode_id": episode_id, "final_state": episodes.close(episode_id)})
 
     return ToolService(domain.name, tools, context_for, app)

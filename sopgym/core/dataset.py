@@ -74,8 +74,9 @@ def _generate_into(domain: DomainPack, folder: Path) -> None:
 
 
 def derive_gold(domain: DomainPack, tables: Tables, files_dir: Path, task: Task) -> Gold:
-    """Run the reference policy on one task against the real tool implementations."""
-    ctx = domain.context(tables, files_dir)
+    """Run the reference policy on one task against the real tool implementations, from the
+    task's own initial state on stateful domains (its final state is part of the gold)."""
+    ctx = domain.context(tables, files_dir, task)
     run = PolicyRun(domain.tool_map(), ctx)
     solution = domain.solve(task, run)
     return Gold(
