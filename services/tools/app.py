@@ -93,9 +93,10 @@ class ToolService:
         try:
             if tool is None:
                 raise ToolError("unknown_tool", f"no tool named {name!r} in {self.domain}")
+            arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
             context = self.context_for(episode.decode("latin-1") if episode else None)
-            return 200, dumps({"result": tool(loads_object(payload), context)})
+            return 200, dumps({"result": tool(arguments, context)})
         except ToolError as error:
             record_tool_error(error)  # a span event with the code and field, when traced
             return error.status, dumps(error.to_body())
