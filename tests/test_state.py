@@ -15,11 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from sopgym.agents.client import GatewayClient
+from sopgym.agents.grpc_client import GrpcGatewayClient
 from sopgym.core.dataset import DomainData
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
+from sopgym.evaluation.sources import load_spans
+from sopgym.gateway.catalog import Catalog, ServiceEntry, ToolRef
+from sopgym.observability import semconv as sc
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from sopgym.orchestration.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
@@ -41,7 +46,9 @@ def testpacks() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def stack(testpacks: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     domain_data("ledger"), domain_data("crm")
-    with embedded_stack(["ledger", "crm"], tmp_path_factory.mktemp("logs"), DATA_ROOT) as running:
+    root = tmp_path_factory.mktemp("state")
+    with embedded_stack(["ledger", "crm"], root / "logs", DATA_ROOT, traces=root / "traces",
+                        grpc=True) as running:  # fmt: skip
         yield running
 
 
@@ -207,3 +214,53 @@ def test_idle_episodes_expire_and_a_failed_close_is_recorded(
         assert record["outputs"] == {"outcome": "rejected"} and record["final_state"] is None
         assert record["close_errors"]["ledger"].startswith("upstream_unavailable")
         client.close()
+
+
+def test_both_transports_put_the_final_state_on_the_finish_span(stack: Stack) -> None:
+    gold = ledger().gold["ledger-001"]
+    rpc = GrpcGatewayClient(str(stack.grpc_target))
+    episode = rpc.open(gold.task_id, "ledger")
+    for call in gold.calls:
+        assert episode.call(call.name, call.arguments).ok
+    episode.finish(gold.outputs)
+    rpc.close()
+    over_http = GatewayClient(stack.gateway_url, retries=0)
+    record = play_gold(over_http, gold.task_id, stack)
+    assert over_http.record(episode.id, stack.admin_token)["final_state"] == gold.final_state
+    over_http.close()
+    wanted = {episode.id, record["episode_id"]}
+    deadline, finishes = time.monotonic() + 30, {}
+    while len(finishes) < 2 and time.monotonic() < deadline:
+        time.sleep(0.3)
+        finishes = {
+            s.attributes[sc.EPISODE_ID]: s.attributes
+            for s in load_spans(Path(stack.logs).parent / "traces").spans
+            if s.attributes.get(sc.GATEWAY_OP) == sc.OP_FINISH
+            and s.attributes.get(sc.EPISODE_ID) in wanted
+        }
+    assert set(finishes) == wanted
+    for attributes in finishes.values():
+        assert orjson.loads(attributes[sc.FINAL_STATE]) == gold.final_state
+        assert sc.FINAL_STATE_TRUNCATED not in attributes
+        assert sc.FINAL_STATE_ERROR not in attributes
+
+
+def test_qualified_names_are_valid_function_names_and_only_where_names_collide() -> None:
+    assert ToolRef("crm", "get_account").qualified == "crm__get_account"
+    odd = ToolRef("sop_bench/" + "very_long_benchmark_name" * 3, "lookup.record")
+    assert len(odd.qualified) == 64 and odd.qualified.replace("_", "").replace("-", "").isalnum()
+    assert odd.qualified != ToolRef(odd.domain + "x", odd.tool).qualified
+
+    def service(domain: str, tools: list[str], stateful: bool = False) -> ServiceEntry:
+        return ServiceEntry(domain, "", "127.0.0.1", 1, {t: {"name": t} for t in tools},
+                            stateful=stateful)  # fmt: skip
+
+    catalog = Catalog([service("a", ["lookup", "act"]), service("b", ["find", "act"]),
+                       service("c", ["find", "other"]), service("d", ["write"], True)])  # fmt: skip
+    routes, distractors = catalog.episode_tools("a", "t-1", 10)
+    assert routes == {
+        "act": ToolRef("a", "act"), "b__act": ToolRef("b", "act"),
+        "b__find": ToolRef("b", "find"), "c__find": ToolRef("c", "find"),
+        "lookup": ToolRef("a", "lookup"), "other": ToolRef("c", "other")}
+    assert distractors == {"b__act", "b__find", "c__find", "other"}
+    assert catalog.spec(ToolRef("b", "act"), "b__act")["openai"]["function"]["name"] == "b__act"
