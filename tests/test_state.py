@@ -229,7 +229,8 @@ def test_both_transports_put_the_final_state_on_the_finish_span(stack: Stack) ->
     assert over_http.record(episode.id, stack.admin_token)["final_state"] == gold.final_state
     over_http.close()
     wanted = {episode.id, record["episode_id"]}
-    deadline, finishes = time.monotonic() + 30, dict[str, dict]()
+    finishes: dict[str, dict] = {}
+    deadline = time.monotonic() + 30
     while len(finishes) < 2 and time.monotonic() < deadline:
         time.sleep(0.3)
         finishes = {
