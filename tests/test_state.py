@@ -63,6 +63,14 @@ def ledger() -> DomainData:
     return domain_data("ledger")
 
 
+def initial_state(task_id: str) -> dict:
+    data = ledger()
+    task = next(t for t in data.tasks if t.id == task_id)
+    state = data.domain.context(data.tables, None, task).state
+    assert state is not None
+    return state
+
+
 def open_episodes(stack: Stack, domain: str) -> int:
     return httpx.get(f"{stack.services[domain]}/readyz").json()["episodes"]
 
@@ -137,6 +145,18 @@ def test_services_refuse_episodes_they_were_not_told_of(stack: Stack) -> None:
     assert httpx.get(f"{stack.gateway_url}/readyz").json()["episodes"] == before
     closing = httpx.delete(f"{stack.services['ledger']}/v1/episodes/ep-never")
     assert (closing.status_code, closing.json()["error"]["code"]) == (404, "unknown_episode")
+    register = f"{stack.services['ledger']}/v1/episodes"
+    garbage = httpx.post(register, content=b"{oops")
+    assert (garbage.status_code, garbage.json()["error"]["code"]) == (400, "invalid_json")
+    missing = httpx.post(register, json={"task_id": "ledger-000"})
+    assert (missing.status_code, missing.json()["error"]["field"]) == (422, "episode_id")
+    first = {"episode_id": "ep-twice", "task_id": "ledger-000"}
+    assert httpx.post(register, json=first).status_code == 201
+    assert httpx.post(register, json=first).status_code == 200, "a retried registration"
+    other = httpx.post(register, json={**first, "task_id": "ledger-001"})
+    assert (other.status_code, other.json()["error"]["field"]) == (422, "episode_id")
+    closed = httpx.delete(f"{register}/ep-twice").json()
+    assert closed["final_state"] == initial_state("ledger-000"), "no call: as it started"
 
 
 def test_a_shared_tool_name_reaches_each_domains_own_service(
@@ -162,8 +182,7 @@ def test_a_shared_tool_name_reaches_each_domains_own_service(
     assert [(c["name"], c["distractor"], c["in_catalog"]) for c in record["calls"]] == [
         ("get_account", False, True), ("crm__get_account", True, True),
         ("get_account", False, True)]
-    assert record["final_state"] == ledger().domain.context(
-        ledger().tables, None, task).state, "reads leave the state as it was"
+    assert record["final_state"] == initial_state(task.id), "reads leave the state as it was"
     assert open_episodes(stack, "crm") == open_episodes(stack, "ledger") == 0
     # crm's own get_account goes to crm; ledger's tools are never another domain's distractors
     crm = client.open("crm-000", "crm", distractors=10)
