@@ -124,7 +124,7 @@ class Gateway:
             return 200, (await core.tasks(domain)).payload
         if parts[1:2] == ["episodes"]:
             if len(parts) == 2 and method == "POST":
-                return 201, core.open(loads_object(await read_body(receive)), HTTP)
+                return 201, await core.open(loads_object(await read_body(receive)), HTTP)
             episode = core.episode(parts[2] if len(parts) > 2 else "")
             if len(parts) == 3 and method == "GET":
                 core.authorize(episode, _bearer(scope), admin_ok=True)
@@ -139,7 +139,8 @@ class Gateway:
                 return 200, await core.message(episode, request, HTTP)
             if len(parts) == 4 and parts[3] == "finish" and method == "POST":
                 core.authorize(episode, _bearer(scope))
-                return 200, core.finish(episode, loads_object(await read_body(receive)), HTTP)
+                finishing = loads_object(await read_body(receive))
+                return 200, await core.finish(episode, finishing, HTTP)
         raise ToolError("not_found", f"no route {method} {scope['path']}")
 
 

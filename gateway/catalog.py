@@ -1,16 +1,47 @@
-"""Which tools exist, which service owns each, and which tools an episode may see."""
+"""Which tools exist, which service owns each, and which tools an episode may see.
+
+A tool is known by its (domain, tool) pair: two domains may both have a ``get_account``, and
+each call must reach the service of the one the episode was shown. An episode's catalog maps
+each name shown to the agent to that pair; a foreign tool whose name another tool of the same
+catalog also has is shown qualified, ``<domain>__<tool>``, so no shown name is ambiguous.
+A stateful domain's tools are never another domain's distractors: they act on a state that
+only a task of their own domain defines.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import httpx
 
+from sopgym.core.tools import ToolSpec
 from sopgym.types import JSON
+
+MAX_TOOL_NAME = 64  # OpenAI function names: ^[a-zA-Z0-9_-]{1,64}$
+_NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+@dataclass(frozen=True)
+class ToolRef:
+    """One tool of one domain: what a shown name routes to."""
+
+    domain: str
+    tool: str
+
+    @property
+    def qualified(self) -> str:
+        """``<domain>__<tool>``, fit for function-calling APIs (long ones end in a digest)."""
+        name = _NOT_IN_NAME.sub("_", f"{self.domain}__{self.tool}")
+        if len(name) <= MAX_TOOL_NAME:
+            return name
+        digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+        return f"{name[: MAX_TOOL_NAME - 9]}_{digest}"
 
 
 @dataclass
@@ -25,6 +56,7 @@ class ServiceEntry:
     input_schema: JSON = field(default_factory=dict)
     output_schema: JSON = field(default_factory=dict)
     kind: str = "tool_use"  # the domain's task kind (dialogue episodes talk to a user)
+    stateful: bool = False
 
 
 class Catalog:
@@ -32,35 +64,51 @@ class Catalog:
 
     def __init__(self, services: list[ServiceEntry]) -> None:
         self.services = {s.domain: s for s in services}
-        self.owner: dict[str, ServiceEntry] = {}
-        for service in services:
-            for name in (*service.tools, *service.distractors):
-                self.owner.setdefault(name, service)
+        self.refs = [
+            ToolRef(s.domain, name) for s in services for name in (*s.tools, *s.distractors)
+        ]
+        self._qualified_specs: dict[ToolRef, JSON] = {}
 
-    def spec(self, name: str) -> JSON:
-        service = self.owner[name]
-        return service.tools.get(name) or service.distractors[name]
+    def spec(self, ref: ToolRef, shown: str) -> JSON:
+        """The tool's rendered spec, under the name the episode shows it by."""
+        service = self.services[ref.domain]
+        spec = service.tools.get(ref.tool) or service.distractors[ref.tool]
+        if shown == ref.tool:
+            return spec
+        renamed = self._qualified_specs.get(ref)
+        if renamed is None:
+            renamed = ToolSpec.from_neutral({**spec, "name": shown}).rendered()
+            self._qualified_specs[ref] = renamed
+        return renamed
 
     def episode_tools(
         self, domain: str, task_id: str, distractors: int
-    ) -> tuple[list[str], set[str]]:
-        """The domain's tools plus ``distractors`` others, drawn deterministically per task.
+    ) -> tuple[dict[str, ToolRef], set[str]]:
+        """The domain's tools plus ``distractors`` others, drawn deterministically per task:
+        each shown name and the tool it routes to, in catalog order, and the distractors'
+        shown names.
 
         The pool is the domain's own distractors first, then other domains' tools, so large
         catalogs (TELLER-Bench serves ~280 tools) are possible with real, callable tools.
         """
         service = self.services[domain]
-        own = list(service.tools)
-        pool = sorted(service.distractors, key=lambda n: _rank(task_id, n))
-        foreign = [
-            n
-            for n in sorted(self.owner, key=lambda n: _rank(task_id, n))
-            if n not in service.tools and n not in service.distractors
-        ]
+        own = [ToolRef(domain, n) for n in service.tools]
+        pool = sorted(
+            (ToolRef(domain, n) for n in service.distractors), key=lambda r: _rank(task_id, r.tool)
+        )
+        foreign = sorted(
+            (r for r in self.refs if r.domain != domain and not self.services[r.domain].stateful),
+            key=lambda r: _rank(task_id, r.qualified),
+        )
         chosen = (pool + foreign)[: max(0, distractors)]
-        names = own + chosen
-        names.sort(key=lambda n: _rank(task_id + "#order", n))  # needed tools are not first
-        return names, set(chosen)
+        taken = Counter(r.tool for r in own + chosen)
+        shown = {
+            (r.qualified if r.domain != domain and taken[r.tool] > 1 else r.tool): r
+            for r in own + chosen
+        }
+        names = sorted(shown, key=lambda n: _rank(task_id + "#order", n))  # needed not first
+        drawn = set(chosen)
+        return {n: shown[n] for n in names}, {n for n in names if shown[n] in drawn}
 
 
 def _rank(seed: str, name: str) -> str:
@@ -97,6 +145,7 @@ def discover(
                     input_schema=body.get("input_schema", {}),
                     output_schema=body.get("output_schema", {}),
                     kind=body.get("kind", "tool_use"),
+                    stateful=body.get("stateful") is True,
                 )
             )
     return Catalog(entries)

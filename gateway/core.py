@@ -6,12 +6,18 @@ call and the same span annotations; they differ only in how a request arrives an
 answer or a :class:`~sopgym.core.errors.ToolError` leaves. Every refusal is raised as a
 ``ToolError`` except a tool call's, which is recorded and returned (:class:`CallOutcome`) like
 any other call.
+
+Every episode is registered at the tool service of each domain it reaches, the first time it
+does (its own at open), and closed at each when it finishes: the services hold stateful
+episodes' state, and refuse calls for episodes they were never told of.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +27,7 @@ from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway import conversations
-from sopgym.gateway.catalog import Catalog
+from sopgym.gateway.catalog import Catalog, ServiceEntry
 from sopgym.gateway.episodes import Episode, EpisodeStore
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
@@ -95,7 +101,7 @@ class GatewayCore:
         return listed
 
     # ---- episodes ----
-    def open(self, request: JSON, transport: str) -> JSON:
+    async def open(self, request: JSON, transport: str) -> JSON:
         service = self.service(request.get("domain"), "domain")
         task_id = request.get("task_id")
         if not isinstance(task_id, str) or not task_id:
@@ -103,7 +109,7 @@ class GatewayCore:
         count = request.get("distractors", self.default_distractors)
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ToolError("invalid_value", "distractors must be an integer >= 0", "distractors")
-        tools, distractors = self.catalog.episode_tools(service.domain, task_id, count)
+        routes, distractors = self.catalog.episode_tools(service.domain, task_id, count)
         variant = request.get("sop_variant", "clean")
         if not isinstance(variant, str) or variant not in service.sop:
             raise ToolError(
@@ -112,7 +118,12 @@ class GatewayCore:
                 "sop_variant",
             )
         meta = request.get("meta") if isinstance(request.get("meta"), dict) else {}
-        episode = self.episodes.open(task_id, service.domain, tools, distractors, meta)
+        episode = self.episodes.open(task_id, service.domain, routes, distractors, meta)
+        try:
+            await self._register(episode, service.domain)
+        except ToolError:
+            self.episodes.discard(episode.id)
+            raise
         episode_spans.annotate_open(episode, variant)
         self.metrics.opened.add((service.domain, transport))
         return {
@@ -121,7 +132,7 @@ class GatewayCore:
             "sop": service.sop[variant],
             "input_schema": service.input_schema,
             "output_schema": service.output_schema,
-            "tools": [self.catalog.spec(n) for n in tools],
+            "tools": [self.catalog.spec(ref, name) for name, ref in routes.items()],
         }
 
     def episode(self, episode_id: str) -> Episode:
@@ -149,35 +160,29 @@ class GatewayCore:
         started = time.perf_counter()
         try:
             arguments: Any = loads_request(body, "tool arguments") if body else {}
-        except ToolError as error:
+        except ToolError as invalid:
             return self._refused(
-                episode, name, body.decode(errors="replace"), started, error, transport
+                episode, name, body.decode(errors="replace"), started, invalid, transport
             )
-        if name not in episode.tools:
-            error = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
-            return self._refused(episode, name, arguments, started, error, transport, False)
-        service = self.catalog.owner[name]
+        ref = episode.routes.get(name)
+        if ref is None:
+            unknown = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
+            return self._refused(episode, name, arguments, started, unknown, transport, False)
         try:
-            status, payload = await self._pool(service.domain).post(
-                f"/v1/tools/{name}",
-                body or b"{}",
-                b"x-sopgym-episode: " + episode.id.encode() + b"\r\n" + tracing.traceparent_line(),
+            if ref.domain not in episode.services:  # a foreign distractor's first call
+                await self._register(episode, ref.domain)
+            status, payload, response = await self._upstream(
+                ref.domain,
+                self._pool(ref.domain).post(
+                    f"/v1/tools/{ref.tool}",
+                    body or b"{}",
+                    b"x-sopgym-episode: " + episode.id.encode() + b"\r\n"
+                    + tracing.traceparent_line(),
+                ),
             )
-            response = orjson.loads(payload)
-        except (UpstreamError, TimeoutError) as error:
-            failure = ToolError(
-                "upstream_unavailable", f"tool service {service.domain} unreachable: {error}"
-            )
+        except ToolError as failure:
             return self._refused(episode, name, arguments, started, failure, transport)
-        except orjson.JSONDecodeError:
-            failure = ToolError(
-                "upstream_unavailable", f"tool service {service.domain} sent a non-JSON reply"
-            )
-            return self._refused(episode, name, arguments, started, failure, transport)
-        refusal = response.get("error") if status >= 400 else None
-        error = None
-        if refusal:
-            error = ToolError(refusal["code"], refusal.get("message", ""), refusal.get("field"))
+        error = _service_error(response) if status >= 400 else None
         result = response.get("result")
         self._record(
             episode,
@@ -195,14 +200,15 @@ class GatewayCore:
         )
         return CallOutcome(status, payload, result, error)
 
-    def finish(self, episode: Episode, request: JSON, transport: str) -> JSON:
+    async def finish(self, episode: Episode, request: JSON, transport: str) -> JSON:
         if episode.finished:
             raise ToolError("episode_closed", "episode already finished")
         outputs = request.get("outputs")
         if not isinstance(outputs, dict):
             raise ToolError("invalid_value", "outputs must be a JSON object", "outputs")
         episode.outputs = outputs
-        episode.finished_at = time.time()
+        episode.finished_at = time.time()  # from here on, calls are refused
+        await asyncio.gather(*(self._close_at(episode, d) for d in sorted(episode.services)))
         episode_spans.annotate_finish(episode)
         self.metrics.finished.add((episode.domain, transport))
         return {"episode_id": episode.id, "finished": True, "calls": len(episode.calls)}
@@ -229,8 +235,53 @@ class GatewayCore:
         for pool in self._pools.values():
             pool.close()
 
+    # ---- the episode at its services ----
+    async def _register(self, episode: Episode, domain: str) -> None:
+        """Tell ``domain``'s service of the episode (a stateful one starts its state here)."""
+        body = orjson.dumps({"episode_id": episode.id, "task_id": episode.task_id})
+        status, _, answer = await self._upstream(
+            domain, self._pool(domain).post("/v1/episodes", body, tracing.traceparent_line())
+        )
+        if status >= 400:
+            raise _service_error(answer)
+        episode.services.add(domain)
+
+    async def _close_at(self, episode: Episode, domain: str) -> None:
+        """Close the episode at ``domain``'s service, keeping the own domain's final state; a
+        close that fails is recorded as such, never taken for an empty state."""
+        try:
+            status, _, answer = await self._upstream(
+                domain,
+                self._pool(domain).delete(f"/v1/episodes/{episode.id}", tracing.traceparent_line()),
+            )
+            if status >= 400:
+                raise _service_error(answer)
+        except ToolError as error:
+            episode.close_errors[domain] = f"{error.code}: {error.message}"
+            return
+        if domain == episode.domain:
+            episode.final_state = answer.get("final_state")
+
+    async def _upstream(
+        self, domain: str, sending: Awaitable[tuple[int, bytes]]
+    ) -> tuple[int, bytes, JSON]:
+        """One exchange with ``domain``'s service: the status, the raw reply and the reply
+        parsed; a service unreachable or answering no JSON object is ``upstream_unavailable``."""
+        try:
+            status, payload = await sending
+            answer = orjson.loads(payload)
+        except (UpstreamError, TimeoutError) as error:
+            raise ToolError(
+                "upstream_unavailable", f"tool service {domain} unreachable: {error}"
+            ) from None
+        except orjson.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise ToolError("upstream_unavailable", f"tool service {domain} sent a non-JSON reply")
+        return status, payload, answer
+
     # ---- helpers ----
-    def service(self, domain: Any, field: str) -> Any:
+    def service(self, domain: Any, field: str) -> ServiceEntry:
         if not isinstance(domain, str) or domain not in self.catalog.services:
             known = ", ".join(sorted(self.catalog.services))
             raise ToolError("invalid_value", f"unknown domain {domain!r}; serving: {known}", field)
@@ -278,3 +329,11 @@ class GatewayCore:
         self.metrics.call(
             episode.domain, call.error_code or "ok", transport, call.duration_ms / 1000
         )
+
+
+def _service_error(answer: JSON) -> ToolError:
+    """A tool service's structured refusal, as the gateway passes it on."""
+    refusal = answer.get("error")
+    if not isinstance(refusal, dict) or not isinstance(refusal.get("code"), str):
+        return ToolError("upstream_unavailable", "tool service refused with no sopgym error")
+    return ToolError(refusal["code"], refusal.get("message", ""), refusal.get("field"))

@@ -1,4 +1,9 @@
-"""Episodes: one agent's attempt at one task, with its catalog, token and call record."""
+"""Episodes: one agent's attempt at one task, with its catalog, token and call record.
+
+An episode is registered at each tool service it reaches (its own domain's at open, another
+domain's at its first call of one of that domain's tools) and closed at all of them when it
+finishes; its own domain's final state is part of its record.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.gateway.catalog import ToolRef
 from sopgym.types import JSON
 
 
@@ -18,7 +24,7 @@ class Episode:
     token: str
     task_id: str
     domain: str
-    tools: list[str]
+    tools: list[str]  # the names shown to the agent, in catalog order
     distractors: set[str]
     opened_at: float = field(default_factory=time.time)
     calls: list[CallRecord] = field(default_factory=list)
@@ -30,6 +36,10 @@ class Episode:
     conversation_over: bool = False
     # one exchange at a time: each reply is computed from the whole conversation before it
     talking: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    routes: dict[str, ToolRef] = field(default_factory=dict)  # shown name -> (domain, tool)
+    services: set[str] = field(default_factory=set)  # domains the episode is registered at
+    final_state: JSON | None = None  # the own domain's, as its service answered at finish
+    close_errors: dict[str, str] = field(default_factory=dict)  # domain -> why its close failed
 
     @property
     def finished(self) -> bool:
@@ -44,6 +54,7 @@ class Episode:
             outputs=self.outputs,
             catalog=list(self.tools),
             messages=list(self.messages),
+            final_state=self.final_state,
         )
 
     def record(self) -> JSON:
@@ -54,6 +65,7 @@ class Episode:
             "opened_at": self.opened_at,
             "finished_at": self.finished_at,
             "meta": self.meta,
+            "close_errors": self.close_errors,
         }
 
 
@@ -65,16 +77,22 @@ class EpisodeStore:
         self._keep = keep
 
     def open(
-        self, task_id: str, domain: str, tools: list[str], distractors: set[str], meta: JSON
+        self,
+        task_id: str,
+        domain: str,
+        routes: dict[str, ToolRef],
+        distractors: set[str],
+        meta: JSON,
     ) -> Episode:
         episode = Episode(
             id=f"ep-{secrets.token_hex(8)}",
             token=secrets.token_urlsafe(24),
             task_id=task_id,
             domain=domain,
-            tools=tools,
+            tools=list(routes),
             distractors=distractors,
             meta=meta,
+            routes=routes,
         )
         self._episodes[episode.id] = episode
         while len(self._episodes) > self._keep:
@@ -83,6 +101,10 @@ class EpisodeStore:
 
     def get(self, episode_id: str) -> Episode | None:
         return self._episodes.get(episode_id)
+
+    def discard(self, episode_id: str) -> None:
+        """Forget an episode that never opened (its service refused to register it)."""
+        self._episodes.pop(episode_id, None)
 
     def __len__(self) -> int:
         return len(self._episodes)

@@ -175,7 +175,7 @@ class Servicer:
             }
             if request.HasField("distractors"):
                 payload["distractors"] = request.distractors
-            opened = self.core.open(payload, GRPC)
+            opened = await self.core.open(payload, GRPC)
             reply = self.pb2.OpenEpisodeResponse(
                 episode_id=opened["episode_id"],
                 token=opened["token"],
@@ -212,7 +212,7 @@ class Servicer:
             episode = self.core.episode(request.episode_id)
             self.core.authorize(episode, token)
             outputs = _json(request.outputs_json, "outputs_json")
-            done = self.core.finish(episode, {"outputs": outputs}, GRPC)
+            done = await self.core.finish(episode, {"outputs": outputs}, GRPC)
             reply = self.pb2.FinishEpisodeResponse(
                 episode_id=done["episode_id"], finished=done["finished"], calls=done["calls"]
             )

@@ -106,6 +106,12 @@ class UpstreamPool:
         return await self._send(b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._host_header
                                 + b"\r\n")
 
+    async def delete(self, path: str, headers: bytes = b"") -> tuple[int, bytes]:
+        """DELETE ``path`` (an episode closing), with extra header lines as for :meth:`post`."""
+        return await self._send(
+            b"DELETE " + path.encode() + b" HTTP/1.1\r\n" + self._host_header + headers + b"\r\n"
+        )
+
     async def _send(self, request: bytes) -> tuple[int, bytes]:
         async with self._slots:
             connection, reused = await self._acquire()

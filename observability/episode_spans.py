@@ -133,6 +133,14 @@ def annotate_finish(episode: Episode) -> None:
         attributes[sc.MESSAGES] = messages
         if cut:
             attributes[sc.MESSAGES_TRUNCATED] = True
+    if episode.final_state is not None:
+        state, cut = capped(orjson.dumps(episode.final_state).decode(), OUTPUTS_LIMIT)
+        attributes[sc.FINAL_STATE] = state
+        if cut:
+            attributes[sc.FINAL_STATE_TRUNCATED] = True
+    failed = episode.close_errors.get(episode.domain)
+    if failed is not None:  # the state is unknown, which an absent attribute would hide
+        attributes[sc.FINAL_STATE_ERROR] = failed
     span.set_attributes(attributes)
 
 

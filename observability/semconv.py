@@ -55,6 +55,7 @@ OUTPUTS_TRUNCATED = "sopgym.episode.outputs.truncated"
 # turns (JSON text, [{"role", "content"}]) so the evaluator scores them from the trace alone
 FINAL_STATE = "sopgym.episode.final_state"
 FINAL_STATE_TRUNCATED = "sopgym.episode.final_state.truncated"
+FINAL_STATE_ERROR = "sopgym.episode.final_state.error"  # its service failed to close it
 MESSAGES = "sopgym.episode.messages"
 MESSAGES_TRUNCATED = "sopgym.episode.messages.truncated"
 OP_MESSAGE = "message"  # sopgym.gateway.op of a message to the simulated user

@@ -26,6 +26,7 @@ from sopgym.orchestration.scaleout import (
     shard_options,
     worker_metrics,
 )
+from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
 
 DEFAULT_DOMAIN = "patient_intake"
@@ -275,7 +276,17 @@ def _progress() -> Progress:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8100, show_default=True, type=int)
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
-def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> None:
+@click.option(
+    "--episode-idle-timeout",
+    "idle_timeout",
+    default=DEFAULT_IDLE_TIMEOUT_S,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds after its last use that an episode the gateway never closed is freed.",
+)
+def serve_tools(
+    domain: str, host: str, port: int, data_root: Path | None, idle_timeout: float
+) -> None:
     """Serve one domain's tools over HTTP."""
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
@@ -283,7 +294,8 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
     from sopgym.serving import serve
 
     setup_tracing("sopgym-tools", {"sopgym.domain": domain})
-    serve(traced(create_app(_domain(domain), data_root), "sopgym.tools"), host, port)
+    app = create_app(_domain(domain), data_root, idle_timeout)
+    serve(traced(app, "sopgym.tools"), host, port)
 
 
 @main.command()

@@ -1,18 +1,22 @@
 """Contract tests of every tool of every domain, over the tool service's HTTP API.
 
 Each tool gets a valid call (from the gold, or the schema's ``examples`` for distractors)
-and one call per error code its schema can produce.
+and one call per error code its schema can produce. A stateful domain's tools act on an
+episode: each call gets a fresh one, registered for the task the example comes from and
+brought to the state its gold call saw.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from sopgym.core.registry import domain_names, load_domain
+from sopgym.core.tasks import Gold
 from sopgym.services.tools.app import create_app
 from tests.helpers import DATA_ROOT, domain_data
 
@@ -26,11 +30,20 @@ def client(name: str) -> TestClient:
     return _CLIENTS[name]
 
 
-def example(name: str, tool: str) -> dict[str, Any]:
+def gold_use(name: str, tool: str) -> tuple[Gold, int] | None:
+    """The first gold call of ``tool``: its gold and the call's index."""
     for gold in domain_data(name).gold.values():
-        for call in gold.calls:
+        for index, call in enumerate(gold.calls):
             if call.name == tool:
-                return copy.deepcopy(call.arguments)
+                return gold, index
+    return None
+
+
+def example(name: str, tool: str) -> dict[str, Any]:
+    use = gold_use(name, tool)
+    if use is not None:
+        gold, index = use
+        return copy.deepcopy(gold.calls[index].arguments)
     spec = load_domain(name).tool_map()[tool].spec
     examples = spec.input_schema.get("examples")
     assert examples, f"{name}.{tool}: no gold call uses it and its schema has no examples"
@@ -40,9 +53,33 @@ def example(name: str, tool: str) -> dict[str, Any]:
 CASES = [(d, t.name) for d in domain_names() for t in load_domain(d).all_tools()]
 
 
+_EPISODES = itertools.count()
+EPISODE = "x-sopgym-episode"
+
+
 def call(name: str, tool: str, body: Any) -> tuple[int, dict]:
-    response = client(name).post(f"/v1/tools/{tool}", json=body)
+    episode = episode_before(name, tool) if load_domain(name).stateful else None
+    headers = {EPISODE: episode} if episode else {}
+    response = client(name).post(f"/v1/tools/{tool}", json=body, headers=headers)
+    if episode:
+        assert client(name).delete(f"/v1/episodes/{episode}").status_code == 200
     return response.status_code, response.json()
+
+
+def episode_before(name: str, tool: str) -> str:
+    """A fresh episode at the service, in the state the tool's first gold call saw (for a
+    distractor: the first task's initial state)."""
+    data = domain_data(name)
+    gold, index = gold_use(name, tool) or (data.gold[data.tasks[0].id], 0)
+    episode = f"contract-{next(_EPISODES)}"
+    opened = client(name).post("/v1/episodes", json={"episode_id": episode,
+                                                      "task_id": gold.task_id})  # fmt: skip
+    assert opened.status_code == 201, opened.text
+    for before in gold.calls[:index]:
+        replayed = client(name).post(f"/v1/tools/{before.name}", json=before.arguments,
+                                     headers={EPISODE: episode})  # fmt: skip
+        assert replayed.status_code == 200, replayed.text
+    return episode
 
 
 @pytest.mark.parametrize(("name", "tool"), CASES)

@@ -113,6 +113,7 @@ class Playbook:
         self.domain = data.domain
         self.tools = data.domain.tool_map()
         self.known_tools = known_tools  # every tool name a catalog could hold
+        self._tasks = {t.id: t for t in data.tasks}
         self._cache: dict[tuple[str, int, str], Script] = {}
 
     def script(self, profile: ErrorProfile, task: Task) -> Script:
@@ -196,7 +197,7 @@ class Playbook:
         return "wrong_value" if wanted and normalize(call.arguments) not in wanted else None
 
     def _context_after(self, gold: Gold, index: int) -> Any:
-        ctx = self.domain.context(self.data.tables, self.data.files_dir)
+        ctx = self._fresh_context(gold)
         if ctx.state is not None:
             for call in gold.calls[:index]:
                 self._run(call, ctx)
@@ -204,8 +205,13 @@ class Playbook:
 
     def _replay(self, gold: Gold) -> list[bool]:
         """Whether each gold call is accepted, replayed in order on a fresh episode."""
-        ctx = self.domain.context(self.data.tables, self.data.files_dir)
+        ctx = self._fresh_context(gold)
         return [self._run(call, ctx) for call in gold.calls]
+
+    def _fresh_context(self, gold: Gold) -> Any:
+        """A context as the gold's task starts (its own initial state, on stateful domains)."""
+        task = self._tasks[gold.task_id]
+        return self.domain.context(self.data.tables, self.data.files_dir, task)
 
     def _run(self, call: ToolCall, ctx: Any) -> bool:
         try:

@@ -5,8 +5,13 @@ refusal is a 4xx with ``{"error": {"code", "message", "field"}}``. The dataset i
 indexed once at start-up.
 
 ``POST /v1/tools/{name}`` is every tool call's last hop, so :class:`ToolService` serves it
-straight on ASGI (FastAPI's request handling cost about twice the tool's own work); the
-catalog, task list, health and episode endpoints stay a small FastAPI app behind it.
+straight on ASGI (FastAPI's request handling cost about twice the tool's own work), and so
+the two requests every episode makes, its registration and its close; the catalog, task
+list and health endpoints stay a small FastAPI app behind it.
+
+Episodes (:mod:`.episodes`) are registered and closed by the gateway; a tool call carrying
+an ``x-sopgym-episode`` header acts on that registered episode, and one without acts on the
+shared read-only context, which stateful domains do not have.
 """
 
 from __future__ import annotations
@@ -39,10 +44,15 @@ from sopgym.core.jsonio import dumps, loads_object
 from sopgym.core.tools import Tool, ToolContext
 from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
+from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S, EpisodeRegistry
+from sopgym.types import JSON
 
-EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on stateful domains
+EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forwards
 TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
+EPISODES_PATH = "/v1/episodes"
+EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
+EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
 log = logging.getLogger("sopgym.services")
 
 
@@ -55,32 +65,69 @@ def _error(error: ToolError) -> Response:
 
 
 class ToolService:
-    """The tool service's ASGI app: tool calls here, every other request to ``rest``."""
+    """The tool service's ASGI app: tool calls and episodes here, the rest to ``rest``.
+
+    ``shared`` is the read-only context of calls outside any episode; stateful domains have
+    none, since their every call acts on one episode's state.
+    """
 
     def __init__(
         self,
         domain: str,
         tools: dict[str, Tool],
-        context_for: Callable[[str | None], ToolContext],
+        episodes: EpisodeRegistry,
+        shared: ToolContext | None,
         rest: ASGIApp,
     ) -> None:
-        self.domain, self.tools, self.context_for, self.rest = domain, tools, context_for, rest
+        self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
+        self.rest = rest
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and scope["method"] == "POST" and path.startswith(TOOL_PATH):
+        path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
+        if method == "POST" and path.startswith(TOOL_PATH):
             scope["route"] = TOOL_ROUTE
-            try:
-                body = await read_body(receive, MAX_API_BODY)
-            except BodyTooLarge as error:  # 413, with the structured body every refusal has
-                await respond(send, 413, dumps(ToolError("invalid_request", str(error)).to_body()))
-                return
-            except ClientDisconnected:  # no call was made: nothing to run, no one to answer
-                return
-            status, payload = self.call(path[len(TOOL_PATH) :], scope, body)
-            await respond(send, status, payload)
-            return
-        await self.rest(scope, receive, send)
+            body = await _body(receive, send)
+            if body is not None:
+                await respond(send, *self.call(path[len(TOOL_PATH) :], scope, body))
+        elif method == "POST" and path == EPISODES_PATH:
+            scope["route"] = EPISODES_ROUTE
+            body = await _body(receive, send)
+            if body is not None:
+                await respond(send, *self._answer(lambda: self._open(body)))
+        elif method == "DELETE" and path.startswith(EPISODES_PATH + "/"):
+            scope["route"] = EPISODE_ROUTE
+            episode_id = path[len(EPISODES_PATH) + 1 :]
+            await respond(send, *self._answer(lambda: (200, self._close(episode_id))))
+        else:
+            await self.rest(scope, receive, send)
+
+    def _open(self, body: bytes) -> tuple[int, JSON]:
+        """The gateway registers an episode (``{"episode_id", "task_id"}``) before any call."""
+        return (201 if self.episodes.open(loads_object(body)) else 200), {"open": True}
+
+    def _close(self, episode_id: str) -> JSON:
+        """The gateway closes an episode: its final state (null when stateless), then freed."""
+        return {"episode_id": episode_id, "final_state": self.episodes.close(episode_id)}
+
+    @staticmethod
+    def _answer(handle: Callable[[], tuple[int, JSON]]) -> tuple[int, bytes]:
+        try:
+            status, body = handle()
+        except ToolError as error:
+            status, body = error.status, error.to_body()
+        return status, dumps(body)
+
+    def context(self, episode_id: str | None) -> ToolContext:
+        """The context a call acts on: its episode's, or outside any the shared one."""
+        if episode_id is not None:
+            return self.episodes.context(episode_id)
+        if self.shared is None:
+            raise ToolError(
+                "episode_required",
+                f"{self.domain} is stateful: a tool call acts on an episode the gateway "
+                "opened (header x-sopgym-episode)",
+            )
+        return self.shared
 
     def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
         """Run one tool call; the status and the JSON reply, whatever the input."""
@@ -88,19 +135,35 @@ class ToolService:
         try:
             if tool is None:
                 raise ToolError("unknown_tool", f"no tool named {name!r} in {self.domain}")
+            arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
-            context = self.context_for(episode.decode("latin-1") if episode else None)
-            return 200, dumps({"result": tool(loads_object(payload), context)})
+            context = self.context(episode.decode("latin-1") if episode else None)
+            return 200, dumps({"result": tool(arguments, context)})
         except ToolError as error:
             record_tool_error(error)  # a span event with the code and field, when traced
             return error.status, dumps(error.to_body())
         except Exception:  # a defect in the pack: report it structurally, log the traceback
             log.exception("tool %s failed", name)
-            error = ToolError("internal_error", f"tool {name!r} failed internally")
-            return error.status, dumps(error.to_body())
+            failure = ToolError("internal_error", f"tool {name!r} failed internally")
+            return failure.status, dumps(failure.to_body())
 
 
-def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService:
+async def _body(receive: Receive, send: Send) -> bytes | None:
+    """The request body, or ``None`` once a too large one was refused or the client left."""
+    try:
+        return await read_body(receive, MAX_API_BODY)
+    except BodyTooLarge as error:  # 413, with the structured body every refusal has
+        await respond(send, 413, dumps(ToolError("invalid_request", str(error)).to_body()))
+    except ClientDisconnected:  # nothing was asked: nothing to run, no one to answer
+        pass
+    return None
+
+
+def create_app(
+    domain: DomainPack,
+    data_root: Path | None = None,
+    episode_idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
     catalog = {
@@ -110,12 +173,23 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
         "sop": {variant: domain.sop(variant) for variant in domain.sop_files},
         "input_schema": domain.input_schema,
         "output_schema": domain.output_schema,
+        "stateful": domain.stateful,
         "tools": [t.spec.rendered() for t in domain.tools],
         "distractors": [t.spec.rendered() for t in domain.distractors],
     }
-    shared = domain.context(data.tables, data.files_dir)
-    # Stateful domains get one mutable state per episode, created on the episode's first call.
-    episode_contexts: dict[str, ToolContext] = {}
+    # Calls outside any episode (contract tests, direct use) share one read-only context.
+    shared = None if domain.stateful else domain.context(data.tables, data.files_dir)
+    tasks = {t.id: t for t in data.tasks}
+
+    def episode_context(episode_id: str, task_id: str) -> ToolContext:
+        if shared is not None:  # nothing of the task to hold: any task id is taken as given
+            return shared
+        task = tasks.get(task_id)
+        if task is None:
+            raise ToolError("not_found", f"no task {task_id!r} in {domain.name}", "task_id")
+        return domain.context(data.tables, data.files_dir, task, episode_id)
+
+    episodes = EpisodeRegistry(episode_context, episode_idle_timeout_s)
 
     app = FastAPI(
         title=f"sopgym tools: {domain.name}",
@@ -123,16 +197,6 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
         redoc_url=None,
         telemetry=fastapi_telemetry(),  # spans only when the process set up tracing
     )
-
-    def context_for(episode_id: str | None) -> ToolContext:
-        if domain.initial_state is None or episode_id is None:
-            return shared
-        ctx = episode_contexts.get(episode_id)
-        if ctx is None:
-            ctx = episode_contexts[episode_id] = domain.context(
-                data.tables, data.files_dir, episode_id
-            )
-        return ctx
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
@@ -151,7 +215,16 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
 
     @app.get("/readyz")
     async def readyz() -> Response:
-        return _json({"status": "ready", "domain": domain.name, "tasks": len(data.tasks)})
+        episodes.expire()
+        return _json(
+            {
+                "status": "ready",
+                "domain": domain.name,
+                "tasks": len(data.tasks),
+                "stateful": domain.stateful,
+                "episodes": len(episodes),
+            }
+        )
 
     @app.get("/v1/tools")
     async def list_tools() -> Response:
@@ -164,9 +237,4 @@ def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
-    @app.delete("/v1/episodes/{episode_id}")
-    async def drop_episode(episode_id: str) -> Response:
-        episode_contexts.pop(episode_id, None)
-        return _json({"dropped": episode_id})
-
-    return ToolService(domain.name, tools, context_for, app)
+    return ToolService(domain.name, tools, episodes, shared, app)

@@ -82,8 +82,9 @@ def derive_gold(
     domain: DomainPack, tables: Tables, files_dir: Path, task: Task, user: JSON | None = None
 ) -> Gold:
     """Run the reference policy on one task against the real tool implementations (and, for
-    a dialogue task, the pack's simulated user with the task's private ``user`` profile)."""
-    ctx = domain.context(tables, files_dir)
+    a dialogue task, the pack's simulated user with the task's private ``user`` profile), from the
+    task's own initial state on stateful domains (its final state is part of the gold)."""
+    ctx = domain.context(tables, files_dir, task)
     simulated = None
     if domain.user is not None and user is not None:
         simulated = SimulatedUser(domain.user, user, domain.seed, task.id, task.conversation)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from sopgym.core.dialogue import SimulatedUser, UserBehaviour
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task, ToolCall
@@ -88,7 +90,8 @@ class DomainPack:
     index_keys: dict[str, str] = field(default_factory=dict)
     seed: int = 7
     kind: str = "tool_use"
-    initial_state: Callable[[Tables], dict[str, Any]] | None = None
+    # Stateful domains: the state one task's episode starts from (JSON: dicts, lists of rows)
+    initial_state: Callable[[Tables, Task], JSON] | None = None
     sop_files: dict[str, str] = field(
         default_factory=lambda: {"clean": "sop.md", "noisy": "sop_noisy.md"}
     )
@@ -125,10 +128,26 @@ class DomainPack:
             raise KeyError(f"domain {self.name} has no SOP variant {variant!r}")
         return (self.folder / self.sop_files[variant]).read_text()
 
+    @property
+    def stateful(self) -> bool:
+        return self.initial_state is not None
+
     def context(
-        self, tables: Tables, files_dir: Path | None, episode_id: str | None = None
+        self,
+        tables: Tables,
+        files_dir: Path | None,
+        task: Task | None = None,
+        episode_id: str | None = None,
     ) -> ToolContext:
-        state = self.initial_state(tables) if self.initial_state else None
+        """The one place a tool context is made: a stateful domain's holds a fresh copy of
+        ``task``'s initial state, which a context without its task cannot have."""
+        state = None
+        if self.initial_state is not None:
+            if task is None:
+                raise ValueError(f"domain {self.name} is stateful: a context needs its task")
+            # The JSON round trip proves the state serialisable (it is answered and stored as
+            # JSON) and shares no object with the tables or with another episode's state.
+            state = orjson.loads(orjson.dumps(self.initial_state(tables, task)))
         return ToolContext(tables=tables, files_dir=files_dir, state=state, episode_id=episode_id)
 
     def fingerprint(self) -> str:

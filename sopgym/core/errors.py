@@ -21,6 +21,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unknown_tool": 404,
     "not_found": 404,
     "unknown_episode": 404,
+    "episode_required": 400,  # a stateful domain's tool called outside any episode
     "unauthorized": 401,
     "forbidden": 403,
     "episode_closed": 409,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sopgym.core.errors import ToolError
 from sopgym.core.schema import ArgumentValidator
-from sopgym.core.tables import Tables
 from sopgym.types import JSON
+
+if TYPE_CHECKING:  # pandas stays out of the gateway, which renders specs from here
+    from sopgym.core.tables import Tables
 
 
 @dataclass
