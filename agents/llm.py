@@ -20,6 +20,8 @@ from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
 from sopgym.observability.genai import traced_model_call
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# providers whose API takes a sampling ``seed`` (the scripted model draws its mistakes from it)
+SEEDED_PROVIDERS = frozenset({"scripted", "openai"})
 _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable", "overloaded")
 
 
@@ -78,9 +80,12 @@ def invoke_model(
     purpose: str = "step",
 ) -> AIMessage:
     """Call the model once (retrying transient failures) and record the call in
-    ``context.usage``: model, purpose, input/output tokens, latency and attempts."""
+    ``context.usage``: model, purpose, input/output tokens, latency and attempts. The trial's
+    seed goes along to the providers that take one."""
     runnable = llm.runnable(tools)
-    kwargs = {"stop": stop} if stop else {}
+    kwargs: dict[str, Any] = {"stop": stop} if stop else {}
+    if context.seed is not None and llm.spec.provider in SEEDED_PROVIDERS:
+        kwargs["seed"] = context.seed
     started = time.perf_counter()
     attempt = 0
     while True:

@@ -45,8 +45,9 @@ class Gateway:
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
         metrics: GatewayMetrics | None = None,
+        seed: int = 0,
     ) -> None:
-        self.core = GatewayCore(catalog, default_distractors, admin_token, metrics)
+        self.core = GatewayCore(catalog, default_distractors, admin_token, metrics, seed)
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
         # Manual server spans (no auto-instrumentation): this is every tool call's path.

@@ -24,6 +24,8 @@ class ServiceEntry:
     sop: dict[str, str] = field(default_factory=dict)
     input_schema: JSON = field(default_factory=dict)
     output_schema: JSON = field(default_factory=dict)
+    # a tool-free domain the gateway serves itself (gateway/local.py): its task inputs
+    local_tasks: list[JSON] | None = None
 
 
 class Catalog:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from sopgym.core.errors import ToolError
-from sopgym.core.jsonio import loads_request
+from sopgym.core.jsonio import dumps, loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.episodes import Episode, EpisodeStore
@@ -52,8 +52,10 @@ class GatewayCore:
         default_distractors: int = 0,
         admin_token: str | None = None,
         metrics: GatewayMetrics | None = None,
+        seed: int = 0,
     ) -> None:
         self.catalog = catalog
+        self.seed = seed  # the run's seed: it salts each task's distractor draw
         self.default_distractors = default_distractors
         self.admin_token = admin_token
         self.episodes = EpisodeStore()
@@ -77,6 +79,9 @@ class GatewayCore:
         """A domain's task inputs, as its tool service lists them (never the gold)."""
         service = self.service(domain, "domain")
         listed = self._tasks.get(service.domain)
+        if listed is None and service.local_tasks is not None:
+            payload = dumps({"domain": service.domain, "tasks": service.local_tasks})
+            listed = self._tasks[service.domain] = TaskList(payload, service.local_tasks)
         if listed is None:
             try:
                 status, payload = await self._pool(service.domain).get("/v1/tasks")
@@ -100,7 +105,10 @@ class GatewayCore:
         count = request.get("distractors", self.default_distractors)
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ToolError("invalid_value", "distractors must be an integer >= 0", "distractors")
-        tools, distractors = self.catalog.episode_tools(service.domain, task_id, count)
+        if service.local_tasks is not None:
+            count = 0  # a tool-free domain's episode offers no tools at all
+        draw = f"{task_id}#{self.seed}" if self.seed else task_id
+        tools, distractors = self.catalog.episode_tools(service.domain, draw, count)
         variant = request.get("sop_variant", "clean")
         if not isinstance(variant, str) or variant not in service.sop:
             raise ToolError(

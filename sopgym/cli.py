@@ -146,6 +146,20 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     show_default=True,
     help="How the agent workers reach the gateway.",
 )
+@click.option(
+    "--trials",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Times every task runs; the summary adds pass^k and pass@k for k = 1..trials.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    help="Drives the run's random draws: the scripted model's mistakes (per trial) and the "
+    "gateway's distractor draws.",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
@@ -162,6 +176,8 @@ def run(
     data_root: Path | None,
     trace: bool,
     transport: str,
+    trials: int,
+    seed: int,
 ) -> None:
     """Run an agent on every task of DOMAINS (default: patient_intake; 'all' for every one)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
@@ -202,6 +218,8 @@ def run(
             task_timeout=task_timeout,
             trace=trace,
             transport=transport,
+            trials=trials,
+            seed=seed,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
@@ -214,7 +232,8 @@ def run(
     tasks = runner.prepare()
     todo = runner.pending(tasks)
     console.print(
-        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks ({len(todo)} to run), "
+        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks x {config.trials} trials "
+        f"({len(todo)} to run), "
         f"agent={config.agent} model={config.model} workers={config.workers}"
     )
     try:
@@ -293,23 +312,43 @@ def serve_tools(domain: str, host: str, port: int, data_root: Path | None) -> No
     "--service",
     "services",
     multiple=True,
-    required=True,
     envvar="SOPGYM_GATEWAY_SERVICES",
     help="DOMAIN=URL of a tool service; repeat for each domain ($SOPGYM_GATEWAY_SERVICES: "
     "space-separated).",
 )
+@click.option(
+    "--local-domain",
+    "local_domains",
+    multiple=True,
+    help="A tool-free domain (answer-only, one-shot) the gateway serves itself; repeatable.",
+)
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--seed", default=0, show_default=True, help="Salts each task's distractor draw.")
 @click.option("--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port.")
 def gateway(
-    host: str, port: int, services: tuple[str, ...], distractors: int, grpc_port: int | None
+    host: str,
+    port: int,
+    services: tuple[str, ...],
+    local_domains: tuple[str, ...],
+    data_root: Path | None,
+    distractors: int,
+    seed: int,
+    grpc_port: int | None,
 ) -> None:
-    """Serve the gateway in front of the given tool services (HTTP, and gRPC if asked)."""
+    """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
+    and gRPC if asked)."""
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import DiscoveryError, discover
+    from sopgym.gateway.local import with_local_domains
     from sopgym.gateway.server import ServerError, serve
     from sopgym.observability.tracing import setup_tracing
     from sopgym.orchestration.stack import ADMIN_TOKEN_ENV
 
+    if not services and not local_domains:
+        raise click.UsageError("give at least one --service or --local-domain")
+    for name in local_domains:
+        _domain(name)
     setup_tracing("sopgym-gateway")
 
     urls = {}
@@ -322,10 +361,11 @@ def gateway(
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
     try:
-        catalog = discover(urls, on_wait=waiting)
-    except DiscoveryError as error:
+        catalog = with_local_domains(discover(urls, on_wait=waiting), [*local_domains], data_root)
+    except (DiscoveryError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    app = Gateway(catalog, distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host)
+    admin_token = os.environ.get(ADMIN_TOKEN_ENV)
+    app = Gateway(catalog, distractors, admin_token, grpc_port, host, seed=seed)
     try:
         serve(app, host, port)
     except ServerError as error:

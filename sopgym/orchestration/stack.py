@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
+from sopgym.core.registry import load_domain
+from sopgym.gateway.local import is_tool_free
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 
 ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
@@ -24,6 +26,8 @@ class Stack:
     env: dict[str, str] = field(default_factory=dict)  # for every child: OTEL_* when traced
     model_url: str | None = None  # the scripted model server's /v1 base URL, when started
     grpc_target: str | None = None  # the gateway's gRPC host:port, when it serves gRPC
+    local_domains: list[str] = field(default_factory=list)  # tool-free: the gateway serves them
+    seed: int = 0  # the run's seed, for every part of the stack that draws at random
 
 
 @contextmanager
@@ -36,6 +40,7 @@ def embedded_stack(
     model: str | None = None,
     injection_log: Path | None = None,
     grpc: bool = False,
+    seed: int = 0,
 ) -> Iterator[Stack]:
     """Start services (in parallel), then the gateway; stop everything on the way out.
 
@@ -43,10 +48,11 @@ def embedded_stack(
     child (``stack.env``) exports its spans to it. With a ``scripted[:profile]`` ``model``,
     the scripted model server starts alongside the tool services, logging the mistakes it
     injects to ``injection_log``. With ``grpc``, the gateway also serves gRPC
-    (``stack.grpc_target``).
+    (``stack.grpc_target``). Tool-free domains get no tool service: the gateway serves them
+    itself. ``seed`` salts the gateway's distractor draws.
     """
     with ProcessGroup() as group:
-        stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24))
+        stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24), seed=seed)
         if traces is not None:
             from sopgym.observability.embedded import start_collector
 
@@ -54,6 +60,9 @@ def embedded_stack(
         data_args = ["--data-root", str(data_root)] if data_root else []
         children = []
         for domain in domains:
+            if is_tool_free(load_domain(domain)):
+                stack.local_domains.append(domain)
+                continue
             port = free_port()
             url = f"http://127.0.0.1:{port}"
             stack.services[domain] = url
@@ -73,6 +82,9 @@ def embedded_stack(
         port = free_port()
         stack.gateway_url = f"http://127.0.0.1:{port}"
         service_args = [a for d, u in stack.services.items() for a in ("--service", f"{d}={u}")]
+        service_args += [a for d in stack.local_domains for a in ("--local-domain", d)]
+        if stack.local_domains:
+            service_args += data_args
         if grpc:
             grpc_port = free_port()
             stack.grpc_target = f"127.0.0.1:{grpc_port}"
@@ -80,7 +92,14 @@ def embedded_stack(
         group.start(
             "gateway",
             sopgym_command(
-                "gateway", "--port", str(port), "--distractors", str(distractors), *service_args
+                "gateway",
+                "--port",
+                str(port),
+                "--distractors",
+                str(distractors),
+                "--seed",
+                str(seed),
+                *service_args,
             ),
             logs / "gateway.log",
             env={**stack.env, ADMIN_TOKEN_ENV: stack.admin_token},

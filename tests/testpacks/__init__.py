@@ -1,0 +1,1 @@
+"""Small domain packs that prove core mechanisms in tests; not benchmark content."""
