@@ -23,7 +23,7 @@ from typing import IO, Any
 import orjson
 
 from sopgym.core.dataset import DomainData
-from sopgym.core.tasks import Task, ToolCall
+from sopgym.core.tasks import ONE_SHOT_KINDS, Task, ToolCall
 from sopgym.importers.policy import Answer, Step, next_action, spec_parts
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
@@ -104,7 +104,9 @@ class ScriptedModel:
         stop = [stop] if isinstance(stop, str) else stop
         convo = read_conversation(messages, body.get("tools"))
         tokens = max(1, size_hint // 4)
-        if not (convo.native_tools or convo.react):
+        found = self._find_case(convo)
+        one_shot = found is None or found[1].kind in ONE_SHOT_KINDS  # a graph question?
+        if one_shot and not (convo.native_tools or convo.react):
             question = graph_question(convo)
             if question is not None:
                 case, signatures = question
@@ -112,7 +114,6 @@ class ScriptedModel:
                 style = replies.style_for(key, profile.rate("messy_format"))
                 text = replies.final_text(dependency_graph(signatures), False, style)
                 return replies.completion(model, text, None, tokens, stop)
-        found = self._find_case(convo)
         if found is None:
             return replies.completion(model, _UNKNOWN_CASE, None, tokens, stop)
         book, task = self._among_twins(found, convo, body)
