@@ -23,17 +23,26 @@ from pathlib import Path
 
 import orjson
 import pytest
+from langchain_core.messages import AIMessage, BaseMessage
 
+from sopgym.agents import make_agent
+from sopgym.agents.base import AgentContext
 from sopgym.agents.client import GatewayClient
+from sopgym.agents.graph import NoFinalAnswer
+from sopgym.agents.llm import LLM
+from sopgym.agents.models import ModelSpec, parse_model_spec
+from sopgym.agents.oneshot import OneShotSolver, one_shot_solver
 from sopgym.agents.prompts import case_message, tool_free_prompt
 from sopgym.agents.worker import parse_job
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV, load_domain
+from sopgym.core.tasks import Task
 from sopgym.evaluation.trials import TrialOutcome, pass_at_k, pass_hat_k, trial_metrics
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
 from tests.helpers import DATA_ROOT, domain_data
+from tests.test_agents_graph import ANSWER, FakeChat, FakeEpisode
 
 PACKS = "tests.testpacks"
 NOISY = "scripted:wrong_final=0.4"
@@ -74,6 +83,54 @@ def test_answer_only_tasks_run_with_no_tool_service(agent: str, tmp_path: Path) 
     for row in _rows(tmp_path / "r"):
         assert row["trajectory"]["catalog"] == [] and row["trajectory"]["calls"] == []
         assert [c["purpose"] for c in row["llm_calls"]] == ["answer"]
+
+
+class SeenChat(FakeChat):
+    """A fake chat model that also records the keyword arguments of each call."""
+
+    def __init__(self, replies: list) -> None:
+        super().__init__(replies)
+        self.kwargs: list[dict] = []
+
+    def invoke(self, messages: list[BaseMessage], **kwargs) -> AIMessage:
+        self.kwargs.append(kwargs)
+        return super().invoke(messages, **kwargs)
+
+
+def _tool_free(replies: list, spec: ModelSpec | None = None) -> tuple[LLM, SeenChat, FakeEpisode]:
+    chat = SeenChat(replies)
+    episode = FakeEpisode([])
+    episode.tools = []
+    return LLM(spec or parse_model_spec("scripted"), chat, retries=0, backoff=0.0), chat, episode
+
+
+@pytest.mark.parametrize("name", ["fc", "react", "plan"])
+def test_every_agent_just_answers_an_empty_catalog(name: str) -> None:
+    agent = make_agent(name, model="scripted", base_url="http://127.0.0.1:9/v1")
+    agent.llm, chat, episode = _tool_free([AIMessage("I need a moment."), AIMessage(ANSWER)])
+    context = AgentContext(seed=5)
+    answer = agent.solve(Task("t-1", "fake", {"id": "R1"}, "json_answer"), episode, context)
+    assert answer == {"status": "ok"}
+    assert chat.tools is None  # no tools bound, none described, no plan asked for
+    system = chat.seen[0][0].content
+    assert "no tools" in system and "Action Input:" not in system
+    assert "final_answer" in chat.seen[1][-1].content  # the unreadable reply got a reminder
+    assert [u["purpose"] for u in context.usage] == ["answer", "answer"]
+    assert [k.get("seed") for k in chat.kwargs] == [5, 5]  # the trial's seed goes along
+
+
+def test_the_one_shot_solver_makes_exactly_one_call() -> None:
+    llm, chat, episode = _tool_free([AIMessage("no answer here"), AIMessage(ANSWER)])
+    with pytest.raises(NoFinalAnswer):
+        OneShotSolver(llm).solve(Task("t-1", "fake", {}, "graph"), episode, AgentContext())
+    assert len(chat.seen) == 1
+    anthropic = ModelSpec("anthropic", "claude")  # a provider without a sampling seed
+    llm, chat, episode = _tool_free([AIMessage(ANSWER)], anthropic)
+    context = AgentContext(seed=5)
+    assert OneShotSolver(llm).solve(Task("t-1", "fake", {}, "graph"), episode, context)
+    assert chat.kwargs == [{}]
+    oracle = make_agent("oracle")
+    assert one_shot_solver(oracle) is oracle  # no model: the oracle replays the gold
 
 
 def test_the_gateway_serves_a_tool_free_domain_itself(tmp_path: Path) -> None:
