@@ -232,8 +232,9 @@ def run(
     tasks = runner.prepare()
     todo = runner.pending(tasks)
     console.print(
-        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks x {config.trials} trials "
-        f"({len(todo)} to run), "
+        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks"
+        + (f" x {config.trials} trials" if config.trials > 1 else "")
+        + f" ({len(todo)} to run), "
         f"agent={config.agent} model={config.model} workers={config.workers}"
     )
     try:

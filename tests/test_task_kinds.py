@@ -38,6 +38,8 @@ from sopgym.core.answers import extract_final_answer
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV, load_domain
 from sopgym.core.tasks import Task
 from sopgym.evaluation.trials import TrialOutcome, pass_at_k, pass_hat_k, trial_metrics
+from sopgym.gateway.catalog import Catalog, ServiceEntry
+from sopgym.gateway.core import GatewayCore
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
@@ -304,6 +306,24 @@ def test_trials_with_a_noisy_model_are_seeded_and_resumable(tmp_path: Path) -> N
     # another seed, other draws
     _run(tmp_path, "s8", *args, "--seed", "8", "--no-trace")
     assert _outcomes(tmp_path / "s8") != _outcomes(run)
+
+
+def test_the_run_seed_salts_the_distractor_draw() -> None:
+    spec = {"type": "object"}
+    service = ServiceEntry(
+        "shop", "http://127.0.0.1:9", "127.0.0.1", 9, {"buy": {"name": "buy"}},
+        {f"d{i}": {"name": f"d{i}", "input_schema": spec} for i in range(12)}, {"clean": "SOP"},
+    )  # fmt: skip
+
+    def drawn(seed: int) -> list[list[str]]:
+        core = GatewayCore(Catalog([service]), seed=seed)
+        opened = [core.open({"task_id": f"t{i}", "domain": "shop", "distractors": 3}, "http")
+                  for i in range(5)]  # fmt: skip
+        return [[t["name"] for t in o["tools"]] for o in opened]
+
+    assert drawn(0) == drawn(0) and drawn(5) == drawn(5)  # deterministic per task
+    assert drawn(5) != drawn(0) and drawn(6) != drawn(5)
+    assert all(len(names) == 4 and "buy" in names for names in drawn(5))
 
 
 def test_a_job_with_a_bad_trial_or_seed_is_refused() -> None:
