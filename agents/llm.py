@@ -20,8 +20,6 @@ from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
 from sopgym.observability.genai import traced_model_call
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-# providers whose API takes a sampling ``seed`` (the scripted model draws its mistakes from it)
-SEEDED_PROVIDERS = frozenset({"scripted", "openai"})
 _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable", "overloaded")
 
 
@@ -84,7 +82,7 @@ def invoke_model(
     seed goes along to the providers that take one."""
     runnable = llm.runnable(tools)
     kwargs: dict[str, Any] = {"stop": stop} if stop else {}
-    if context.seed is not None and llm.spec.provider in SEEDED_PROVIDERS:
+    if context.seed is not None and takes_seed(llm.spec):
         kwargs["seed"] = context.seed
     started = time.perf_counter()
     attempt = 0
@@ -104,6 +102,15 @@ def invoke_model(
             time.sleep(delay)
     _record(llm, context, purpose, started, attempt, message, None)
     return message
+
+
+def takes_seed(spec: ModelSpec) -> bool:
+    """Whether calls carry the trial's sampling seed: to the scripted model (it draws its
+    mistakes from it) and to OpenAI-compatible endpoints (``--base-url``, spoken to through
+    Chat Completions, where ``seed`` is a documented parameter). Not to OpenAI's own API,
+    which sends some models through the Responses API (no ``seed`` there), nor to Anthropic
+    or Bedrock, which have none."""
+    return spec.scripted or (spec.provider == "openai" and spec.base_url is not None)
 
 
 def _record(

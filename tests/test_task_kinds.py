@@ -126,11 +126,15 @@ def test_the_one_shot_solver_makes_exactly_one_call() -> None:
     with pytest.raises(NoFinalAnswer):
         OneShotSolver(llm).solve(Task("t-1", "fake", {}, "graph"), episode, AgentContext())
     assert len(chat.seen) == 1
-    anthropic = ModelSpec("anthropic", "claude")  # a provider without a sampling seed
-    llm, chat, episode = _tool_free([AIMessage(ANSWER)], anthropic)
-    context = AgentContext(seed=5)
-    assert OneShotSolver(llm).solve(Task("t-1", "fake", {}, "graph"), episode, context)
-    assert chat.kwargs == [{}]
+    for spec, sent in [
+        (ModelSpec("openai", "m", "http://127.0.0.1:9/v1"), [{"seed": 5}]),  # compatible API
+        (ModelSpec("openai", "m"), [{}]),  # OpenAI's own: some models take no seed
+        (ModelSpec("anthropic", "claude"), [{}]),  # no sampling seed at all
+    ]:
+        llm, chat, episode = _tool_free([AIMessage(ANSWER)], spec)
+        context = AgentContext(seed=5)
+        assert OneShotSolver(llm).solve(Task("t-1", "fake", {}, "graph"), episode, context)
+        assert chat.kwargs == sent, spec
     oracle = make_agent("oracle")
     assert one_shot_solver(oracle) is oracle  # no model: the oracle replays the gold
 
