@@ -257,7 +257,8 @@ def _outcomes(run: Path) -> dict[tuple[str, int], tuple[bool, dict]]:
 def test_trials_with_a_noisy_model_are_seeded_and_resumable(tmp_path: Path) -> None:
     tasks = [t.id for t in domain_data("triage").tasks]
     args = ("triage", "--agent", "fc", "--model", NOISY, "--trials", "3")
-    _run(tmp_path, "s7", *args, "--seed", "7")
+    printed = _run(tmp_path, "s7", *args, "--seed", "7").stdout
+    assert "pass^3" in printed and "pass@3" in printed, printed  # the console's pass^k table
     run = tmp_path / "s7"
     rows = _rows(run)
     assert sorted((r["task_id"], r["trial"]) for r in rows) == sorted(
