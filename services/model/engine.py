@@ -107,13 +107,9 @@ class ScriptedModel:
         found = self._find_case(convo)
         one_shot = found is None or found[1].kind in ONE_SHOT_KINDS  # a graph question?
         if one_shot and not (convo.native_tools or convo.react):
-            question = graph_question(convo)
-            if question is not None:
-                case, signatures = question
-                key = f"{profile.seed}|{canonical(case).hex()}"
-                style = replies.style_for(key, profile.rate("messy_format"))
-                text = replies.final_text(dependency_graph(signatures), False, style)
-                return replies.completion(model, text, None, tokens, stop)
+            answer = _graph_answer(convo, profile)
+            if answer is not None:
+                return replies.completion(model, answer, None, tokens, stop)
         if found is None:
             return replies.completion(model, _UNKNOWN_CASE, None, tokens, stop)
         book, task = self._among_twins(found, convo, body)
@@ -269,6 +265,18 @@ class ScriptedModel:
         self._logged.add(key)
         self._log.write(orjson.dumps({**head, **record}) + b"\n")
         self._log.flush()
+
+
+def _graph_answer(convo: Conversation, profile: ErrorProfile) -> str | None:
+    """The reply to a dependency-graph question in ``convo``, worked out from the signatures
+    it shows; ``None`` when it asks none."""
+    question = graph_question(convo)
+    if question is None:
+        return None
+    case, signatures = question
+    key = f"{profile.seed}|{canonical(case).hex()}"
+    style = replies.style_for(key, profile.rate("messy_format"))
+    return replies.final_text(dependency_graph(signatures), False, style)
 
 
 def _tool_names(tools: Any) -> list[str]:
