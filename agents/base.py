@@ -18,6 +18,7 @@ class AgentContext:
     data_dir: Path | None = None  # the task set's folder; only the oracle reads gold from it
     deadline: float | None = None  # time.monotonic() by which the task must end
     usage: list[JSON] = field(default_factory=list)  # per-LLM-call records, filled by agents
+    seed: int | None = None  # the trial's seed, sent with every model call that takes one
 
 
 class Agent(Protocol):

@@ -34,6 +34,7 @@ from sopgym.agents.prompts import (
     final_request,
     message_action_spec,
     observation,
+    tool_free_prompt,
 )
 from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer
 from sopgym.core.dialogue import DIALOGUE
@@ -226,6 +227,8 @@ class GraphAgent:
 
     # ---- shared ----
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
+        if not episode.tools:  # nothing to call or plan: the model just answers
+            return answer_without_tools(self.llm, task, episode, context, self.limits.max_nudges)
         run = Run(task, episode, context, self.llm, self.limits)
         if self.native_tools:
             run.tools = [openai_tool(spec) for spec in run.specs]
@@ -274,6 +277,26 @@ class GraphAgent:
             raise NoFinalAnswer(f"no readable final answer after {nudges} reminders")
         reminder = HumanMessage(final_request(run.episode.output_schema))
         return {"messages": [reminder], "nudges": nudges + 1}
+
+
+def answer_without_tools(
+    llm: LLM, task: Task, episode: Episode, context: AgentContext, reminders: int
+) -> JSON:
+    """A task whose episode offers no tools: one model call answers it, and an answer that
+    cannot be read is asked for again up to ``reminders`` times. No graph runs, since there
+    is no tool to call and no step to plan."""
+    fields = list(episode.output_schema.get("properties", {}))
+    messages: list[BaseMessage] = [
+        SystemMessage(tool_free_prompt(episode.output_schema)),
+        HumanMessage(case_message(episode.sop, task.inputs)),
+    ]
+    for _ in range(reminders + 1):
+        reply = model_calls.invoke_model(llm, messages, context, purpose="answer")
+        final = extract_final_answer(text_of(reply), fields)
+        if final is not None:
+            return final
+        messages += [reply, HumanMessage(final_request(episode.output_schema))]
+    raise NoFinalAnswer(f"no readable final answer after {reminders} reminders")
 
 
 def after_answer(retry_node: str):

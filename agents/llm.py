@@ -78,9 +78,12 @@ def invoke_model(
     purpose: str = "step",
 ) -> AIMessage:
     """Call the model once (retrying transient failures) and record the call in
-    ``context.usage``: model, purpose, input/output tokens, latency and attempts."""
+    ``context.usage``: model, purpose, input/output tokens, latency and attempts. The trial's
+    seed goes along to the providers that take one."""
     runnable = llm.runnable(tools)
-    kwargs = {"stop": stop} if stop else {}
+    kwargs: dict[str, Any] = {"stop": stop} if stop else {}
+    if context.seed is not None and takes_seed(llm.spec):
+        kwargs["seed"] = context.seed
     started = time.perf_counter()
     attempt = 0
     while True:
@@ -99,6 +102,15 @@ def invoke_model(
             time.sleep(delay)
     _record(llm, context, purpose, started, attempt, message, None)
     return message
+
+
+def takes_seed(spec: ModelSpec) -> bool:
+    """Whether calls carry the trial's sampling seed: to the scripted model (it draws its
+    mistakes from it) and to OpenAI-compatible endpoints (``--base-url``, spoken to through
+    Chat Completions, where ``seed`` is a documented parameter). Not to OpenAI's own API,
+    which sends some models through the Responses API (no ``seed`` there), nor to Anthropic
+    or Bedrock, which have none."""
+    return spec.scripted or (spec.provider == "openai" and spec.base_url is not None)
 
 
 def _record(

@@ -58,6 +58,16 @@ def system_prompt(output_schema: JSON, tools_text: str | None = None) -> str:
     return "\n\n".join(parts)
 
 
+def tool_free_prompt(output_schema: JSON) -> str:
+    """The system message of a task with no tools (answer-only, one-shot): the SOP and the
+    case are all there is, and the reply is the answer."""
+    return (
+        "You carry out a Standard Operating Procedure (SOP) for one case. This task has no "
+        "tools: everything you need is in the SOP and the case input. Apply the SOP to the "
+        "case and answer at once.\n\n" + answer_contract(output_schema)
+    )
+
+
 def _react_format(output_schema: JSON) -> str:
     example = {k: "..." for k in output_schema.get("properties", {})}
     return (

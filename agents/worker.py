@@ -1,8 +1,10 @@
 """An agent worker process: takes jobs on stdin, answers one JSON line per job on stdout.
 
-A job is ``{"task": {...}, "data_dir": "...", "distractors": N, "sop_variant": "clean"}``.
-The worker opens the episode at the gateway, lets its agent solve the task, finishes the
-episode and reports ``{"task_id", "episode_id", "status", "error", "elapsed_s", ...}``.
+A job is ``{"task": {...}, "data_dir": "...", "distractors": N, "sop_variant": "clean"}``,
+with ``"trial"`` (which of the run's repeats, 0-based) and ``"seed"`` (that trial's seed, sent
+with the model calls) when the run sets them. The worker opens the episode at the gateway,
+lets its agent solve the task (one-shot kinds: one model call, :mod:`.oneshot`), finishes the
+episode and reports ``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``.
 It never imports a tool implementation: tools exist for it only behind the gateway.
 """
 
@@ -20,7 +22,7 @@ import orjson
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.agents.client import GatewayClient, connect
-from sopgym.core.tasks import Task
+from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
 from sopgym.types import JSON
 
@@ -30,7 +32,12 @@ def run_job(
 ) -> JSON:
     """Work one job inside the episode's root span: one task episode is one trace."""
     task = Task.from_json(job["task"])
-    with genai.task_span(task.id, task.domain, agent.name, model, job.get("run_id")) as span:
+    if task.kind in ONE_SHOT_KINDS:
+        from sopgym.agents.oneshot import one_shot_solver  # the model agents' modules
+
+        agent = one_shot_solver(agent)
+    run_id, trial = job.get("run_id"), job.get("trial")
+    with genai.task_span(task.id, task.domain, agent.name, model, run_id, trial) as span:
         report = _run_episode(agent, client, job, task, task_timeout)
         genai.end_task(
             span, report["status"], report["episode_id"], report["error"], report["llm_calls"]
@@ -45,6 +52,7 @@ def _run_episode(
     report: JSON = {
         "task_id": task.id,
         "domain": task.domain,
+        "trial": job.get("trial", 0),
         "episode_id": None,
         "status": "failed",
         "error": None,
@@ -52,6 +60,7 @@ def _run_episode(
     context = AgentContext(
         data_dir=Path(job["data_dir"]) if job.get("data_dir") else None,
         deadline=started + task_timeout,
+        seed=job.get("seed"),
     )
     try:
         episode = client.open(
@@ -83,6 +92,10 @@ def parse_job(line: str) -> JSON:
         isinstance(task.get(k), str) for k in ("id", "domain")
     ):
         raise ValueError('"task" must be an object with string "id" and "domain"')
+    for key in ("trial", "seed"):
+        value = job.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f'"{key}" must be an integer')
     return job
 
 

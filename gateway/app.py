@@ -46,8 +46,11 @@ class Gateway:
         grpc_host: str = "127.0.0.1",
         metrics: GatewayMetrics | None = None,
         user_sim: str | None = None,
+        seed: int = 0,
     ) -> None:
-        self.core = GatewayCore(catalog, default_distractors, admin_token, metrics, user_sim)
+        self.core = GatewayCore(
+            catalog, default_distractors, admin_token, metrics, user_sim=user_sim, seed=seed
+        )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
         # Manual server spans (no auto-instrumentation): this is every tool call's path.

@@ -57,6 +57,8 @@ class ServiceEntry:
     output_schema: JSON = field(default_factory=dict)
     kind: str = "tool_use"  # the domain's task kind (dialogue episodes talk to a user)
     stateful: bool = False
+    # a tool-free domain the gateway serves itself (gateway/local.py): its task inputs
+    local_tasks: list[JSON] | None = None
 
 
 class Catalog:

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from sopgym.core.errors import ToolError
-from sopgym.core.jsonio import loads_request
+from sopgym.core.jsonio import dumps, loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway import conversations
 from sopgym.gateway.catalog import Catalog, ServiceEntry
@@ -60,9 +60,11 @@ class GatewayCore:
         admin_token: str | None = None,
         metrics: GatewayMetrics | None = None,
         user_sim: str | None = None,
+        seed: int = 0,
     ) -> None:
         self.catalog = catalog
         self.users = conversations.UserSimLink(user_sim) if user_sim else None
+        self.seed = seed  # the run's seed: it salts each task's distractor draw
         self.default_distractors = default_distractors
         self.admin_token = admin_token
         self.episodes = EpisodeStore()
@@ -86,6 +88,9 @@ class GatewayCore:
         """A domain's task inputs, as its tool service lists them (never the gold)."""
         service = self.service(domain, "domain")
         listed = self._tasks.get(service.domain)
+        if listed is None and service.local_tasks is not None:
+            payload = dumps({"domain": service.domain, "tasks": service.local_tasks})
+            listed = self._tasks[service.domain] = TaskList(payload, service.local_tasks)
         if listed is None:
             try:
                 status, payload = await self._pool(service.domain).get("/v1/tasks")
@@ -109,7 +114,10 @@ class GatewayCore:
         count = request.get("distractors", self.default_distractors)
         if not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise ToolError("invalid_value", "distractors must be an integer >= 0", "distractors")
-        routes, distractors = self.catalog.episode_tools(service.domain, task_id, count)
+        if service.local_tasks is not None:
+            count = 0  # a tool-free domain's episode offers no tools at all
+        draw = f"{task_id}#{self.seed}" if self.seed else task_id
+        routes, distractors = self.catalog.episode_tools(service.domain, draw, count)
         variant = request.get("sop_variant", "clean")
         if not isinstance(variant, str) or variant not in service.sop:
             raise ToolError(
@@ -237,7 +245,10 @@ class GatewayCore:
 
     # ---- the episode at its services ----
     async def _register(self, episode: Episode, domain: str) -> None:
-        """Tell ``domain``'s service of the episode (a stateful one starts its state here)."""
+        """Tell ``domain``'s service of the episode (a stateful one starts its state here);
+        a tool-free domain the gateway serves itself has no service to tell."""
+        if self.catalog.services[domain].local_tasks is not None:
+            return
         body = orjson.dumps({"episode_id": episode.id, "task_id": episode.task_id})
         status, _, answer = await self._upstream(
             domain, self._pool(domain).post("/v1/episodes", body, tracing.traceparent_line())

@@ -32,9 +32,15 @@ def _json_text(value: Any) -> str:
 
 @contextmanager
 def task_span(
-    task_id: str, domain: str, agent: str, model: str | None, run_id: str | None
+    task_id: str,
+    domain: str,
+    agent: str,
+    model: str | None,
+    run_id: str | None,
+    trial: int | None = None,
 ) -> Iterator[Span]:
-    """The episode's root span. Its status says how the agent worker saw the task end."""
+    """The episode's root span. Its status says how the agent worker saw the task end;
+    ``trial`` says which of the run's repeats of the task it is."""
     attributes: dict[str, Any] = {
         sc.GEN_AI_OPERATION: sc.OP_INVOKE_AGENT,
         sc.GEN_AI_AGENT_NAME: agent,
@@ -45,6 +51,8 @@ def task_span(
         attributes[sc.GEN_AI_REQUEST_MODEL] = model
     if run_id:
         attributes[sc.RUN_ID] = run_id
+    if trial is not None:
+        attributes[sc.TRIAL] = trial
     with tracer(sc.SCOPE_AGENT).start_as_current_span(
         f"{sc.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
     ) as span:

@@ -16,7 +16,7 @@ from rich.table import Column, Table
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
-from sopgym.core.registry import UnknownDomainError, domain_names, load_domain
+from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
@@ -147,6 +147,20 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     show_default=True,
     help="How the agent workers reach the gateway.",
 )
+@click.option(
+    "--trials",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Times every task runs; the summary adds pass^k and pass@k for k = 1..trials.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    help="Drives the run's random draws: the scripted model's mistakes (per trial) and the "
+    "gateway's distractor draws.",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
@@ -163,8 +177,11 @@ def run(
     data_root: Path | None,
     trace: bool,
     transport: str,
+    trials: int,
+    seed: int,
 ) -> None:
-    """Run an agent on every task of DOMAINS (default: patient_intake; 'all' for every one)."""
+    """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
+    'maze/*' (default: patient_intake)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
 
     if resume:
@@ -176,11 +193,10 @@ def run(
         except ValueError as error:
             raise click.UsageError(str(error)) from None
     else:
-        names = list(domains) or [DEFAULT_DOMAIN]
-        if names == ["all"]:
-            names = domain_names()
-        for name in names:
-            _domain(name)
+        try:
+            names = select_domains(list(domains) or [DEFAULT_DOMAIN])
+        except UnknownDomainError as error:
+            raise click.UsageError(str(error)) from None
         from sopgym.importers.resolve import run_refusal
 
         refusal = run_refusal(agent, [_domain(n) for n in names])
@@ -203,6 +219,8 @@ def run(
             task_timeout=task_timeout,
             trace=trace,
             transport=transport,
+            trials=trials,
+            seed=seed,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
@@ -215,7 +233,9 @@ def run(
     tasks = runner.prepare()
     todo = runner.pending(tasks)
     console.print(
-        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks ({len(todo)} to run), "
+        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks"
+        + (f" x {config.trials} trials" if config.trials > 1 else "")
+        + f" ({len(todo)} to run), "
         f"agent={config.agent} model={config.model} workers={config.workers}"
     )
     try:
@@ -305,12 +325,19 @@ def serve_tools(
     "--service",
     "services",
     multiple=True,
-    required=True,
     envvar="SOPGYM_GATEWAY_SERVICES",
     help="DOMAIN=URL of a tool service; repeat for each domain ($SOPGYM_GATEWAY_SERVICES: "
     "space-separated).",
 )
+@click.option(
+    "--local-domain",
+    "local_domains",
+    multiple=True,
+    help="A tool-free domain (answer-only, one-shot) the gateway serves itself; repeatable.",
+)
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--seed", default=0, show_default=True, help="Salts each task's distractor draw.")
 @click.option("--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port.")
 @click.option(
     "--user-sim",
@@ -322,17 +349,26 @@ def gateway(
     host: str,
     port: int,
     services: tuple[str, ...],
+    local_domains: tuple[str, ...],
+    data_root: Path | None,
     distractors: int,
+    seed: int,
     grpc_port: int | None,
     user_sim: str | None,
 ) -> None:
-    """Serve the gateway in front of the given tool services (HTTP, and gRPC if asked)."""
+    """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
+    and gRPC if asked)."""
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import DiscoveryError, discover
+    from sopgym.gateway.local import with_local_domains
     from sopgym.gateway.server import ServerError, serve
     from sopgym.observability.tracing import setup_tracing
     from sopgym.orchestration.stack import ADMIN_TOKEN_ENV
 
+    if not services and not local_domains:
+        raise click.UsageError("give at least one --service or --local-domain")
+    for name in local_domains:
+        _domain(name)
     setup_tracing("sopgym-gateway")
 
     urls = {}
@@ -345,13 +381,14 @@ def gateway(
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
     try:
-        catalog = discover(urls, on_wait=waiting)
-    except DiscoveryError as error:
+        catalog = with_local_domains(discover(urls, on_wait=waiting), [*local_domains], data_root)
+    except (DiscoveryError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if user_sim is not None and not user_sim.startswith("http"):
         raise click.UsageError(f"--user-sim takes the simulator's base URL, got {user_sim!r}")
+    admin_token = os.environ.get(ADMIN_TOKEN_ENV)
     app = Gateway(
-        catalog, distractors, os.environ.get(ADMIN_TOKEN_ENV), grpc_port, host, user_sim=user_sim
+        catalog, distractors, admin_token, grpc_port, host, user_sim=user_sim, seed=seed
     )
     try:
         serve(app, host, port)

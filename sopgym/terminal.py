@@ -51,3 +51,25 @@ def print_summary(summary: dict) -> None:
             errors,
         )
     stdout().print(table)
+    trials = summary.get("trials") or {}
+    if trials.get("trials", 1) > 1:
+        _print_trials(trials)
+
+
+def _print_trials(trials: dict) -> None:
+    """pass^k per domain for every k, pass@k at the largest, and the per-trial TSR spread."""
+    ks = list(trials["pass_hat_k"])
+    table = Table(
+        Column("domain", no_wrap=True),
+        *(Column(f"pass^{k}", justify="right", no_wrap=True) for k in ks),
+        Column(f"pass@{ks[-1]}", justify="right", no_wrap=True),
+        Column("trial TSR min/max/stdev", justify="right", no_wrap=True),
+    )
+    for name, t in [*trials["domains"].items(), ("all", trials)]:
+        table.add_row(
+            name,
+            *(f"{t['pass_hat_k'][k]:.1%}" for k in ks),
+            f"{t['pass_at_k'][ks[-1]]:.1%}",
+            f"{t['tsr_min']:.1%} / {t['tsr_max']:.1%} / {t['tsr_stdev']:.3f}",
+        )
+    stdout().print(table)

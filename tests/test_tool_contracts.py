@@ -140,6 +140,8 @@ def test_invalid_value(name: str, tool: str) -> None:
 
 @pytest.mark.parametrize("name", domain_names())
 def test_service_level_errors(name: str) -> None:
+    if not load_domain(name).tools:
+        pytest.skip("a tool-free domain is served by the gateway, not by a tool service")
     status, body = call(name, "no_such_tool", {})
     assert (status, body["error"]["code"]) == (404, "unknown_tool")
     tool = load_domain(name).tools[0].name

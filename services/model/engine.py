@@ -6,6 +6,10 @@ JSON of the user turn), looks up that task's script, works out from the tool res
 in the conversation how far the script has got, and writes the next step - a native tool call
 when the request offers tools, ReAct text when the prompt asks for ReAct, a plan when asked
 for one - or the final answer. Every injected mistake is logged (JSONL) when it is emitted.
+A request's ``seed`` (OpenAI's sampling seed; each trial of a run sends its own) is mixed into
+the error profile's, so trials draw different mistakes, reproducibly. Dependency-graph
+questions (one-shot tasks) are answered by reasoning over the signatures in the prompt
+(:mod:`.graphs`).
 
 Imported benchmarks (``sopbench/<name>``) have no reference policy, hence no script: there
 it plays the generic baseline policy of :mod:`sopgym.importers.policy` instead.
@@ -19,11 +23,12 @@ from typing import IO, Any
 import orjson
 
 from sopgym.core.dataset import DomainData
-from sopgym.core.tasks import Task, ToolCall
+from sopgym.core.tasks import ONE_SHOT_KINDS, Task, ToolCall
 from sopgym.importers.policy import Answer, Step, next_action, spec_parts
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
-from sopgym.services.model.profiles import ErrorProfile, profile_for_model
+from sopgym.services.model.graphs import dependency_graph, graph_question
+from sopgym.services.model.profiles import ErrorProfile, profile_for_model, with_request_seed
 from sopgym.services.model.script import Event, Playbook, Script, canonical
 from sopgym.types import JSON
 
@@ -94,11 +99,17 @@ class ScriptedModel:
             profile = profile_for_model(model, self.default_profile)
         except ValueError as error:
             raise BadRequest(f"model {model!r}: {error}", "model") from None
+        profile = with_request_seed(profile, body.get("seed") or 0)
         stop = body.get("stop")
         stop = [stop] if isinstance(stop, str) else stop
         convo = read_conversation(messages, body.get("tools"))
         tokens = max(1, size_hint // 4)
         found = self._find_case(convo)
+        one_shot = found is None or found[1].kind in ONE_SHOT_KINDS  # a graph question?
+        if one_shot and not (convo.native_tools or convo.react):
+            answer = _graph_answer(convo, profile)
+            if answer is not None:
+                return replies.completion(model, answer, None, tokens, stop)
         if found is None:
             return replies.completion(model, _UNKNOWN_CASE, None, tokens, stop)
         book, task = self._among_twins(found, convo, body)
@@ -256,6 +267,18 @@ class ScriptedModel:
         self._log.flush()
 
 
+def _graph_answer(convo: Conversation, profile: ErrorProfile) -> str | None:
+    """The reply to a dependency-graph question in ``convo``, worked out from the signatures
+    it shows; ``None`` when it asks none."""
+    question = graph_question(convo)
+    if question is None:
+        return None
+    case, signatures = question
+    key = f"{profile.seed}|{canonical(case).hex()}"
+    style = replies.style_for(key, profile.rate("messy_format"))
+    return replies.final_text(dependency_graph(signatures), False, style)
+
+
 def _tool_names(tools: Any) -> list[str]:
     """The names of a request's tool specs (any common rendering), in order."""
     try:
@@ -291,6 +314,9 @@ def check_request(body: JSON) -> None:
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise BadRequest("model must be a string", "model")
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise BadRequest("seed must be an integer", "seed")
     stop = body.get("stop")
     if not (stop is None or isinstance(stop, str) or _strings(stop)):
         raise BadRequest("stop must be a string or an array of strings", "stop")

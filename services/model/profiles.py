@@ -25,7 +25,8 @@ fences, single quotes, trailing prose) so agents' parsers are exercised.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 STEP_KINDS = (
@@ -118,6 +119,15 @@ def profile_for_model(model: str | None, default: ErrorProfile) -> ErrorProfile:
     if not model or not model.startswith("scripted:"):
         return default
     return _parse_cached(model.partition(":")[2])
+
+
+def with_request_seed(profile: ErrorProfile, seed: int) -> ErrorProfile:
+    """``profile`` with its draws also depending on a request's sampling ``seed``; seed 0
+    (or none) leaves the profile's own draws, so a run without a seed plays as before."""
+    if not seed:
+        return profile
+    digest = hashlib.blake2b(f"{profile.seed}|{seed}".encode(), digest_size=6).digest()
+    return replace(profile, seed=int.from_bytes(digest, "big"))
 
 
 @lru_cache(maxsize=64)

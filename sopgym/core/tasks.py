@@ -19,6 +19,8 @@ from typing import Final
 from sopgym.types import JSON
 
 TASK_KINDS: Final = ("tool_use", "dialogue", "json_answer", "graph")
+# kinds solved by one model call instead of an agent loop (sopgym.agents.oneshot)
+ONE_SHOT_KINDS: Final = frozenset({"graph"})
 
 
 @dataclass

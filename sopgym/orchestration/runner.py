@@ -1,11 +1,13 @@
 """``sopgym run``: materialise data, start the stack, drive agent workers, score, summarise.
 
 Results are appended to ``runs/<run-id>/results.jsonl`` as tasks finish (one whole line each),
-so an interrupted run can be resumed: tasks already recorded are kept and the rest run.
+so an interrupted run can be resumed: tasks already recorded are kept and the rest run. With
+``trials`` > 1 every task runs that many times; a row is keyed by (task_id, trial).
 """
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import secrets
 import threading
@@ -26,7 +28,9 @@ from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
+from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
+from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.types import JSON
 
@@ -45,6 +49,8 @@ class RunConfig:
     base_url: str | None = None  # the model endpoint (scripted: the stack's model server)
     trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
     transport: str = "http"  # how the agent workers reach the gateway: http or grpc
+    trials: int = 1  # times every task runs
+    seed: int = 0  # drives every random draw of the run (model mistakes, distractors)
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -67,6 +73,18 @@ class RunConfig:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """The seed of one trial: the run's own for the first, one derived from it for each
+    other, so trials draw differently and the same run seed replays them all."""
+    if trial == 0:
+        return seed
+    digest = hashlib.blake2b(f"{seed}|trial|{trial}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big")
+
+
+Attempt = tuple[Task, int]  # a task and which trial of it
 
 
 @dataclass
@@ -113,7 +131,8 @@ class Runner:
         """Write/verify the run's config and load every domain's tasks; return those to run."""
         self.paths.root.mkdir(parents=True, exist_ok=True)
         if not self.paths.config.exists():
-            write_atomic(self.paths.config, dumps(asdict(self.config)))
+            recorded = {**asdict(self.config), "provenance": provenance(self.config.domains)}
+            write_atomic(self.paths.config, dumps(recorded))
         for name in self.config.domains:
             self.data[name] = dataset.load(load_domain(name), self.data_root)
         return [t for name in self.config.domains for t in self.tasks_of(name)]
@@ -122,9 +141,16 @@ class Runner:
         tasks = self.data[domain].tasks
         return tasks[: self.config.limit] if self.config.limit else tasks
 
-    def pending(self, tasks: list[Task]) -> list[Task]:
-        done = {r["task_id"] for r in read_jsonl_prefix(self.paths.results, repair=True)}
-        return [t for t in tasks if t.id not in done]
+    def pending(self, tasks: list[Task]) -> list[Attempt]:
+        """Every (task, trial) the results do not hold yet, trial by trial."""
+        rows = read_jsonl_prefix(self.paths.results, repair=True)
+        done = {(r["task_id"], r.get("trial", 0)) for r in rows}
+        return [
+            (t, trial)
+            for trial in range(self.config.trials)
+            for t in tasks
+            if (t.id, trial) not in done
+        ]
 
     # ---- execution ----
     def execute(self, tasks: list[Task], progress: Progress | None = None) -> JSON:
@@ -141,16 +167,17 @@ class Runner:
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
                 grpc=self.config.transport == "grpc",
+                seed=self.config.seed,
             ) as stack:
                 if model is not None and model.scripted:
                     preflight(replace(model, base_url=stack.model_url))
                 self._drive(stack, todo, progress)
         return self.write_summary(tasks)
 
-    def _drive(self, stack: Stack, todo: list[Task], progress: Progress | None) -> None:
-        jobs: queue.Queue[Task | None] = queue.Queue()
-        for task in todo:
-            jobs.put(task)
+    def _drive(self, stack: Stack, todo: list[Attempt], progress: Progress | None) -> None:
+        jobs: queue.Queue[Attempt | None] = queue.Queue()
+        for attempt in todo:
+            jobs.put(attempt)
         workers = max(1, min(self.config.workers, len(todo)))
         for _ in range(workers):
             jobs.put(None)
@@ -159,8 +186,8 @@ class Runner:
         admin = GatewayClient(stack.gateway_url)
         failures: list[BaseException] = []
 
-        def record(task: Task, report: JSON) -> None:
-            row = self._score(admin, stack.admin_token, task, report)
+        def record(task: Task, trial: int, report: JSON) -> None:
+            row = self._score(admin, stack.admin_token, task, trial, report)
             with lock:
                 appender.append(row)
             if progress:
@@ -189,25 +216,29 @@ class Runner:
         self,
         stack: Stack,
         index: int,
-        jobs: queue.Queue[Task | None],
-        record: Callable[[Task, JSON], None],
+        jobs: queue.Queue[Attempt | None],
+        record: Callable[[Task, int, JSON], None],
     ) -> None:
         worker = self._spawn_worker(stack, index)
-        while (task := jobs.get()) is not None:
+        while (attempt := jobs.get()) is not None:
+            task, trial = attempt
             job = {
                 "task": task.to_json(),
                 "data_dir": str(self.data[task.domain].path),
                 "distractors": self.config.distractors,
                 "sop_variant": self.config.sop_variant,
                 "run_id": self.paths.root.name,
+                "trial": trial,
+                "seed": trial_seed(self.config.seed, trial),
             }
             report = worker.exchange(job)
             if report is not None:
-                record(task, report)
+                record(task, trial, report)
                 continue
             # The worker died mid-task: the task is recorded as failed, a fresh worker goes on.
             record(
                 task,
+                trial,
                 {
                     "task_id": task.id,
                     "episode_id": None,
@@ -264,21 +295,25 @@ class Runner:
             options["base_url"] = base_url
         return options
 
-    def _score(self, admin: GatewayClient, admin_token: str, task: Task, report: JSON) -> JSON:
+    def _score(
+        self, admin: GatewayClient, admin_token: str, task: Task, trial: int, report: JSON
+    ) -> JSON:
         record = None
         if report.get("episode_id"):
             record = admin.record(report["episode_id"], admin_token)
-        return self.result_row(task, report, record)
+        return self.result_row(task, report, record, trial)
 
-    def result_row(self, task: Task, report: JSON, record: JSON | None) -> JSON:
-        """The results.jsonl row of a task: the worker's ``report`` scored against the gold
-        with the gateway's episode ``record`` (``sopgym merge`` scores shard results here too)."""
+    def result_row(self, task: Task, report: JSON, record: JSON | None, trial: int = 0) -> JSON:
+        """The results.jsonl row of a task's ``trial``: the worker's ``report`` scored against
+        the gold with the gateway's episode ``record`` (``sopgym merge`` scores shard results
+        here too)."""
         domain_data = self.data[task.domain]
         trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
         score = score_episode(domain_data.domain, task, trajectory, gold)
         return {
             "task_id": task.id,
+            "trial": trial,
             "domain": task.domain,
             "agent": self.config.agent,
             "model": self.config.model,
@@ -295,21 +330,27 @@ class Runner:
 
     # ---- summary ----
     def write_summary(self, tasks: list[Task]) -> JSON:
-        """Summarise every task of the run; a task with no result counts as incomplete."""
-        rows = {r["task_id"]: r for r in read_jsonl_prefix(self.paths.results)}
-        scores = []
-        for task in tasks:
-            row = rows.get(task.id)
-            if row is None:
-                data = self.data[task.domain]
-                scores.append(score_episode(data.domain, task, None, data.gold[task.id]))
-            else:
-                scores.append(TaskScore(**row["score"]))
+        """Summarise every episode (task x trial) of the run, plus pass^k/pass@k over the
+        trials; an episode with no result counts as incomplete."""
+        rows = {(r["task_id"], r.get("trial", 0)): r for r in read_jsonl_prefix(self.paths.results)}
+        scores, outcomes, missing = [], [], set()
+        for trial in range(self.config.trials):
+            for task in tasks:
+                row = rows.get((task.id, trial))
+                if row is None:
+                    data = self.data[task.domain]
+                    score = score_episode(data.domain, task, None, data.gold[task.id])
+                    missing.add(task.id)
+                else:
+                    score = TaskScore(**row["score"])
+                scores.append(score)
+                outcomes.append(TrialOutcome(task.id, task.domain, trial, score.success))
         summary = {
             "run_id": self.paths.root.name,
             "config": asdict(self.config),
             **summarize(scores),
-            "missing": sorted(t.id for t in tasks if t.id not in rows),
+            "missing": sorted(missing),
+            "trials": summarize_trials(outcomes, self.config.trials),
         }
         write_atomic(self.paths.summary, dumps(summary))
         return summary

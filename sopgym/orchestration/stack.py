@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sopgym.agents.models import is_scripted
 from sopgym.core.registry import load_domain
+from sopgym.gateway.local import is_tool_free
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 
 ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
@@ -26,6 +27,8 @@ class Stack:
     model_url: str | None = None  # the scripted model server's /v1 base URL, when started
     grpc_target: str | None = None  # the gateway's gRPC host:port, when it serves gRPC
     user_sim_url: str | None = None  # the user simulator, when a dialogue domain needs one
+    local_domains: list[str] = field(default_factory=list)  # tool-free: the gateway serves them
+    seed: int = 0  # the run's seed, for every part of the stack that draws at random
 
 
 @contextmanager
@@ -38,6 +41,7 @@ def embedded_stack(
     model: str | None = None,
     injection_log: Path | None = None,
     grpc: bool = False,
+    seed: int = 0,
 ) -> Iterator[Stack]:
     """Start services (in parallel), then the gateway; stop everything on the way out.
 
@@ -46,10 +50,13 @@ def embedded_stack(
     the scripted model server starts alongside the tool services, logging the mistakes it
     injects to ``injection_log``. With ``grpc``, the gateway also serves gRPC
     (``stack.grpc_target``). When a domain has a simulated user (dialogue), the user
-    simulator starts too and the gateway talks to it (``stack.user_sim_url``).
+    simulator starts too and the gateway talks to it (``stack.user_sim_url``). Tool-free
+    domains get no tool service: the gateway serves them itself. ``seed`` salts the gateway's
+    distractor draws and, when not 0, the simulated users' wording (0 keeps each pack's own
+    seed, the one its gold conversations were made with).
     """
     with ProcessGroup() as group:
-        stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24))
+        stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24), seed=seed)
         if traces is not None:
             from sopgym.observability.embedded import start_collector
 
@@ -57,6 +64,9 @@ def embedded_stack(
         data_args = ["--data-root", str(data_root)] if data_root else []
         children = []
         for domain in domains:
+            if is_tool_free(load_domain(domain)):
+                stack.local_domains.append(domain)
+                continue
             port = free_port()
             url = f"http://127.0.0.1:{port}"
             stack.services[domain] = url
@@ -79,6 +89,9 @@ def embedded_stack(
         port = free_port()
         stack.gateway_url = f"http://127.0.0.1:{port}"
         service_args = [a for d, u in stack.services.items() for a in ("--service", f"{d}={u}")]
+        service_args += [a for d in stack.local_domains for a in ("--local-domain", d)]
+        if stack.local_domains:
+            service_args += data_args
         if grpc:
             grpc_port = free_port()
             stack.grpc_target = f"127.0.0.1:{grpc_port}"
@@ -88,7 +101,14 @@ def embedded_stack(
         group.start(
             "gateway",
             sopgym_command(
-                "gateway", "--port", str(port), "--distractors", str(distractors), *service_args
+                "gateway",
+                "--port",
+                str(port),
+                "--distractors",
+                str(distractors),
+                "--seed",
+                str(seed),
+                *service_args,
             ),
             logs / "gateway.log",
             env={**stack.env, ADMIN_TOKEN_ENV: stack.admin_token},
@@ -118,9 +138,10 @@ def _start_user_sim(stack: Stack, domains: list[str], data_args: list[str]) -> M
     port = free_port()
     stack.user_sim_url = f"http://127.0.0.1:{port}"
     domain_args = [a for d in domains for a in ("--domain", d)]
+    seed_args = ["--seed", str(stack.seed)] if stack.seed else []
     return stack.group.start(
         "user-sim",
-        sopgym_command("user-sim", "--port", str(port), *domain_args, *data_args),
+        sopgym_command("user-sim", "--port", str(port), *domain_args, *seed_args, *data_args),
         stack.logs / "user-sim.log",
         env=stack.env,
         ready_url=f"{stack.user_sim_url}/readyz",
