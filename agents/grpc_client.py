@@ -42,7 +42,8 @@ def grpc_target(address: str) -> str:
 
 def error_body(error: grpc.RpcError) -> tuple[int, JSON]:
     """The HTTP status and JSON error body equivalent to a failed RPC."""
-    trailers = dict(error.trailing_metadata() or ())
+    # grpc-stubs types the items as objects with .key/.value; they are (key, value) tuples
+    trailers: dict[str, str] = dict(error.trailing_metadata() or ())  # type: ignore[arg-type]
     code = trailers.get("sopgym-error-code")
     if code is None:  # not the gateway's refusal: the channel's own failure
         code = "upstream_unavailable" if error.code() in RETRY_CODES else "internal_error"

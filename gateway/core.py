@@ -108,7 +108,9 @@ class GatewayCore:
                 f"no SOP variant {variant!r}; have: {', '.join(service.sop)}",
                 "sop_variant",
             )
-        meta = request.get("meta") if isinstance(request.get("meta"), dict) else {}
+        meta = request.get("meta")
+        if not isinstance(meta, dict):
+            meta = {}
         episode = self.episodes.open(task_id, service.domain, tools, distractors, meta)
         episode_spans.annotate_open(episode, variant)
         self.metrics.opened.add((service.domain, transport))
@@ -151,8 +153,8 @@ class GatewayCore:
                 episode, name, body.decode(errors="replace"), started, error, transport
             )
         if name not in episode.tools:
-            error = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
-            return self._refused(episode, name, arguments, started, error, transport, False)
+            unknown = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
+            return self._refused(episode, name, arguments, started, unknown, transport, False)
         service = self.catalog.owner[name]
         try:
             status, payload = await self._pool(service.domain).post(
@@ -172,9 +174,9 @@ class GatewayCore:
             )
             return self._refused(episode, name, arguments, started, failure, transport)
         refusal = response.get("error") if status >= 400 else None
-        error = None
+        refused = None
         if refusal:
-            error = ToolError(refusal["code"], refusal.get("message", ""), refusal.get("field"))
+            refused = ToolError(refusal["code"], refusal.get("message", ""), refusal.get("field"))
         result = response.get("result")
         self._record(
             episode,
@@ -182,15 +184,15 @@ class GatewayCore:
                 name=name,
                 arguments=arguments,
                 status=status,
-                error_code=error.code if error else None,
-                error_field=error.field if error else None,
+                error_code=refused.code if refused else None,
+                error_field=refused.field if refused else None,
                 result=result,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 distractor=name in episode.distractors,
             ),
             transport,
         )
-        return CallOutcome(status, payload, result, error)
+        return CallOutcome(status, payload, result, refused)
 
     def finish(self, episode: Episode, request: JSON, transport: str) -> JSON:
         if episode.finished:

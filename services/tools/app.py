@@ -96,8 +96,8 @@ class ToolService:
             return error.status, dumps(error.to_body())
         except Exception:  # a defect in the pack: report it structurally, log the traceback
             log.exception("tool %s failed", name)
-            error = ToolError("internal_error", f"tool {name!r} failed internally")
-            return error.status, dumps(error.to_body())
+            internal = ToolError("internal_error", f"tool {name!r} failed internally")
+            return internal.status, dumps(internal.to_body())
 
 
 def create_app(domain: DomainPack, data_root: Path | None = None) -> ToolService:

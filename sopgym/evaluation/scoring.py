@@ -87,7 +87,7 @@ def score_task(
             ),
         )
     completed = trajectory.finished and isinstance(trajectory.outputs, dict)
-    outputs = trajectory.outputs if completed else {}
+    outputs = trajectory.outputs if completed and trajectory.outputs is not None else {}
     properties = output_schema.get("properties", {})
     fields = {
         name: name in outputs
@@ -145,8 +145,8 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold, wrong_final: bool) -> dic
     if gold.calls and not trajectory.calls:
         counts["blank"] += 1
     gold_args: dict[str, list[Any]] = {}
-    for call in gold.calls:
-        gold_args.setdefault(call.name, []).append(normalize(call.arguments))
+    for gold_call in gold.calls:
+        gold_args.setdefault(gold_call.name, []).append(normalize(gold_call.arguments))
     for call in trajectory.calls:
         if not call.in_catalog:
             counts["hallucinated"] += 1
