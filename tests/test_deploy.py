@@ -59,7 +59,9 @@ def test_dockerfile_is_small_non_root_healthchecked_and_runs_the_cli(kind: str) 
     ((_, command),) = steps["CMD"]
     # the gateway's image names its tool services in the environment (compose, k8s)
     parse_cli(list(command), {"SOPGYM_GATEWAY_SERVICES": "d=http://tools:8100"})
-    port = re.search(r"127\.0\.0\.1:(\d+)/", health[4]).group(1)
+    port_match = re.search(r"127\.0\.0\.1:(\d+)/", health[4])
+    assert port_match is not None, health
+    port = port_match.group(1)
     ((_, exposed),) = steps["EXPOSE"]
     assert port in exposed, "the health check probes an exposed port"
 
