@@ -6,13 +6,15 @@ and it does not run the editable install's import hook, so every ``from sopgym.g
 would resolve to nothing. This asks the import system where each ``sopgym.<folder>`` lives,
 renames the files under those folders accordingly, and runs mypy's build on them.
 
-Usage (after ``pip install -e '.[test]'``): ``python .ci/typecheck.py [mypy options]``; the files
-and settings come from ``[tool.mypy]`` in pyproject.toml. Exit status 0 when clean, 1 on errors.
+Usage (after ``pip install -e '.[test]'``): ``python .ci/typecheck.py [mypy options] [paths]``;
+the settings, and the files when no paths are given, come from ``[tool.mypy]`` in pyproject.toml
+(paths are relative to the repository root). Exit status 0 when clean, 1 on errors.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +37,12 @@ def installed_name(source: BuildSource) -> str:
 
 
 def main(args: list[str]) -> int:
+    os.chdir(ROOT)  # the configuration and its file list are the repository root's
+    installed = importlib.util.find_spec("sopgym")
+    origin = Path(installed.origin).resolve() if installed and installed.origin else None
+    if origin is None or origin.parent != ROOT / "sopgym":
+        print(f"typecheck: install this checkout first: pip install -e '{ROOT}[test]'")
+        return 2
     sources, options = process_options(args, require_targets=True)
     renamed = [
         BuildSource(source.path, installed_name(source), source.text, source.base_dir)
@@ -46,9 +54,9 @@ def main(args: list[str]) -> int:
         messages = error.messages
     for message in messages:
         print(message)
-    failed = any(": error:" in message for message in messages)
-    print("mypy: " + ("errors found" if failed else f"no issues in {len(renamed)} source files"))
-    return 1 if failed else 0
+    errors = sum(": error:" in message for message in messages)
+    print(f"mypy: {errors} errors in {len(renamed)} source files")
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
