@@ -6,9 +6,13 @@ and it does not run the editable install's import hook, so every ``from sopgym.g
 would resolve to nothing. This asks the import system where each ``sopgym.<folder>`` lives,
 renames the files under those folders accordingly, and runs mypy's build on them.
 
-Usage (after ``pip install -e '.[test]'``): ``python .ci/typecheck.py [mypy options] [paths]``;
-the settings, and the files when no paths are given, come from ``[tool.mypy]`` in pyproject.toml
-(paths are relative to the repository root). Exit status 0 when clean, 1 on errors.
+It always checks the whole tree (``files`` in ``[tool.mypy]``): a ``sopgym.<folder>`` module
+resolves only while it is one of the files checked, and a run without it would cache its
+importers with that import missing. The cache is its own (``.mypy_cache/installed-names``) for
+the same reason: plain ``mypy`` names these files differently.
+
+Usage (after ``pip install -e '.[test]'``): ``python .ci/typecheck.py [mypy options]``; the
+settings come from ``[tool.mypy]`` in pyproject.toml. Exit status 0 when clean, 1 on errors.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from mypy import build
 from mypy.errors import CompileError
+from mypy.find_sources import create_source_list
 from mypy.main import process_options
 from mypy.modulefinder import BuildSource
 
@@ -43,7 +48,12 @@ def main(args: list[str]) -> int:
     if origin is None or origin.parent != ROOT / "sopgym":
         print(f"typecheck: install this checkout first: pip install -e '{ROOT}[test]'")
         return 2
-    sources, options = process_options(args, require_targets=True)
+    sources, options = process_options(args)
+    tree = create_source_list(options.files or [], options)
+    if sorted(map(str, (s.path for s in sources))) != sorted(map(str, (s.path for s in tree))):
+        print("typecheck: it checks the whole tree ([tool.mypy] files): pass options, not targets")
+        return 2
+    options.cache_dir = os.path.join(options.cache_dir, "installed-names")
     renamed = [
         BuildSource(source.path, installed_name(source), source.text, source.base_dir)
         for source in sources
