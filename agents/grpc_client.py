@@ -41,9 +41,15 @@ def grpc_target(address: str) -> str:
     return target
 
 
+def trailing_metadata(error: grpc.RpcError) -> dict[str, str]:
+    """A failed RPC's trailing metadata (the gateway's error code, field and HTTP status)."""
+    # grpc-stubs types the items as objects with .key/.value; they are (key, value) tuples
+    return dict(error.trailing_metadata() or ())  # type: ignore[arg-type]
+
+
 def error_body(error: grpc.RpcError) -> tuple[int, JSON]:
     """The HTTP status and JSON error body equivalent to a failed RPC."""
-    trailers = dict(error.trailing_metadata() or ())
+    trailers = trailing_metadata(error)
     code = trailers.get("sopgym-error-code")
     if code is None:  # not the gateway's refusal: the channel's own failure
         code = "upstream_unavailable" if error.code() in RETRY_CODES else "internal_error"

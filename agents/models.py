@@ -67,6 +67,7 @@ def build_chat_model(spec: ModelSpec, temperature: float | None = 0.0, timeout: 
     :func:`sopgym.agents.llm.invoke_model`, so every provider retries the same way."""
     if spec.provider in (SCRIPTED, "openai"):
         from langchain_openai import ChatOpenAI
+        from pydantic import SecretStr
 
         if spec.scripted and not spec.base_url:
             raise ModelUnavailable("the scripted model needs the model server's base URL")
@@ -77,7 +78,7 @@ def build_chat_model(spec: ModelSpec, temperature: float | None = 0.0, timeout: 
         chat = ChatOpenAI(
             model=spec.name,
             base_url=spec.base_url,
-            api_key=key,
+            api_key=SecretStr(key),
             temperature=temperature,
             timeout=timeout,
             max_retries=0,

@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -80,7 +81,7 @@ def scripted_compute_us(data_root: Path | None, repeats: int = 300) -> tuple[flo
     model = ScriptedModel([data], parse_profile("perfect"))
     tools = [t.spec.to_openai() for t in data.domain.tools]
     opening = case_message(data.domain.sop(), data.tasks[0].inputs)
-    body = {
+    body: dict[str, Any] = {
         "model": "scripted",
         "tools": tools,
         "messages": [

@@ -116,7 +116,9 @@ def wrk(url: str, path: str, headers: dict[str, str], connections: int, duration
     Path(script.name).unlink()
     if "Non-2xx" in out:
         raise RuntimeError(f"wrk saw errors:\n{out}")
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    assert rate is not None, f"no Requests/sec in wrk's output:\n{out}"
+    return float(rate.group(1))
 
 
 def describe(name: str, timings: list[float]) -> str:

@@ -65,13 +65,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, embedded_stack(
         ["patient_intake"], Path(tmp) / "logs", Path(tmp) / "data", grpc=True
     ) as stack:
-        http, grpc = connect(stack.gateway_url), connect(stack.grpc_target, "grpc")
+        target = stack.grpc_target
+        assert target is not None  # started with grpc=True
+        http, grpc = connect(stack.gateway_url), connect(target, "grpc")
         episode = http.open("bench", "patient_intake")
         grpc_episode = grpc.open("bench-grpc", "patient_intake")
         pb2, stubs = gateway_v1()
         import grpc as grpc_lib
 
-        channel = grpc_lib.insecure_channel(stack.grpc_target)
+        channel = grpc_lib.insecure_channel(target)
         stub = stubs.GatewayStub(channel)
         request = pb2.CallToolRequest(
             episode_id=episode.id, tool=TOOL, arguments_json=orjson.dumps(ARGS)
@@ -104,7 +106,7 @@ def main() -> None:
             lambda: client_call("http", stack.gateway_url), options.threads, options.duration
         )
         grpc_rps = throughput(
-            lambda: client_call("grpc", stack.grpc_target), options.threads, options.duration
+            lambda: client_call("grpc", target), options.threads, options.duration
         )
         print(f"agent-client throughput, {options.threads} threads, {options.duration:.0f}s:")
         print(f"HTTP       {http_rps:,.0f} calls/s")

@@ -67,9 +67,9 @@ class Gateway:
             return
         if scope["type"] != "http":
             return
-        traced = self._tracer is not None and scope["path"] not in UNTRACED_PATHS
-        if traced:
-            span, token = start_server_span(self._tracer, scope, _route_name(scope["path"]))
+        tracer = None if scope["path"] in UNTRACED_PATHS else self._tracer
+        if tracer is not None:
+            span, token = start_server_span(tracer, scope, _route_name(scope["path"]))
         content_type = JSON_TYPE
         try:
             status, body = await self._route(scope, receive)
@@ -82,16 +82,16 @@ class Gateway:
         except ToolError as error:
             status, payload = error.status, dumps(error.to_body())
         except ClientDisconnected:  # under a server that streams bodies: nothing was asked
-            if traced:
-                end_server_span(self._tracer, span, token, 499)  # "client closed request"
+            if tracer is not None:
+                end_server_span(tracer, span, token, 499)  # "client closed request"
             return
         except Exception as exc:  # never a traceback to the client
             status = 500
             payload = dumps(
                 ToolError("internal_error", f"gateway error: {type(exc).__name__}").to_body()
             )
-        if traced:
-            end_server_span(self._tracer, span, token, status)
+        if tracer is not None:
+            end_server_span(tracer, span, token, status)
         await respond(send, status, payload, content_type)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

@@ -84,15 +84,17 @@ class Catalog:
         return renamed
 
     def episode_tools(
-        self, domain: str, task_id: str, distractors: int
+        self, domain: str, task_id: str, distractors: int, seed: int = 0
     ) -> tuple[dict[str, ToolRef], set[str]]:
-        """The domain's tools plus ``distractors`` others, drawn deterministically per task:
-        each shown name and the tool it routes to, in catalog order, and the distractors'
-        shown names.
+        """The domain's tools plus ``distractors`` others, drawn deterministically per task
+        (and run ``seed``, which salts the draw; 0 keeps the unsalted draw): each shown name
+        and the tool it routes to, in catalog order, and the distractors' shown names.
 
         The pool is the domain's own distractors first, then other domains' tools, so large
         catalogs (TELLER-Bench serves ~280 tools) are possible with real, callable tools.
         """
+        if seed:
+            task_id = f"{task_id}#{seed}"
         service = self.services[domain]
         own = [ToolRef(domain, n) for n in service.tools]
         pool = sorted(

@@ -116,8 +116,7 @@ class GatewayCore:
             raise ToolError("invalid_value", "distractors must be an integer >= 0", "distractors")
         if service.local_tasks is not None:
             count = 0  # a tool-free domain's episode offers no tools at all
-        draw = f"{task_id}#{self.seed}" if self.seed else task_id
-        routes, distractors = self.catalog.episode_tools(service.domain, draw, count)
+        routes, distractors = self.catalog.episode_tools(service.domain, task_id, count, self.seed)
         variant = request.get("sop_variant", "clean")
         if not isinstance(variant, str) or variant not in service.sop:
             raise ToolError(
@@ -125,7 +124,9 @@ class GatewayCore:
                 f"no SOP variant {variant!r}; have: {', '.join(service.sop)}",
                 "sop_variant",
             )
-        meta = request.get("meta") if isinstance(request.get("meta"), dict) else {}
+        meta = request.get("meta")
+        if not isinstance(meta, dict):
+            meta = {}
         episode = self.episodes.open(task_id, service.domain, routes, distractors, meta)
         try:
             await self._register(episode, service.domain)
@@ -190,7 +191,7 @@ class GatewayCore:
             )
         except ToolError as failure:
             return self._refused(episode, name, arguments, started, failure, transport)
-        error = _service_error(response) if status >= 400 else None
+        refused = _service_error(response) if status >= 400 else None
         result = response.get("result")
         self._record(
             episode,
@@ -198,15 +199,15 @@ class GatewayCore:
                 name=name,
                 arguments=arguments,
                 status=status,
-                error_code=error.code if error else None,
-                error_field=error.field if error else None,
+                error_code=refused.code if refused else None,
+                error_field=refused.field if refused else None,
                 result=result,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 distractor=name in episode.distractors,
             ),
             transport,
         )
-        return CallOutcome(status, payload, result, error)
+        return CallOutcome(status, payload, result, refused)
 
     async def finish(self, episode: Episode, request: JSON, transport: str) -> JSON:
         if episode.finished:

@@ -125,12 +125,12 @@ class Servicer:
             grpc_context.set_code(code)
             grpc_context.set_details(error.message)
         except Exception as exc:  # never a traceback to the client
-            error = ToolError("internal_error", f"gateway error: {type(exc).__name__}")
-            reply, http_status, code = default, error.status, _SC.INTERNAL
-            grpc_context.set_trailing_metadata(error_trailers(error))
+            internal = ToolError("internal_error", f"gateway error: {type(exc).__name__}")
+            reply, http_status, code = default, internal.status, _SC.INTERNAL
+            grpc_context.set_trailing_metadata(error_trailers(internal))
             grpc_context.set_code(code)
-            grpc_context.set_details(error.message)
-        if span is not None:
+            grpc_context.set_details(internal.message)
+        if span is not None and token is not None:  # both set when traced
             span.set_attribute("rpc.grpc.status_code", code.value[0])
             span.set_attribute(sc.HTTP_STATUS, http_status)  # what the evaluator reads
             if http_status >= 500:
@@ -240,8 +240,8 @@ class Servicer:
         return await self._serve("SendMessage", context, handle, self.pb2.SendMessageResponse())
 
 
-def _bearer(value: str | None) -> str | None:
-    if not value:
+def _bearer(value: str | bytes | None) -> str | None:
+    if not isinstance(value, str) or not value:  # bytes only under "-bin" keys
         return None
     scheme, _, token = value.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from contextvars import Token
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sopgym.asgi import ASGIApp, Scope, header
+from sopgym.asgi import ASGIApp, Message, Scope, header
 from sopgym.observability import semconv as sc
 from sopgym.observability.lean import LeanSpan, LeanTracer
 from sopgym.observability.tracing import lean_tracer
+
+if TYPE_CHECKING:
+    from fastapi.telemetry import TelemetryConfig
 
 UNTRACED_PATHS = frozenset({"/healthz", "/readyz"})  # polled by readiness checks: noise
 
@@ -51,7 +54,7 @@ def end_server_span(
     span_tracer.end(span, token, error=status >= 500)
 
 
-def fastapi_telemetry() -> dict[str, Any]:
+def fastapi_telemetry() -> TelemetryConfig:
     """``FastAPI(telemetry=...)`` for sopgym's services: FastAPI's native OpenTelemetry off.
 
     The tool services sit on every tool call's path, and the native instrumentation costs
@@ -75,7 +78,7 @@ class TracingMiddleware:
         span, token = start_server_span(self.tracer, scope, None)
         status = 500
 
-        async def send_and_watch(message: dict[str, Any]) -> None:
+        async def send_and_watch(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]

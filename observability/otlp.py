@@ -320,7 +320,7 @@ def spans_of(
                 get = span.get
                 status = get("status")
                 kind = get("kind", 0)
-                code = status.get("code", 0) if status else 0
+                code: Any = status.get("code", 0) if status else 0
                 append(
                     SpanRecord(
                         _hex_id(get("traceId")),

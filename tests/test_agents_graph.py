@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
 from sopgym.agents.client import ToolResult
-from sopgym.agents.graph import StepLimitExceeded
+from sopgym.agents.graph import GraphAgent, StepLimitExceeded
 from sopgym.agents.llm import LLM, ModelCallError
 from sopgym.agents.models import parse_model_spec
 from sopgym.core.tasks import Task
@@ -27,7 +27,9 @@ class FakeChat:
     """Replies from a list (an exception in the list is raised instead); records each call."""
 
     def __init__(self, replies: list[Any]) -> None:
-        self.replies, self.seen, self.tools = list(replies), [], None
+        self.replies = list(replies)
+        self.seen: list[list[BaseMessage]] = []
+        self.tools: list[dict] | None = None
 
     def bind_tools(self, tools: list[dict]) -> FakeChat:
         self.tools = tools
@@ -49,7 +51,8 @@ class FakeEpisode:
     def __init__(self, results: list[ToolResult]) -> None:
         self.input_schema: dict = {}
         self.output_schema = {"properties": {"status": {"enum": ["ok", "bad"]}}}
-        self.results, self.calls = list(results), []
+        self.results = list(results)
+        self.calls: list[tuple[str, Any]] = []
         self.tools = [
             {
                 "name": "lookup",
@@ -65,6 +68,7 @@ class FakeEpisode:
 
 def _agent(name: str, replies: list[Any], **options: Any) -> tuple[Any, FakeChat]:
     agent = make_agent(name, model="scripted", base_url="http://127.0.0.1:9/v1", **options)
+    assert isinstance(agent, GraphAgent)  # the model-driven agents
     chat = FakeChat(replies)
     agent.llm = LLM(parse_model_spec("scripted"), chat, retries=2, backoff=0.0)
     return agent, chat
@@ -90,6 +94,7 @@ def test_fc_shows_a_tool_error_to_the_model_and_recovers() -> None:
     assert episode.calls == [("lookup", {}), ("lookup", {"id": "R1"})]
     shown = [m for m in chat.seen[1] if isinstance(m, ToolMessage)]
     assert shown and "missing_argument" in shown[0].content and shown[0].tool_call_id == "c1"
+    assert chat.tools is not None
     assert chat.tools[0]["function"]["name"] == "lookup"  # the catalog was bound natively
     assert [u["purpose"] for u in context.usage] == ["act"] * 3
 
@@ -105,7 +110,8 @@ def test_react_answers_an_unreadable_reply_with_an_observation() -> None:
     final, _ = _solve(agent, episode)
     assert final == {"status": "ok"} and episode.calls == [("lookup", {"id": "R1"})]
     assert "Missing 'Action Input:'" in chat.seen[1][-1].content
-    assert chat.seen[2][-1].content.startswith("Observation: {")
+    observation = chat.seen[2][-1].content
+    assert isinstance(observation, str) and observation.startswith("Observation: {")
     assert chat.tools is None  # ReAct never binds tools: the catalog is in the prompt
     assert "lookup" in chat.seen[0][0].content
 

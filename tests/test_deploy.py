@@ -15,7 +15,7 @@ import subprocess
 import pytest
 import yaml
 
-from sopgym.core.registry import domain_names
+from sopgym.core.registry import domain_names as registered_names
 from tests.deploy_helpers import (
     COMPOSE,
     DOCKERFILES,
@@ -30,6 +30,8 @@ from tests.deploy_helpers import (
     render,
     sopgym_services,
 )
+
+SHIPPED = registered_names(extra="")  # what compose and k8s deploy: no test packs
 
 needs_compose = pytest.mark.skipif(
     not have("docker-compose"), reason="docker-compose absent (CI installs it: apt docker-compose)"
@@ -59,7 +61,9 @@ def test_dockerfile_is_small_non_root_healthchecked_and_runs_the_cli(kind: str) 
     ((_, command),) = steps["CMD"]
     # the gateway's image names its tool services in the environment (compose, k8s)
     parse_cli(list(command), {"SOPGYM_GATEWAY_SERVICES": "d=http://tools:8100"})
-    port = re.search(r"127\.0\.0\.1:(\d+)/", health[4]).group(1)
+    port_match = re.search(r"127\.0\.0\.1:(\d+)/", health[4])
+    assert port_match is not None, health
+    port = port_match.group(1)
     ((_, exposed),) = steps["EXPOSE"]
     assert port in exposed, "the health check probes an exposed port"
 
@@ -96,12 +100,12 @@ def test_every_compose_service_runs_a_real_cli_command(profile: str) -> None:
 def test_compose_serves_every_domain_through_the_gateway() -> None:
     services = compose()["services"]
     tools = {n for n, s in services.items() if str(s.get("image", "")).startswith("sopgym/tools")}
-    assert tools == {f"tools-{slug(d)}" for d in domain_names()}, (
+    assert tools == {f"tools-{slug(d)}" for d in SHIPPED}, (
         "compose/docker-compose.yml must serve every domain (add a tools-<domain> service)"
     )
     listed = services["gateway"]["environment"]["SOPGYM_GATEWAY_SERVICES"].split()
-    assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in domain_names())
-    for domain in domain_names():
+    assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in SHIPPED)
+    for domain in SHIPPED:
         assert services[f"tools-{slug(domain)}"]["command"][:2] == ["serve-tools", domain]
     assert set(services["gateway"]["depends_on"]) >= tools
 
@@ -222,7 +226,7 @@ def test_every_sopgym_container_runs_a_real_cli_command(overlay: tuple[str, list
         assert security["runAsNonRoot"] and security["runAsUser"] > 0
         assert container["securityContext"]["readOnlyRootFilesystem"]
         assert container["resources"]["requests"], f"{doc['metadata']['name']}: no requests"
-    assert ours >= len(domain_names()) + 4  # + gateway, collector, workers, merge
+    assert ours >= len(SHIPPED) + 4  # + gateway, collector, workers, merge
 
 
 def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
@@ -236,8 +240,8 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
         for name, cm in gateway_env.items()
         if name.startswith("sopgym-gateway")
     )
-    assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in domain_names())
-    for name in [f"tools-{slug(d)}" for d in domain_names()] + ["gateway"]:
+    assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in SHIPPED)
+    for name in [f"tools-{slug(d)}" for d in SHIPPED] + ["gateway"]:
         container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
         assert container["readinessProbe"] and container["livenessProbe"], name
         assert name in services, f"no Service for {name}"

@@ -34,7 +34,8 @@ class Localizer:
     """Moves compose commands onto loopback: a free port per service, ``/runs`` under tmp."""
 
     def __init__(self, runs: Path) -> None:
-        self.runs, self.ports = runs, {}
+        self.runs = runs
+        self.ports: dict[tuple[str, str], int] = {}
 
     def port(self, service: str, internal: str) -> int:
         return self.ports.setdefault((service, internal), free_port())
@@ -86,7 +87,9 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
             group.start(name, sopgym_command(*args), root / f"{name}.log", env=env,
                         ready_url=f"http://127.0.0.1:{port}/readyz").wait_ready(120)  # fmt: skip
         worker = services["agent-worker"]
-        shards = int(re.search(r"auto/(\d+)", " ".join(worker["command"])).group(1))
+        shard_spec = re.search(r"auto/(\d+)", " ".join(worker["command"]))
+        assert shard_spec is not None, worker["command"]
+        shards = int(shard_spec.group(1))
         workers = []
         for index in range(shards):
             env = local.env({**worker["environment"], "SOPGYM_DOMAINS": DOMAIN})

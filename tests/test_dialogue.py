@@ -224,7 +224,7 @@ def test_the_simulator_refuses_what_it_cannot_answer(traced_stack: tuple[Stack, 
 def test_a_gateway_without_a_simulator_refuses_messages() -> None:
     entry = ServiceEntry(DOMAIN, "http://127.0.0.1:9", "127.0.0.1", 9, {}, kind="dialogue")
     core = GatewayCore(Catalog([entry]))
-    episode = core.episodes.open("helpdesk-001", DOMAIN, [], set(), {})
+    episode = core.episodes.open("helpdesk-001", DOMAIN, {}, set(), {})
     with pytest.raises(ToolError) as refused:
         asyncio.run(core.message(episode, {"content": "Hello?"}, "http"))
     assert (refused.value.code, refused.value.status) == ("upstream_unavailable", 502)

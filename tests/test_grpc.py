@@ -18,7 +18,7 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from sopgym.agents.client import GatewayClient, connect
-from sopgym.agents.grpc_client import GrpcGatewayClient
+from sopgym.agents.grpc_client import GrpcGatewayClient, trailing_metadata
 from sopgym.evaluation.sources import load_spans
 from sopgym.gateway.grpc_server import GRPC_STATUS
 from sopgym.orchestration.stack import Stack, embedded_stack
@@ -53,6 +53,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             yield running
 
 
+def grpc_target(stack: Stack) -> str:
+    assert stack.grpc_target is not None  # the stack was started with grpc=True
+    return stack.grpc_target
+
+
 @pytest.fixture(scope="module")
 def http(stack: Stack) -> Iterator[GatewayClient]:
     client = GatewayClient(stack.gateway_url, retries=0)
@@ -62,7 +67,7 @@ def http(stack: Stack) -> Iterator[GatewayClient]:
 
 @pytest.fixture(scope="module")
 def rpc(stack: Stack) -> Iterator[GrpcGatewayClient]:
-    client = GrpcGatewayClient(stack.grpc_target, retries=0)
+    client = GrpcGatewayClient(grpc_target(stack), retries=0)
     yield client
     client.close()
 
@@ -86,9 +91,10 @@ def grpc_call(rpc: GrpcGatewayClient, episode: Any, name: str, arguments: Any) -
         return error
 
 
-def error_of(body: dict) -> tuple[str, str | None] | None:
-    error = body.get("error")
-    return (error["code"], error["field"]) if error else None
+def error_of(body: dict) -> tuple[str, str | None]:
+    """The refusal's code and field (every caller expects a refusal)."""
+    error = body["error"]
+    return error["code"], error["field"]
 
 
 def test_catalog_and_tasks_are_the_same(stack: Stack, http: GatewayClient,
@@ -120,7 +126,7 @@ def test_tool_calls_give_the_same_results_and_error_codes(
     if code is not None:
         assert error_of(body)[0] == code
     if isinstance(reply, grpc.RpcError):
-        trailers = dict(reply.trailing_metadata())
+        trailers = trailing_metadata(reply)
         assert status >= 400, f"HTTP {status} {body} but gRPC {reply.code()}"
         assert (trailers["sopgym-error-code"], trailers["sopgym-error-field"] or None) == (
             error_of(body)
@@ -180,7 +186,7 @@ def test_episode_refusals_map_to_the_same_codes(stack: Stack, rpc: GrpcGatewayCl
         response = httpx.request(method, base + path, json=payload, headers=headers)
         with pytest.raises(grpc.RpcError) as raised:
             rpc.invoke(rpc_method, request, rpc_token)
-        trailers = dict(raised.value.trailing_metadata())
+        trailers = trailing_metadata(raised.value)
         expected = error_of(response.json())
         assert (trailers["sopgym-error-code"], trailers["sopgym-error-field"] or None) == (
             expected
@@ -200,7 +206,7 @@ def test_finished_episodes_are_closed_on_both_transports(
     with pytest.raises(grpc.RpcError) as raised:
         rpc.invoke("FinishEpisode", again, episode.token)
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert dict(raised.value.trailing_metadata())["sopgym-error-code"] == "episode_closed"
+    assert trailing_metadata(raised.value)["sopgym-error-code"] == "episode_closed"
     late = http_call(stack, episode, TOOL, GOOD)
     assert late[0] == 409 and error_of(late[1])[0] == "episode_closed"
     assert grpc_call(rpc, episode, TOOL, GOOD).code() == grpc.StatusCode.FAILED_PRECONDITION
@@ -223,7 +229,7 @@ def test_trace_context_travels_in_grpc_metadata(stack: Stack, rpc: GrpcGatewayCl
     episode = rpc.open("T-traced", DOMAIN)
     trace_id, parent = "ab" * 16, "cd" * 8
     _, stubs = gateway_v1()
-    stub = stubs.GatewayStub(grpc.insecure_channel(stack.grpc_target))
+    stub = stubs.GatewayStub(grpc.insecure_channel(grpc_target(stack)))
     request = rpc.pb2.CallToolRequest(
         episode_id=episode.id, tool=TOOL, arguments_json=orjson.dumps({"patient_id": "P1"})
     )

@@ -88,8 +88,8 @@ def test_job_feed_cycles_the_tasks_up_to_the_limit_and_stops() -> None:
     tasks = [{"id": "a", "domain": "d"}, {"id": "b", "domain": "d"}]
     feed = JobFeed(tasks, 5, {"d": "/data/d"})
     jobs = [feed.next() for _ in range(6)]
-    assert [j["task"]["id"] for j in jobs[:5]] == ["a", "b", "a", "b", "a"] and jobs[5] is None
-    assert jobs[0]["data_dir"] == "/data/d"
+    assert [j["task"]["id"] for j in jobs[:5] if j] == ["a", "b", "a", "b", "a"] and jobs[5] is None
+    assert jobs[0] is not None and jobs[0]["data_dir"] == "/data/d"
     stopped = JobFeed(tasks, 100, {})
     stopped.stop()
     assert stopped.next() is None
@@ -128,7 +128,8 @@ def test_a_worker_that_dies_in_its_warm_up_stops_the_loadtest_with_its_log(
 def test_failed_episodes_are_counted_with_their_reasons_in_every_report(tmp_path: Path) -> None:
     workers = [stand_in_worker(tmp_path, f"w{i}", FAILING_WORKER) for i in range(2)]
     config = LoadtestConfig(tasks=5, concurrency=2, duration=30.0, grace=5.0)
-    loadtest, stats, timeline = Loadtest(config, tmp_path), Stats(), []
+    loadtest, stats = Loadtest(config, tmp_path), Stats()
+    timeline: list[tuple[float, int]] = []
     tasks = [{"id": f"T{i}", "domain": "patient_intake"} for i in range(3)]
     try:
         cut = loadtest._phase(workers, JobFeed(tasks, 5, {}), None, stats, None, timeline)
@@ -181,21 +182,29 @@ def test_prometheus_exposition_and_scrape_endpoint() -> None:
 
 def test_metrics_mirror_to_opentelemetry_when_exported() -> None:
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.metrics.export import (
+        HistogramDataPoint,
+        InMemoryMetricReader,
+        NumberDataPoint,
+    )
 
     reader = InMemoryMetricReader()
     metrics = Metrics("test", otel=False)
     metrics._meter = MeterProvider(metric_readers=[reader]).get_meter("t")
     metrics.counter("calls", "Calls.", ("outcome",)).add(("ok",), 3)
     metrics.histogram("latency_seconds", "Latency.").observe(0.01)
+    data = reader.get_metrics_data()
+    assert data is not None
     exported = {
         m.name: m.data.data_points[0]
-        for rm in reader.get_metrics_data().resource_metrics
+        for rm in data.resource_metrics
         for sm in rm.scope_metrics
         for m in sm.metrics
     }
-    assert exported["calls"].value == 3 and dict(exported["calls"].attributes) == {"outcome": "ok"}
-    assert exported["latency_seconds"].count == 1
+    calls, latency = exported["calls"], exported["latency_seconds"]
+    assert isinstance(calls, NumberDataPoint) and isinstance(latency, HistogramDataPoint)
+    assert calls.value == 3 and dict(calls.attributes or {}) == {"outcome": "ok"}
+    assert latency.count == 1
 
 
 def test_shards_parse_claim_and_refuse_to_merge_disagreeing_runs(tmp_path: Path) -> None:
@@ -204,9 +213,11 @@ def test_shards_parse_claim_and_refuse_to_merge_disagreeing_runs(tmp_path: Path)
         with pytest.raises(ShardError):
             parse_shard(bad)
     first, second = claim(tmp_path, 2, "host-a:1"), claim(tmp_path, 2, "host-b:1")
+    assert first is not None and second is not None
     assert (first.index, second.index) == (0, 1)
     assert claim(tmp_path, 2, "host-c:1") is None, "every shard is taken"
-    assert claim(tmp_path, 2, "host-b:1").index == 1, "a restarted owner gets its shard back"
+    again = claim(tmp_path, 2, "host-b:1")
+    assert again is not None and again.index == 1, "a restarted owner gets its shard back"
     shards = tmp_path / "shards"
     for index, agent in ((0, "fc"), (1, "react")):
         meta = {"domains": ["patient_intake"], "agent": agent, "model": "scripted", "count": 2,

@@ -89,7 +89,8 @@ class ScriptedEndpoint:
     what it received."""
 
     def __init__(self, replies: list[tuple[int, Any]]) -> None:
-        self.replies, self.received = list(replies), []
+        self.replies = list(replies)
+        self.received: list[tuple[str, dict[str, str], Any]] = []  # path, headers, JSON body
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):

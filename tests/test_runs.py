@@ -57,7 +57,7 @@ def run_args(runs: Path, *extra: str) -> list[str]:
 def test_sigkill_then_resume_gives_the_uninterrupted_summary(tmp_path: Path) -> None:
     tasks = len(domain_data("patient_intake").tasks)
     reference = sopgym(*run_args(tmp_path, "--run-id", "straight", "--workers", "2"))
-    assert reference.wait(300) == 0, reference.stderr.read()
+    assert reference.wait(300) == 0, reference.communicate()[1]
 
     victim = sopgym(*run_args(tmp_path, "--run-id", "killed", "--workers", "1"))
     results = tmp_path / "killed" / "results.jsonl"
@@ -127,7 +127,7 @@ def test_resume_repairs_a_torn_last_line(tmp_path: Path) -> None:
     rows = results.read_bytes().splitlines()
     results.write_bytes(b"\n".join(rows[:4]) + b"\n" + rows[4][:25])  # a line cut mid-way
     again = sopgym(*run_args(tmp_path, "--resume", "torn"))
-    assert again.wait(300) == 0, again.stderr.read()
+    assert again.wait(300) == 0, again.communicate()[1]
     repaired = results.read_bytes()
     assert repaired.endswith(b"\n")
     assert len([orjson.loads(r) for r in repaired.splitlines()]) == 6

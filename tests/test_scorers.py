@@ -163,7 +163,7 @@ def test_state_diff_keys_and_lengths() -> None:
 
 
 # ---- graphs: edge direction matters ----
-GOLD_GRAPH = {
+GOLD_GRAPH: dict[str, list[Any]] = {
     "nodes": ["lookup", "check", "file"],
     "edges": [["lookup", "check"], ["check", "file"]],
 }

@@ -20,6 +20,7 @@ import sys
 from importlib import metadata
 from math import comb
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -39,7 +40,6 @@ from sopgym.core.registry import DOMAIN_PACKAGES_ENV, load_domain
 from sopgym.core.tasks import Task
 from sopgym.evaluation.trials import TrialOutcome, pass_at_k, pass_hat_k, trial_metrics
 from sopgym.gateway.catalog import Catalog, ServiceEntry
-from sopgym.gateway.core import GatewayCore
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
@@ -99,7 +99,7 @@ class SeenChat(FakeChat):
         return super().invoke(messages, **kwargs)
 
 
-def _tool_free(replies: list, spec: ModelSpec | None = None) -> tuple[LLM, SeenChat, FakeEpisode]:
+def _tool_free(replies: list, spec: ModelSpec | None = None) -> tuple[LLM, SeenChat, Any]:
     chat = SeenChat(replies)
     episode = FakeEpisode([])
     episode.tools = []
@@ -108,7 +108,7 @@ def _tool_free(replies: list, spec: ModelSpec | None = None) -> tuple[LLM, SeenC
 
 @pytest.mark.parametrize("name", ["fc", "react", "plan"])
 def test_every_agent_just_answers_an_empty_catalog(name: str) -> None:
-    agent = make_agent(name, model="scripted", base_url="http://127.0.0.1:9/v1")
+    agent: Any = make_agent(name, model="scripted", base_url="http://127.0.0.1:9/v1")
     agent.llm, chat, episode = _tool_free([AIMessage("I need a moment."), AIMessage(ANSWER)])
     context = AgentContext(seed=5)
     answer = agent.solve(Task("t-1", "fake", {"id": "R1"}, "json_answer"), episode, context)
@@ -320,11 +320,10 @@ def test_the_run_seed_salts_the_distractor_draw() -> None:
         {f"d{i}": {"name": f"d{i}", "input_schema": spec} for i in range(12)}, {"clean": "SOP"},
     )  # fmt: skip
 
+    catalog = Catalog([service])
+
     def drawn(seed: int) -> list[list[str]]:
-        core = GatewayCore(Catalog([service]), seed=seed)
-        opened = [core.open({"task_id": f"t{i}", "domain": "shop", "distractors": 3}, "http")
-                  for i in range(5)]  # fmt: skip
-        return [[t["name"] for t in o["tools"]] for o in opened]
+        return [list(catalog.episode_tools("shop", f"t{i}", 3, seed)[0]) for i in range(5)]
 
     assert drawn(0) == drawn(0) and drawn(5) == drawn(5)  # deterministic per task
     assert drawn(5) != drawn(0) and drawn(6) != drawn(5)

@@ -38,6 +38,7 @@ from sopgym.observability.collector import Collector
 from sopgym.observability.lean import LeanTracer, current_span, current_traceparent
 from sopgym.observability.protowire import encode_request
 from sopgym.orchestration.processes import free_port
+from sopgym.types import Message
 
 FIXTURE = Path(__file__).parent / "fixtures" / "jaeger_v3_traces.json"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -99,12 +100,12 @@ def test_otlp_json_follows_the_protobuf_json_mapping(sdk: Any) -> None:
 
 
 def _call(app: Collector, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         messages.append(message)
 
     scope = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 import pandas as pd
 
@@ -128,8 +129,17 @@ def _address(rng: random.Random, prefix: str) -> str:
     return f"{prefix}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
 
 
+class Device(TypedDict):
+    """What the device-fingerprinting service knows about an account's device."""
+
+    linked_accounts: int
+    emulator_detected: bool
+    first_seen: NotRequired[str]
+
+
 def _bot_signals(rng: random.Random, profile: str, i: int, by_type: dict[str, list[str]]) -> dict:
     """Behaviour, device and network draws typical of a person, a suspicious or a bot account."""
+    device: Device | None
     if profile == "human":
         captcha = rng.choice(["passed", "passed", "passed_after_retry"])
         posts, interval = rng.randrange(0, 9), round(rng.uniform(6, 45), 1)

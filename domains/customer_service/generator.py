@@ -8,10 +8,12 @@ is exercised several times. Scenarios shape the data; the labels are derived by 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import count
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import pandas as pd
 
@@ -116,13 +118,16 @@ BAD = {"latency_ms": (75, 220), "jitter_ms": (26, 70), "packet_loss_pct": (1.6, 
 METRIC = {"latency": "latency_ms", "jitter": "jitter_ms", "packet_loss": "packet_loss_pct"}
 
 
-class Rotation:
+Scenario = TypeVar("Scenario")
+
+
+class Rotation(Generic[Scenario]):
     """A scenario list consumed in order, one step per task that reaches the stage."""
 
-    def __init__(self, items: list) -> None:
+    def __init__(self, items: Sequence[Scenario]) -> None:
         self._items, self._next = items, count()
 
-    def take(self) -> object:
+    def take(self) -> Scenario:
         return self._items[next(self._next) % len(self._items)]
 
 
@@ -152,17 +157,8 @@ def stamp(moment: datetime) -> str:
 def generate(seed: int, files_dir: Path) -> GeneratedData:
     rng = random.Random(seed)
     data = Dataset()
-    stages = {
-        name: Rotation(items)
-        for name, items in {
-            "standing": STANDING,
-            "outage": OUTAGES,
-            "device": DEVICES,
-            "faults": FAULTS,
-            "firmware": FIRMWARE,
-            "aftermath": AFTERMATH,
-        }.items()
-    }
+    standings, outages, devices = Rotation(STANDING), Rotation(OUTAGES), Rotation(DEVICES)
+    fault_sets, firmwares, aftermaths = Rotation(FAULTS), Rotation(FIRMWARE), Rotation(AFTERMATH)
     account_ids = [f"AC-{3100000 + i * 4133:07d}" for i in range(TASK_COUNT)]
     tokens: set[str] = set()
     tasks = []
@@ -170,16 +166,16 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
         reported = datetime(2026, 2, 2, 6) + timedelta(minutes=rng.randrange(200 * 24 * 60))
         auth = AUTH[i % len(AUTH)]
         # a stage's rotation advances only when the SOP would reach it; other tasks draw noise
-        standing = stages["standing"].take() if auth == "ok" else rng.choice(STANDING)
+        standing = standings.take() if auth == "ok" else rng.choice(STANDING)
         eligible = auth == "ok" and standing in ("current", "arrangement", "arrears_below")
-        outage = stages["outage"].take() if eligible else rng.choice(OUTAGES)
+        outage = outages.take() if eligible else rng.choice(OUTAGES)
         reaches_device = eligible and outage not in ("open_match", "window_match")
-        device = stages["device"].take() if reaches_device else rng.choice(DEVICES)
+        device = devices.take() if reaches_device else rng.choice(DEVICES)
         tested = reaches_device and device == "online"
-        faults = stages["faults"].take() if tested else rng.choice(FAULTS)
+        faults = fault_sets.take() if tested else rng.choice(FAULTS)
         troubleshoot = tested and bool(faults)
-        firmware = stages["firmware"].take() if troubleshoot else rng.choice(FIRMWARE)
-        aftermath = stages["aftermath"].take() if troubleshoot else rng.choice(AFTERMATH)
+        firmware = firmwares.take() if troubleshoot else rng.choice(FIRMWARE)
+        aftermath = aftermaths.take() if troubleshoot else rng.choice(AFTERMATH)
 
         service = rng.choice(list(PLANS))
         token = _session(rng, data, auth, account_id, account_ids, reported, tokens)
@@ -227,8 +223,9 @@ def _session(
     owner = account_id
     if scenario == "other_account":
         owner = account_ids[(account_ids.index(account_id) + 17) % len(account_ids)]
+    token = _token(rng, tokens)
     session = {
-        "session_token": _token(rng, tokens),
+        "session_token": token,
         "token_account_id": owner,
         "issued_at": stamp(issued),
         "expires_at": stamp(issued + timedelta(hours=24)),
@@ -247,7 +244,7 @@ def _session(
             "revoked": False,
         }
     )
-    return _token(rng, tokens) if scenario == "unknown_token" else session["session_token"]
+    return _token(rng, tokens) if scenario == "unknown_token" else token
 
 
 def _account(

@@ -34,7 +34,7 @@ BRANDS = ["ProLine", "Indus", "ClearSol", "Vantec", "Apex", "Mariner", "Technigr
 
 # UN number -> (proper shipping name, class/division, packing group, road, sea, air scores).
 # A None mode score means that mode was never assessed for the UN number.
-TRANSPORT = {
+TRANSPORT: dict[str, tuple[str, str, str, int | None, int | None, int | None]] = {
     "UN3082": ("Environmentally hazardous substance, liquid, n.o.s.", "9", "III", 1, 2, 2),
     "UN3077": ("Environmentally hazardous substance, solid, n.o.s.", "9", "III", 1, 2, 1),
     "UN1263": ("Paint", "3", "III", 2, 2, 2),
@@ -214,11 +214,12 @@ def _in_level(score: int | None, level: str) -> bool:
 def _un_number(rng: random.Random, level: str, mode: str, gap: str | None) -> str:
     if gap == "unlisted":
         return rng.choice(UNLISTED_UN)
-    index = MODES.index(mode) + 3
+    index = MODES.index(mode)
+    score = {u: row[3:][index] for u, row in TRANSPORT.items()}  # None: mode not assessed
     if gap == "mode_unassessed":
-        return rng.choice([u for u, row in TRANSPORT.items() if row[index] is None])
-    fitting = [u for u, row in TRANSPORT.items() if _in_level(row[index], level)]
-    return rng.choice(fitting or [u for u, row in TRANSPORT.items() if row[index] is not None])
+        return rng.choice([u for u, s in score.items() if s is None])
+    fitting = [u for u, s in score.items() if _in_level(s, level)]
+    return rng.choice(fitting or [u for u, s in score.items() if s is not None])
 
 
 def _waste_stream(rng: random.Random, level: str, gap: str | None) -> str:

@@ -44,7 +44,7 @@ def registration_result(inputs: dict, registry: dict) -> str:
         return "not_found"
     if registry["registration_status"] != "active":
         return "inactive"
-    address = inputs.get("registered_address")
+    address = inputs.get("registered_address") or ""
     address_differs = bool(address) and normalized(address) != normalized(
         registry["registered_address"]
     )

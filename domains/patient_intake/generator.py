@@ -9,11 +9,13 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 import pandas as pd
 
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
+from sopgym.types import JSON
 
 TASK_COUNT = 96
 PROVIDERS = ["Aetna", "Cigna", "UnitedHealthcare", "Humana", "Kaiser Permanente", "Medicare"]
@@ -109,9 +111,35 @@ LIFESTYLES = [  # (smoking, alcohol, exercise) spanning low, moderate and high p
 ]
 
 
+class Policy(TypedDict):
+    """A ``policies`` row."""
+
+    policy_number: str
+    policy_status: str
+    provider_on_file: str
+    holder_patient_id: str
+    coverage_start: str
+    coverage_end: str
+
+
+class Pharmacy(TypedDict):
+    """A ``pharmacies`` row (the pharmacy directory)."""
+
+    pharmacy_id: str
+    name: str
+    address: str
+    phone: str
+    network_participation: str
+    accepting_prescriptions: bool
+
+
 def generate(seed: int, files_dir: Path) -> GeneratedData:
     rng = random.Random(seed)
-    patients, policies, plans, pharmacies, tasks = [], [], [], [], []
+    patients: list[JSON] = []
+    policies: list[Policy] = []
+    plans: list[JSON] = []
+    pharmacies: list[Pharmacy] = []
+    tasks: list[Task] = []
     for i in range(TASK_COUNT):
         pid = f"P{100000000 + i * 7919:09d}"
         visit = date(2026, 1, 5) + timedelta(days=rng.randrange(300))
@@ -138,7 +166,7 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
                 visit,
             )
         )
-        inputs = {
+        inputs: JSON = {
             "patient_id": pid,
             "patient_name": name,
             "date_of_birth": birth.isoformat(),
@@ -191,38 +219,40 @@ def generate(seed: int, files_dir: Path) -> GeneratedData:
 
 def _policy(
     rng: random.Random, scenario: str, pid: str, provider: str, number: str, visit: date
-) -> dict:
+) -> Policy:
     start = visit - timedelta(days=rng.randrange(30, 700))
     end = visit + timedelta(days=rng.randrange(30, 400))
-    record = {
-        "policy_number": number,
-        "policy_status": "active",
-        "provider_on_file": provider,
-        "holder_patient_id": pid,
-        "coverage_start": start,
-        "coverage_end": end,
-    }
+    status, provider_on_file, holder = "active", provider, pid
     if scenario == "lapsed":
-        record["policy_status"] = "lapsed"
+        status = "lapsed"
     elif scenario == "provider_mismatch":
-        record["provider_on_file"] = next(p for p in PROVIDERS if p != provider)
+        provider_on_file = next(p for p in PROVIDERS if p != provider)
     elif scenario == "holder_mismatch":
-        record["holder_patient_id"] = f"P{999000000 + rng.randrange(999):09d}"
+        holder = f"P{999000000 + rng.randrange(999):09d}"
     elif scenario == "outside_window":
-        record["coverage_end"] = visit - timedelta(days=rng.randrange(1, 90))
-        record["coverage_start"] = record["coverage_end"] - timedelta(days=365)
+        end = visit - timedelta(days=rng.randrange(1, 90))
+        start = end - timedelta(days=365)
     elif scenario == "not_found":
-        record["policy_number"] = number.replace("-", "-9")[:10]  # stored under another number
-    record["coverage_start"] = record["coverage_start"].isoformat()
-    record["coverage_end"] = record["coverage_end"].isoformat()
-    return record
+        number = number.replace("-", "-9")[:10]  # stored under another number
+    return {
+        "policy_number": number,
+        "policy_status": status,
+        "provider_on_file": provider_on_file,
+        "holder_patient_id": holder,
+        "coverage_start": start.isoformat(),
+        "coverage_end": end.isoformat(),
+    }
 
 
-def _pharmacy(rng: random.Random, scenario: str, i: int, directory: list[dict]) -> dict:
+def _pharmacy(
+    rng: random.Random, scenario: str, i: int, directory: list[Pharmacy]
+) -> dict[str, str]:
+    """The intake form's pharmacy fields for ``scenario``; the pharmacy joins ``directory``
+    unless the scenario says it is unlisted."""
     if scenario == "missing":
         return {}
     street, (city, state, zip_code) = rng.choice(STREETS), rng.choice(CITIES)
-    entry = {
+    entry: Pharmacy = {
         "pharmacy_id": f"PH{5000 + i:05d}",
         "name": f"{rng.choice(CHAINS)} #{100 + i}",
         "address": f"{10 + i} {street}, {city}, {state} {zip_code}",

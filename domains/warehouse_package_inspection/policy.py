@@ -31,8 +31,9 @@ def barcode_result(scan: dict, product: dict | None, po_product_id: str) -> str:
     """SOP §4: unreadable, or match only when the decoded GTIN names the PO's product."""
     if not scan["decoded"]:
         return "unreadable"
-    found = product is not None and product["product_found"]
-    return "match" if found and product["product_id"] == po_product_id else "mismatch"
+    if product is None or not product["product_found"]:
+        return "mismatch"
+    return "match" if product["product_id"] == po_product_id else "mismatch"
 
 
 def quantity_result(variance: dict) -> str:

@@ -132,9 +132,9 @@ def read_conversation(messages: list[JSON], tools: list[JSON] | None) -> Convers
                     awaiting = MadeCall(step.tool, step.arguments)
                     convo.calls.append(awaiting)
         elif role == "tool":
-            made = by_id.get(message.get("tool_call_id", ""))
-            if made is not None:
-                made.ok, made.result = read_result(text, convo.reader)
+            answered = by_id.get(message.get("tool_call_id", ""))
+            if answered is not None:
+                answered.ok, answered.result = read_result(text, convo.reader)
         elif role == "user":
             convo.user_texts.append(text)
             if awaiting is not None and text.lstrip().lower().startswith("observation"):

@@ -60,7 +60,9 @@ def balanced_spans(text: str, opener: str = "{") -> Iterator[tuple[int, int]]:
 
 def _python_style(text: str) -> Any:
     """Parse single-quoted / Python-literal objects (``{'a': True}``), JSON words allowed."""
-    out, quote, escaped, word = [], "", False, []
+    out: list[str] = []
+    quote, escaped = "", False
+    word: list[str] = []
 
     def flush() -> None:
         if word:

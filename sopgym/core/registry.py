@@ -25,8 +25,10 @@ DOMAIN_PACKAGES_ENV = "SOPGYM_DOMAIN_PACKAGES"
 BUILTIN_PACKAGE = "sopgym.domains"
 
 
-def domain_names() -> list[str]:
-    return sorted(_modules(os.environ.get(DOMAIN_PACKAGES_ENV, "")))
+def domain_names(extra: str | None = None) -> list[str]:
+    """Every registered domain; ``extra=""`` limits it to the packs shipped with sopgym (what
+    compose and Kubernetes deploy), else ``$SOPGYM_DOMAIN_PACKAGES`` adds its packages."""
+    return sorted(_modules(os.environ.get(DOMAIN_PACKAGES_ENV, "") if extra is None else extra))
 
 
 def load_domain(name: str) -> DomainPack:

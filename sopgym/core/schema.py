@@ -55,10 +55,10 @@ def _to_tool_error(error: jsonschema_rs.ValidationError) -> ToolError:
     kind = error.kind
     code = _CODE_BY_KIND.get(type(kind).__name__, "invalid_value")
     path = [str(p) for p in error.instance_path]
-    if code == "missing_argument":
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
         missing = str(kind.property)
         return ToolError(code, f"missing required argument '{missing}'", ".".join([*path, missing]))
-    if code == "unexpected_argument":
+    if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
         name = sorted(kind.unexpected)[0]
         return ToolError(code, f"unexpected argument '{name}'", ".".join([*path, name]))
     field = ".".join(path) or None

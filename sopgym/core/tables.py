@@ -90,9 +90,13 @@ class Tables:
         return cls(frames)
 
 
-def _clean(record: dict[str, Any]) -> dict[str, Any]:
-    """Turn pandas' NaN/NA into None and numpy scalars into Python values."""
-    out = {}
+def _clean(record: Mapping[Any, Any]) -> dict[str, Any]:
+    """Turn pandas' NaN/NA into None and numpy scalars into Python values.
+
+    ``record`` is one of ``DataFrame.to_dict("records")`` (typed with hashable keys); every
+    table's column labels are strings.
+    """
+    out: dict[str, Any] = {}
     for key, value in record.items():
         if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
             out[key] = None

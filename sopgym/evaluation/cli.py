@@ -7,8 +7,10 @@ They are registered on the main ``sopgym`` group; heavy imports happen inside ea
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -78,7 +80,10 @@ def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dic
         raise click.ClickException(f"unreadable traces: {error}") from None
 
 
-def _source_options(command: click.Command) -> click.Command:
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def _source_options(command: _Command) -> _Command:
     for option in reversed(
         [
             click.argument("source", type=click.Path(path_type=Path), required=False),

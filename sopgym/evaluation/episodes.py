@@ -210,10 +210,10 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
         if attributes.get(sc.GEN_AI_OPERATION) == sc.OP_INVOKE_AGENT:
             roots.append(span)
     for root in roots:
-        episode_id = root.attributes.get(sc.EPISODE_ID) or episode_of_trace.get(root.trace_id)
-        key = str(episode_id) if episode_id else f"trace:{root.trace_id}"
+        root_episode = root.attributes.get(sc.EPISODE_ID) or episode_of_trace.get(root.trace_id)
+        key = str(root_episode) if root_episode else f"trace:{root.trace_id}"
         episode = episodes.get(key)
         if episode is None:
-            episode = episodes[key] = EpisodeSpans(key, str(episode_id) if episode_id else None)
+            episode = episodes[key] = EpisodeSpans(key, str(root_episode) if root_episode else None)
         episode.root = root
     return list(episodes.values())

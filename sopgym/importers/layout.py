@@ -11,7 +11,7 @@ import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -142,7 +142,7 @@ def _read_metadata(bench: Benchmark) -> None:
         bench.input_columns = [c.strip() for c in inputs]
 
 
-def _names(value: Any) -> bool:
+def _names(value: Any) -> TypeGuard[list[str]]:
     return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
 
 
@@ -191,7 +191,7 @@ def _spec(bench: Benchmark, index: int, entry: Any) -> ToolSpec | None:
         return None
     wrapped = body.get("inputSchema")
     # Bedrock nests the schema under inputSchema.json; the neutral form says input_schema
-    schema = wrapped.get("json") if isinstance(wrapped, dict) else body.get("input_schema")
+    schema: Any = wrapped.get("json") if isinstance(wrapped, dict) else body.get("input_schema")
     problem = _schema_problem(schema)
     if problem:
         message = f"{TOOLSPECS}: tool {name!r}: {problem}; served with no argument checks"

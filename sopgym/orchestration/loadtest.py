@@ -191,6 +191,7 @@ class Loadtest:
                 )
                 group, env = embedded.group, embedded.env
                 address = embedded.grpc_target if grpc else embedded.gateway_url
+                assert address is not None  # the embedded stack serves gRPC when asked to
                 model_url = embedded.model_url or config.model_url
             else:
                 group, env = stack.enter_context(ProcessGroup()), {}

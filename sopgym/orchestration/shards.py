@@ -18,6 +18,7 @@ Files under ``<run>/shards/`` (one set per shard):
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -127,7 +128,7 @@ def _until(deadline: float, attempt: Callable[[], Any], what: str) -> Any:
 def fetch_tasks(client: Any, settings: ShardSettings, deadline: float) -> list[JSON]:
     tasks: list[JSON] = []
     for domain in settings.domains:
-        listed = _until(deadline, lambda d=domain: client.tasks(d), f"tasks of {domain}")
+        listed = _until(deadline, functools.partial(client.tasks, domain), f"tasks of {domain}")
         tasks += listed[: settings.limit] if settings.limit else listed
     return tasks
 

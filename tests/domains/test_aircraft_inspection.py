@@ -56,7 +56,9 @@ def world(
     registry: list[dict] | None = None,
 ) -> Tables:
     """A healthy A320 that is in date, unless a part of it is overridden."""
-    pressures = {"NLG-L": 180, "NLG-R": 183, "MLG-L1": 200, "MLG-L2": 204, "MLG-R1": 196}
+    pressures: dict[str, float | None] = {
+        "NLG-L": 180, "NLG-R": 183, "MLG-L1": 200, "MLG-L2": 204, "MLG-R1": 196
+    }
     pressures.update(tires or {})
     installed = [OLD_UNIT] if units is None else units
     records = registry
@@ -340,7 +342,9 @@ def test_deferred_items(items: list[dict], decision: str, codes: list[str]) -> N
     ],
 )
 def test_suspect_new_unit_grounds_the_aircraft(record: dict | None) -> None:
-    registry = [{"serial_number": OLD_UNIT["serial_number"], "part_number_on_record": "x"}]
+    registry: list[dict[str, Any]] = [
+        {"serial_number": OLD_UNIT["serial_number"], "part_number_on_record": "x"}
+    ]
     registry[0] |= GENUINE  # the old unit's record is wrong too, but it is not verified
     if record is not None:
         registry.append({"serial_number": NEW_UNIT["serial_number"], **record})

@@ -413,7 +413,7 @@ def test_every_branch_appears_at_least_three_times() -> None:
     golds = list(domain_data("know_your_business").gold.values())
     branches = Counter(g.decisions["branch"] for g in golds)
     assert min(branches.values()) >= 3 and len(branches) == 3, branches
-    paths = Counter()
+    paths: Counter[str] = Counter()
     for g in golds:
         o = g.outputs
         paths["address_from_registry"] += bool(g.decisions.get("address_from_registry"))

@@ -6,6 +6,7 @@ tool implementations and compares with outcomes worked out from the SOP text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -34,7 +35,7 @@ def dataset(
     scores: dict[str, float] | None = None,
     reports: int = 10,
     status: str = "complete",
-    findings: list[tuple[str, int]] = (),
+    findings: Sequence[tuple[str, int]] = (),
     context: str = "none",
     minor: bool = False,
     strikes: int = 0,

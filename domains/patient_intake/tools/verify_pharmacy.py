@@ -33,12 +33,11 @@ from sopgym.domains.patient_intake.tools._common import PATIENT_ID
 )
 def run(args: JSON, ctx: ToolContext) -> JSON:
     pharmacy = ctx.tables.row("pharmacies", "phone", args["pharmacy_phone"])
-    matches = (
-        pharmacy is not None
-        and pharmacy["name"].casefold() == args["pharmacy_name"].strip().casefold()
-        and pharmacy["address"].casefold() == args["pharmacy_address"].strip().casefold()
-    )
-    if not matches:
+    if (
+        pharmacy is None
+        or pharmacy["name"].casefold() != args["pharmacy_name"].strip().casefold()
+        or pharmacy["address"].casefold() != args["pharmacy_address"].strip().casefold()
+    ):
         return {
             "pharmacy_found": False,
             "pharmacy_id": None,

@@ -54,7 +54,9 @@ def _refuse(message: str, field: str) -> ToolError:
 def run(args: JSON, ctx: ToolContext) -> JSON:
     detection = parse_detection_run(ctx, args["detection_run_id"])
     video_id = args["video_id"]
-    area, path_video = re.fullmatch(DETECTION_PATH[1:-1], args["detection_path"]).groups()
+    path_match = re.fullmatch(DETECTION_PATH[1:-1], args["detection_path"])
+    assert path_match is not None  # the input schema's pattern
+    area, path_video = path_match.groups()
     if video_id != detection.video["video_id"]:
         raise _refuse("detection_run_id belongs to another video", "detection_run_id")
     if path_video != video_id or args["review_id"][3:13] != video_id:
