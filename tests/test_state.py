@@ -22,6 +22,8 @@ from sopgym.agents.client import GatewayClient
 from sopgym.agents.grpc_client import GrpcGatewayClient
 from sopgym.core.dataset import DomainData
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
+from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.scoring import TaskScore, score_episode
 from sopgym.evaluation.sources import load_spans
 from sopgym.gateway.catalog import Catalog, ServiceEntry, ToolRef
 from sopgym.observability import semconv as sc
@@ -86,6 +88,14 @@ def play_gold(client: GatewayClient, task_id: str, stack: Stack) -> dict:
     return client.record(episode.id, stack.admin_token)
 
 
+def scored(record: dict) -> TaskScore:
+    """The gateway's record of a ledger episode, scored by the one scoring entry."""
+    data = ledger()
+    task = next(t for t in data.tasks if t.id == record["task_id"])
+    trajectory = Trajectory.from_json(record)
+    return score_episode(data.domain, task, trajectory, data.gold[task.id])
+
+
 def test_the_final_state_is_the_gold_and_a_wrong_write_is_not(
     stack: Stack, client: GatewayClient
 ) -> None:
@@ -94,6 +104,7 @@ def test_the_final_state_is_the_gold_and_a_wrong_write_is_not(
         record = play_gold(client, gold.task_id, stack)
         assert record["final_state"] == gold.final_state, gold.task_id
         assert record["close_errors"] == {}
+        assert scored(record).success, gold.task_id
     transfer = by_branch["transfer"]
     episode = client.open(transfer.task_id, "ledger")
     wrong = {**transfer.calls[-1].arguments}
@@ -102,6 +113,10 @@ def test_the_final_state_is_the_gold_and_a_wrong_write_is_not(
     episode.finish(transfer.outputs)
     record = client.record(episode.id, stack.admin_token)
     assert record["final_state"] is not None and record["final_state"] != transfer.final_state
+    score = scored(record)  # the right answer over a wrong write: the state scorer fails it
+    assert score.fields and all(score.fields.values())
+    assert not score.success and score.scores["final_state"]["value"] == 0.0
+    assert "balance" in score.scores["final_state"]["explanation"]
     assert open_episodes(stack, "ledger") == 0, "closed episodes are freed at the service"
 
 
