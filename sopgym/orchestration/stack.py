@@ -120,29 +120,35 @@ def embedded_stack(
 def _start_model_server(
     stack: Stack, domains: list[str], data_args: list[str], injection_log: Path | None
 ) -> ManagedProcess:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    stack.model_url = f"{url}/v1"
     log_args = ["--injection-log", str(injection_log)] if injection_log else []
-    domain_args = [a for d in domains for a in ("--domain", d)]
-    return stack.group.start(
-        "model",
-        sopgym_command("model-server", "--port", str(port), *domain_args, *data_args, *log_args),
-        stack.logs / "model.log",
-        env=stack.env,
-        ready_url=f"{url}/readyz",
+    child, url = _start_domain_server(
+        stack, "model", "model-server", domains, *data_args, *log_args
     )
+    stack.model_url = f"{url}/v1"
+    return child
 
 
 def _start_user_sim(stack: Stack, domains: list[str], data_args: list[str]) -> ManagedProcess:
-    port = free_port()
-    stack.user_sim_url = f"http://127.0.0.1:{port}"
-    domain_args = [a for d in domains for a in ("--domain", d)]
     seed_args = ["--seed", str(stack.seed)] if stack.seed else []
-    return stack.group.start(
-        "user-sim",
-        sopgym_command("user-sim", "--port", str(port), *domain_args, *seed_args, *data_args),
-        stack.logs / "user-sim.log",
-        env=stack.env,
-        ready_url=f"{stack.user_sim_url}/readyz",
+    child, stack.user_sim_url = _start_domain_server(
+        stack, "user-sim", "user-sim", domains, *seed_args, *data_args
     )
+    return child
+
+
+def _start_domain_server(
+    stack: Stack, name: str, command: str, domains: list[str], *args: str
+) -> tuple[ManagedProcess, str]:
+    """A server for ``domains`` (``sopgym <command> --domain D ...``) on a free port, logging to
+    ``<name>.log``; the process (not waited for yet) and its base URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    domain_args = [a for d in domains for a in ("--domain", d)]
+    child = stack.group.start(
+        name,
+        sopgym_command(command, "--port", str(port), *domain_args, *args),
+        stack.logs / f"{name}.log",
+        env=stack.env,
+        ready_url=f"{url}/readyz",
+    )
+    return child, url
