@@ -23,8 +23,8 @@ PARAMS: Final[dict[str, JSON]] = {
     "new_address": {"type": "string", "minLength": 5, "maxLength": 120},
     "topic": {"type": "string", "minLength": 2, "maxLength": 60},
     "reason": {"type": "string", "minLength": 2, "maxLength": 60},
-    "team": {"enum": ["billing", "shipping", "technical", "returns"]},
-    "why": {"enum": ["awaiting_customer", "goal_met"]},
+    "team": {"type": "string", "enum": ["billing", "shipping", "technical", "returns"]},
+    "why": {"type": "string", "enum": ["awaiting_customer", "goal_met"]},
 }
 Effect = Callable[[JSON, JSON], JSON]  # (state, arguments) -> result
 
@@ -48,7 +48,7 @@ def account(state: JSON, args: JSON) -> JSON:
 def order(state: JSON, args: JSON) -> JSON:
     for row in state["orders"]:
         if row["order_id"] == args["order_id"]:
-            return row  # type: ignore[no-any-return]
+            return row
     raise not_found("order", "order_id", args["order_id"])
 
 

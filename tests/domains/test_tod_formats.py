@@ -68,10 +68,11 @@ def test_the_formats_differ_in_form() -> None:
 
 
 def test_a_wrong_text_is_refused() -> None:
+    facts: dict[str, object] = {}
     with pytest.raises(ValueError):
-        walk_text("- if the moon is full:\n    - do no_action()", "nested", {}.__getitem__)
+        walk_text("- if the moon is full:\n    - do no_action()", "nested", facts.__getitem__)
     with pytest.raises(ValueError):
-        walk_text("- sometimes: offer_refund()", "flat", {}.__getitem__)
+        walk_text("- sometimes: offer_refund()", "flat", facts.__getitem__)
 
 
 def test_conditions_read_back_as_written() -> None:

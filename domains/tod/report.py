@@ -1,0 +1,37 @@
+"""Next-action accuracy by conversation third, instruction format and language (the paper's
+breakdowns), from a run's per-task results and the tasks' inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from sopgym.core.tasks import Task
+from sopgym.types import JSON
+
+DIMENSIONS: Final = ("position", "format", "language")
+MEASURES: Final = ("first_action", "actions", "section_top1", "section_top2")
+
+
+def breakdown(tasks: Mapping[str, Task], results: Iterable[JSON]) -> JSON:
+    """``{dimension: {value: {"tasks", "success", <measure>: mean}}}`` plus ``overall``.
+
+    ``results`` are result rows (``results.jsonl``: ``task_id``, ``success``, ``scores``); a
+    row whose task is unknown is an error, never skipped."""
+    groups: dict[tuple[str, str], list[JSON]] = {}
+    for row in results:
+        task = tasks.get(row["task_id"])
+        if task is None:
+            raise KeyError(f"result for unknown task {row['task_id']!r}")
+        groups.setdefault(("overall", "all"), []).append(row)
+        for dimension in DIMENSIONS:
+            groups.setdefault((dimension, str(task.inputs[dimension])), []).append(row)
+    out: JSON = {}
+    for (dimension, value), rows in sorted(groups.items()):
+        cell: JSON = {"tasks": len(rows), "success": sum(bool(r["success"]) for r in rows)
+                      / len(rows)}  # fmt: skip
+        for measure in MEASURES:
+            values = [r["scores"][measure]["value"] for r in rows if measure in r["scores"]]
+            cell[measure] = sum(values) / len(values) if values else None
+        out.setdefault(dimension, {})[value] = cell
+    return out
