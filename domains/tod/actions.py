@@ -180,11 +180,17 @@ SPECS: Final = (
                lambda state, args: {"why": args["why"]}),
 )
 NO_ACTION: Final = "no_action"
+# actions that only read: a customer never objects to them
+READS: Final = frozenset({"pull_up_account", "verify_identity", "membership_lookup",
+                          "subscription_status", "validate_purchase", "shipping_status",
+                          "check_stock", "search_faq", "search_policy", "search_product",
+                          NO_ACTION})
 
 
 def _build(spec: ActionSpec) -> Tool:
     @tool(name=spec.name, description=spec.description,
-          input_schema=arguments_schema({p: PARAMS[p] for p in spec.params}),
+          input_schema=arguments_schema({p: PARAMS[p] for p in spec.params}, examples=(
+              [{"why": "goal_met"}] if spec.name == NO_ACTION else None)),
           output_schema=result_schema(spec.result))  # fmt: skip
     def run(args: JSON, ctx: ToolContext) -> JSON:
         assert ctx.state is not None, "TOD actions act on an episode's state"
@@ -194,3 +200,6 @@ def _build(spec: ActionSpec) -> Tool:
 
 
 TOOLS: Final = [_build(spec) for spec in SPECS]
+# live episodes act only: there, ``no_action`` is a tool the procedure never needs
+ACTING: Final = [t for t in TOOLS if t.name != NO_ACTION]
+IDLE: Final = [t for t in TOOLS if t.name == NO_ACTION]

@@ -170,6 +170,7 @@ class Transcript:
     world: World
     turns: list[JSON] = field(default_factory=list)
     points: list[Point] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)  # the agent's steps, in order
 
 
 def opening(world: World) -> str:
@@ -177,11 +178,7 @@ def opening(world: World) -> str:
 
 
 def answer(world: World, fact: str) -> str:
-    value = world.customer[fact]
-    words = language.ANSWER[world.language]
-    if isinstance(value, bool):
-        return str(words[value])
-    return str(words["text"][world.phrasing]).format(value=value)
+    return language.say_fact(world.language, world.phrasing, world.customer[fact])
 
 
 def transcribe(world: World) -> Transcript:
@@ -193,6 +190,7 @@ def transcribe(world: World) -> Transcript:
     point = Point(0, [])
     while True:
         step = next_step(world.intent, known, len(done))
+        out.steps.append(step)
         if not isinstance(step, Act) and not point.chain:
             point.chain.append(no_action(step))
         if isinstance(step, Act):

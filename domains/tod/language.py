@@ -76,3 +76,30 @@ RESTATE: Final = {
     "es": "Como dije, {says}.",
     "fr": "Comme je l'ai dit, {says}.",
 }
+# the agent reports the actions it took since it last spoke, before its next words
+DONE: Final = {"en": "Done: {actions}. ", "es": "Hecho: {actions}. ", "fr": "Fait : {actions}. "}
+
+
+def say_fact(lang: str, phrasing: int, value: object) -> str:
+    """The customer's answer giving ``value``."""
+    words = ANSWER[lang]
+    if isinstance(value, bool):
+        return str(words[value])
+    return str(words["text"][phrasing]).format(value=value)
+
+
+def read_fact(lang: str, text: str, kind: str) -> object:
+    """The value a customer's answer (as :func:`say_fact` writes it) gives; ValueError when
+    the answer gives none."""
+    text = text.strip()
+    words = ANSWER[lang]
+    if kind == "bool":
+        for flag in (True, False):
+            if text == words[flag]:
+                return flag
+        raise ValueError(f"not a yes/no answer: {text!r}")
+    for template in words["text"]:
+        head, _, tail = str(template).partition("{value}")
+        if text.startswith(head) and text.endswith(tail) and len(text) > len(head + tail):
+            return text[len(head):len(text) - len(tail)]
+    raise ValueError(f"the answer {text!r} gives no value")
