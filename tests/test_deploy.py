@@ -40,7 +40,9 @@ needs_kubectl = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (
 
 
 def slug(domain: str) -> str:
-    return domain.replace("_", "-")
+    """A domain's name as a service name: a family pack ``tod/next_action`` is
+    ``tod-next-action``."""
+    return domain.replace("_", "-").replace("/", "-")
 
 
 # ---- Dockerfiles ----
