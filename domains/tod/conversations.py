@@ -159,6 +159,7 @@ class Point:
 
     turn: int  # index of the customer turn
     before: list[Call]  # the actions taken earlier in the conversation
+    known: dict[str, object]  # the facts the agent knows at this point
     chain: list[Call] = field(default_factory=list)
 
 
@@ -187,7 +188,7 @@ def transcribe(world: World) -> Transcript:
     known: dict[str, object] = {}
     done: list[Call] = []
     out.turns.append({"role": "user", "content": opening(world)})
-    point = Point(0, [])
+    point = Point(0, [], {})
     while True:
         step = next_step(world.intent, known, len(done))
         out.steps.append(step)
@@ -205,14 +206,41 @@ def transcribe(world: World) -> Transcript:
             out.turns += [{"role": "agent", "content": language.ASK[world.language][step.fact]},
                           {"role": "user", "content": answer(world, step.fact)}]  # fmt: skip
             out.points.append(point)
-            point = Point(len(out.turns) - 1, list(done))
+            point = Point(len(out.turns) - 1, list(done), dict(known))
         else:
             out.turns += [
                 {"role": "agent", "content": language.CLOSING_AGENT[world.language]},
                 {"role": "user", "content": language.CLOSING_USER[world.language][
                     world.phrasing]}]  # fmt: skip
-            out.points += [point, Point(len(out.turns) - 1, list(done), [no_action(step)])]
+            out.points += [point, Point(len(out.turns) - 1, list(done), dict(known),
+                                        [no_action(step)])]
             return out
+
+
+def truth(world: World) -> dict[str, object]:
+    """Every fact of ``world``: what the customer would say and what the tools would show."""
+    account, order = world.state["account"], world.state["orders"][0]
+    system = {name: (account if name in account else order).get(name) for name, fact in
+              FACTS.items() if fact.source != CUSTOMER and name != "identity_verified"}
+    return {**world.customer, **system,
+            "identity_verified": account["zip_code"] == world.customer["zip_code"]}
+
+
+REVEALS: Final = {spec.name: [k for k in spec.result if k in FACTS and
+                              FACTS[k].source != CUSTOMER] for spec in SPECS}  # fmt: skip
+
+
+def chain_at(intent: Intent, facts: dict[str, object], known: set[str], done: int) -> list[Call]:
+    """What the agent does next when it knows the facts named ``known`` (values from
+    ``facts``) after ``done`` actions: the actions up to its next words, or ``no_action``."""
+    known = set(known)
+    calls: list[Call] = []
+    while True:
+        step = next_step(intent, {k: facts[k] for k in known}, done + len(calls))
+        if not isinstance(step, Act):
+            return calls or [no_action(step)]
+        calls.append(step.call)
+        known.update(REVEALS[step.call.action])
 
 
 def no_action(step: Step) -> Call:
