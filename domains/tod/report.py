@@ -16,8 +16,8 @@ MEASURES: Final = ("first_action", "actions", "section_top1", "section_top2")
 def breakdown(tasks: Mapping[str, Task], results: Iterable[JSON]) -> JSON:
     """``{dimension: {value: {"tasks", "success", <measure>: mean}}}`` plus ``overall``.
 
-    ``results`` are result rows (``results.jsonl``: ``task_id``, ``success``, ``scores``); a
-    row whose task is unknown is an error, never skipped."""
+    ``results`` are a run's ``results.jsonl`` rows (``task_id``, ``score``: ``success``,
+    ``scores``); a row whose task is unknown is an error, never skipped."""
     groups: dict[tuple[str, str], list[JSON]] = {}
     for row in results:
         task = tasks.get(row["task_id"])
@@ -28,10 +28,11 @@ def breakdown(tasks: Mapping[str, Task], results: Iterable[JSON]) -> JSON:
             groups.setdefault((dimension, str(task.inputs[dimension])), []).append(row)
     out: JSON = {}
     for (dimension, value), rows in sorted(groups.items()):
-        cell: JSON = {"tasks": len(rows), "success": sum(bool(r["success"]) for r in rows)
-                      / len(rows)}  # fmt: skip
+        scores = [r["score"] for r in rows]
+        cell: JSON = {"tasks": len(rows),
+                      "success": sum(bool(s["success"]) for s in scores) / len(rows)}  # fmt: skip
         for measure in MEASURES:
-            values = [r["scores"][measure]["value"] for r in rows if measure in r["scores"]]
+            values = [s["scores"][measure]["value"] for s in scores if measure in s["scores"]]
             cell[measure] = sum(values) / len(values) if values else None
         out.setdefault(dimension, {})[value] = cell
     return out

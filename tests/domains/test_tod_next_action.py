@@ -58,8 +58,9 @@ def test_scorers_tell_the_mistakes_apart() -> None:
 def test_breakdown_by_third_format_and_language() -> None:
     data = domain_data(NAME)
     tasks = {t.id: t for t in data.tasks[::15]}
-    rows = [{"task_id": t.id, "success": t.inputs["format"] == "nested",
-             "scores": {"first_action": {"value": 1.0}}} for t in tasks.values()]  # fmt: skip
+    rows = [{"task_id": t.id, "score": {"success": t.inputs["format"] == "nested",
+                                        "scores": {"first_action": {"value": 1.0}}}}
+            for t in tasks.values()]  # fmt: skip
     table = breakdown(tasks, rows)
     assert table["overall"]["all"]["tasks"] == len(tasks)
     assert table["format"]["nested"]["success"] == 1.0

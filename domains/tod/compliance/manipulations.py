@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from ..actions import READS
-from ..conditions import atoms
+from ..conditions import Condition, atoms
 from ..conversations import chain_at
 from ..facts import FACTS
 from ..intents import INTENTS, Intent
@@ -46,7 +46,7 @@ def _literals(steps: tuple[Step, ...]) -> Iterator[tuple[str, str]]:
 LITERALS: Final = sorted({pair for i in INTENTS for pair in _literals(i.steps)})
 
 
-def _conditions(steps: tuple[Step, ...]) -> Iterator[object]:
+def _conditions(steps: tuple[Step, ...]) -> Iterator[Condition]:
     for step in steps:
         if isinstance(step, If):
             for condition, body in step.branches:
@@ -59,7 +59,7 @@ def condition_facts(intent: Intent) -> dict[str, list[object]]:
     """Fact -> the values worth trying: every other enum value, the other truth value, and for
     numbers each threshold and the value just past it."""
     values: dict[str, set[object]] = {}
-    for atom in (a for c in _conditions(intent.steps) for a in atoms(c)):  # type: ignore[arg-type]
+    for atom in (a for c in _conditions(intent.steps) for a in atoms(c)):
         fact = FACTS[atom.fact]
         tried = values.setdefault(atom.fact, set())
         if fact.kind == "int":
