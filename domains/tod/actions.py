@@ -203,3 +203,10 @@ TOOLS: Final = [_build(spec) for spec in SPECS]
 # live episodes act only: there, ``no_action`` is a tool the procedure never needs
 ACTING: Final = [t for t in TOOLS if t.name != NO_ACTION]
 IDLE: Final = [t for t in TOOLS if t.name == NO_ACTION]
+WRITES: Final = tuple(sorted(spec.name for spec in SPECS if spec.name not in READS))
+
+
+def reported(text: str) -> list[str]:
+    """The write actions an agent turn says it took (``offer_refund`` or ``offer refund``)."""
+    lowered = text.lower()
+    return [a for a in WRITES if a in lowered or a.replace("_", " ") in lowered]

@@ -161,6 +161,7 @@ class Point:
     before: list[Call]  # the actions taken earlier in the conversation
     known: dict[str, object]  # the facts the agent knows at this point
     chain: list[Call] = field(default_factory=list)
+    then: Ask | Close | None = None  # what the agent says after the chain (None: nothing)
 
 
 @dataclass
@@ -205,9 +206,11 @@ def transcribe(world: World) -> Transcript:
             known[step.fact] = world.customer[step.fact]
             out.turns += [{"role": "agent", "content": language.ASK[world.language][step.fact]},
                           {"role": "user", "content": answer(world, step.fact)}]  # fmt: skip
+            point.then = step
             out.points.append(point)
             point = Point(len(out.turns) - 1, list(done), dict(known))
         else:
+            point.then = step
             out.turns += [
                 {"role": "agent", "content": language.CLOSING_AGENT[world.language]},
                 {"role": "user", "content": language.CLOSING_USER[world.language][

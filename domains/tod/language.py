@@ -103,3 +103,9 @@ def read_fact(lang: str, text: str, kind: str) -> object:
         if text.startswith(head) and text.endswith(tail) and len(text) > len(head + tail):
             return text[len(head):len(text) - len(tail)]
     raise ValueError(f"the answer {text!r} gives no value")
+
+
+def asked(text: str) -> list[str]:
+    """The customer facts an agent turn asks for, in the order the facts are declared."""
+    lowered = text.lower()
+    return [fact for fact, words in ASKS.items() if any(w in lowered for w in words)]

@@ -1,4 +1,5 @@
-"""TOD scorers: the next actions with their arguments, and instruction retrieval.
+"""TOD scorers: the next actions with their arguments, instruction retrieval, and the rules a
+written response keeps.
 
 ``actions`` gates: the calls the agent made, names and arguments, in order, must be exactly
 the gold's (a call the service refused still counts as made). ``first_action`` is the paper's
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 from sopgym.evaluation.scorers import Case, Score, Scorer
 from sopgym.types import JSON
+
+from . import language
+from .actions import reported
 
 
 def _calls(case: Case) -> tuple[list[JSON], list[JSON]]:
@@ -56,3 +60,38 @@ def section_top1(gates: bool = True) -> Scorer:
 
 def section_top2(gates: bool = False) -> Scorer:
     return Scorer("section_top2", _sections(2).measure, gates)
+
+
+def _declared(case: Case) -> Score:
+    given = case.answer.get("actions")
+    gold = case.gold.outputs["actions"]
+    if given == gold:
+        return Score(1.0, {}, "the declared actions and arguments are the procedure's")
+    return Score(0.0, {}, f"declared {given}, the procedure takes {gold}")
+
+
+def declared_actions(gates: bool = True) -> Scorer:
+    return Scorer("declared_actions", _declared, gates)
+
+
+def _message(case: Case) -> Score:
+    """The message's rules, each checked: it asks exactly for the fact the procedure needs
+    next (as a question), or closes; it claims no write action it did not declare."""
+    message = case.answer.get("message")
+    if not isinstance(message, str) or not message.strip():
+        return Score(0.0, {}, "no message")
+    asks, lowered = case.gold.decisions["asks"], message.lower()
+    declared = {a.get("name") for a in case.answer.get("actions") or [] if isinstance(a, dict)}
+    rules = {
+        "asks_the_needed_fact": language.asked(message) == ([asks] if asks else []),
+        "is_a_question": "?" in message,
+        "closes_when_done": asks is not None or any(w in lowered for w in language.CLOSES),
+        "claims_only_declared": set(reported(message)) <= declared,
+    }
+    broken = [name for name, kept in rules.items() if not kept]
+    return Score(1 - len(broken) / len(rules), {"broken": broken},
+                 f"broken: {', '.join(broken)}" if broken else "every rule kept")  # fmt: skip
+
+
+def message_rules(gates: bool = True) -> Scorer:
+    return Scorer("message_rules", _message, gates)

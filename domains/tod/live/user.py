@@ -16,21 +16,10 @@ from sopgym.core.dialogue import UserTurn
 from sopgym.types import JSON
 
 from .. import language
-from ..actions import READS, SPECS
+from ..actions import WRITES, reported
+from ..language import asked
 
-WRITES = tuple(sorted(spec.name for spec in SPECS if spec.name not in READS))
-
-
-def asked(text: str) -> list[str]:
-    """The customer facts an agent turn asks for, in the order the facts are declared."""
-    lowered = text.lower()
-    return [fact for fact, words in language.ASKS.items() if any(w in lowered for w in words)]
-
-
-def reported(text: str) -> list[str]:
-    """The write actions an agent turn says it took (``offer_refund`` or ``offer refund``)."""
-    lowered = text.lower()
-    return [a for a in WRITES if a in lowered or a.replace("_", " ") in lowered]
+__all__ = ["WRITES", "reply"]
 
 
 def reply(profile: JSON, conversation: list[JSON], rng: random.Random) -> UserTurn:
