@@ -8,7 +8,7 @@ from collections import Counter
 
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.domains.tod.actions import TOOLS
-from sopgym.domains.tod.report import breakdown
+from sopgym.domains.tod.report import breakdown, main
 from sopgym.evaluation.scoring import score_episode
 from tests.helpers import domain_data
 
@@ -68,3 +68,8 @@ def test_breakdown_by_third_format_and_language() -> None:
     assert set(table["position"]) == {"beginning", "middle", "end"}
     assert table["language"]["en"]["first_action"] == 1.0
     assert table["language"]["en"]["section_top1"] is None
+
+
+def test_the_report_command_refuses_a_folder_without_results(tmp_path, capsys) -> None:
+    assert main([str(tmp_path)]) == 2
+    assert "usage:" in capsys.readouterr().err
