@@ -17,9 +17,9 @@ def test_labels_are_balanced_and_every_manipulation_is_used() -> None:
     data = domain_data(NAME)
     labels = Counter(g.outputs["label"] for g in data.gold.values())
     assert abs(labels["compliant"] - labels["violating"]) <= 1
-    assert len(data.tasks) >= 800
+    assert len(data.tasks) == 252  # one per conversation of the share
     made = Counter(c.manipulation for c in cases(data.domain.seed))
-    assert all(made[kind] >= 50 for kind in MANIPULATIONS), made
+    assert all(made[kind] >= 15 for kind in MANIPULATIONS), made
 
 
 def test_every_label_is_certain_by_construction() -> None:

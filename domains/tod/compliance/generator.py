@@ -1,11 +1,13 @@
-"""Compliance tasks: a partial conversation, its governing instruction and the agent's next
-actions (with what the read actions returned); compliant or violating, balanced. Points
-alternate between the labels; a violating one takes the manipulation made least so far that
-the point allows, and a point that allows none leaves the violation to the next point."""
+"""Compliance tasks, one per conversation of the pack's share: a partial conversation, its
+governing instruction and the agent's next actions (with what the read actions returned);
+compliant or violating, balanced. Conversations alternate between the labels; a violating one
+takes, at the first point that allows one, the manipulation made least so far (a
+conversation that allows none stays compliant and leaves the violation to the next)."""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -57,23 +59,30 @@ class Case:
 
 
 def cases(seed: int) -> list[Case]:
+    """One case per conversation of the share, at a point that rotates through it."""
     out: list[Case] = []
     violating = False
     made = dict.fromkeys(MANIPULATIONS, 0)
-    for index in share("compliance"):
+    for nth, index in enumerate(share("compliance")):
         transcript = transcribe(world(index, seed))
-        for point in transcript.points:
-            if not violating:
-                out.append(Case(transcript, point, point.chain, None))
-                violating = True
-                continue
-            for name in sorted(MANIPULATIONS, key=made.__getitem__):  # the rarest first
-                chain = violation(name, transcript.world, point)
-                if chain is not None:
-                    out.append(Case(transcript, point, chain, name))
-                    violating, made[name] = False, made[name] + 1
-                    break
+        points = transcript.points
+        rotated = points[nth % len(points):] + points[:nth % len(points)]
+        case = Case(transcript, rotated[0], rotated[0].chain, None)
+        if violating:
+            case = next((c for p in rotated for c in _violations(transcript, p, made)), case)
+        if case.manipulation is not None:
+            made[case.manipulation] += 1
+        out.append(case)
+        violating = case.manipulation is None
     return out
+
+
+def _violations(transcript: Transcript, point: Point, made: dict[str, int]) -> Iterator[Case]:
+    """The violating cases ``point`` allows, the manipulation made least so far first."""
+    for name in sorted(MANIPULATIONS, key=made.__getitem__):
+        chain = violation(name, transcript.world, point)
+        if chain is not None:
+            yield Case(transcript, point, chain, name)
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
