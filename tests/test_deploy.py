@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from sopgym.core.registry import domain_names as registered_names
+from sopgym.core.registry import load_domain
 from tests.deploy_helpers import (
     COMPOSE,
     DOCKERFILES,
@@ -31,7 +32,10 @@ from tests.deploy_helpers import (
     sopgym_services,
 )
 
-SHIPPED = registered_names(extra="")  # what compose and k8s deploy: no test packs
+# what compose and k8s deploy (no test packs): a tool service per pack with tools; the
+# tool-free packs are served by the gateway itself (--local-domain)
+SHIPPED = [d for d in registered_names(extra="") if load_domain(d).tools]
+TOOL_FREE = [d for d in registered_names(extra="") if not load_domain(d).tools]
 
 needs_compose = pytest.mark.skipif(
     not have("docker-compose"), reason="docker-compose absent (CI installs it: apt docker-compose)"
@@ -40,7 +44,9 @@ needs_kubectl = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (
 
 
 def slug(domain: str) -> str:
-    return domain.replace("_", "-")
+    """A domain's name as a service name: a family pack ``tod/next_action`` is
+    ``tod-next-action``."""
+    return domain.replace("_", "-").replace("/", "-")
 
 
 # ---- Dockerfiles ----
@@ -108,6 +114,12 @@ def test_compose_serves_every_domain_through_the_gateway() -> None:
     for domain in SHIPPED:
         assert services[f"tools-{slug(domain)}"]["command"][:2] == ["serve-tools", domain]
     assert set(services["gateway"]["depends_on"]) >= tools
+    assert local_domains(services["gateway"]["command"]) == sorted(TOOL_FREE)
+
+
+def local_domains(args: list) -> list[str]:
+    """The packs a gateway command serves itself (``--local-domain NAME``, repeated)."""
+    return sorted(str(args[i + 1]) for i, a in enumerate(args) if a == "--local-domain")
 
 
 def test_compose_gpu_profile_replaces_the_scripted_model() -> None:
@@ -245,6 +257,8 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
         container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
         assert container["readinessProbe"] and container["livenessProbe"], name
         assert name in services, f"no Service for {name}"
+    gateway = deployments["gateway"]["spec"]["template"]["spec"]["containers"][0]
+    assert local_domains(gateway["args"]) == sorted(TOOL_FREE)
     tools = deployments["tools-patient-intake"]["spec"]["template"]["spec"]["containers"][0]
     assert tools["args"][:2] == ["serve-tools", "patient_intake"]
     (hpa,) = by_kind(docs, "HorizontalPodAutoscaler").values()

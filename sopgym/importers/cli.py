@@ -100,6 +100,29 @@ def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -
     click.echo(f"registered {len(entries)} benchmark(s) in {where}")
 
 
+@import_group.command("abcd")
+@click.argument("path", type=click.Path(path_type=Path))
+@_HOME
+def import_abcd(path: Path, home: Path | None) -> None:
+    """Import PATH, a folder of ABCD's published files: its conversations become next-action
+    tasks, the domain abcd/next-action. A file that cannot be read is one line, and nothing is
+    registered."""
+    from sopgym.importers.abcd import DOMAIN_NAME, AbcdError, build_abcd
+
+    _use_home(home)
+    try:
+        domain = build_abcd(path)
+    except AbcdError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    tasks = len(domain.generate(domain.seed, path).tasks)
+    try:
+        where = register([ImportEntry(DOMAIN_NAME, path.resolve())])
+    except (OSError, ImportIndexError) as error:
+        raise click.ClickException(f"cannot write the import registry: {error}") from None
+    click.echo(f"imported {DOMAIN_NAME}: {tasks} tasks; registered in {where}")
+
+
 @import_group.command("list")
 @_HOME
 def list_imports(home: Path | None) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
+from sopgym.importers import ABCD_PREFIX
 from sopgym.importers.adapter import ImportedDomain, build_domain
 from sopgym.importers.index import ImportIndexError, read_index
 from sopgym.importers.layout import Benchmark, read_benchmark
@@ -46,7 +47,7 @@ def imported_names() -> list[str]:
         return []
 
 
-def load_imported(name: str) -> ImportedDomain:
+def load_imported(name: str) -> DomainPack:
     try:
         entry = read_index().get(name)
     except ImportIndexError as error:
@@ -58,6 +59,13 @@ def load_imported(name: str) -> ImportedDomain:
         )
     if not entry.path.is_dir():
         raise ImportProblem(f"{name}: folder {entry.path} no longer exists; import it again")
+    if name.startswith(ABCD_PREFIX):
+        from sopgym.importers.abcd import AbcdError, build_abcd
+
+        try:
+            return build_abcd(entry.path)
+        except AbcdError as error:
+            raise ImportProblem(f"{name}: {error}") from None
     return prepare(read_benchmark(entry.path), entry.input_columns)
 
 
