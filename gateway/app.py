@@ -4,11 +4,13 @@
 because it sits on every tool call's path: routing is a split on the path, and everything an
 endpoint does is a call into the shared :class:`~sopgym.gateway.core.GatewayCore`. With a gRPC
 port it also serves the gRPC API (:mod:`.grpc_server`) from the same core, on the same event
-loop, so an episode opened over one transport can be worked over the other.
+loop, so an episode opened over one transport can be worked over the other. Paths under
+``/mcp/`` go to the MCP door (:mod:`.mcp_server`), on the same port and the same core.
 """
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -26,6 +28,8 @@ from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
+from sopgym.gateway.mcp_server import PREFIX as MCP_PREFIX
+from sopgym.gateway.mcp_server import McpDoor
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
@@ -53,6 +57,7 @@ class Gateway:
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
+        self.mcp = McpDoor(self.core)
         # Manual server spans (no auto-instrumentation): this is every tool call's path.
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)  # None when tracing is off
 
@@ -66,6 +71,9 @@ class Gateway:
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http":
+            return
+        if scope["path"].startswith(MCP_PREFIX):  # the MCP door spans each MCP request itself
+            await self.mcp(scope, receive, send)
             return
         tracer = None if scope["path"] in UNTRACED_PATHS else self._tracer
         if tracer is not None:
@@ -95,9 +103,11 @@ class Gateway:
         await respond(send, status, payload, content_type)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
+        running = AsyncExitStack()  # entered and left in this one task, as anyio requires
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                await running.enter_async_context(self.mcp.running())
                 if self.grpc_port is not None:
                     from sopgym.gateway.grpc_server import start
 
@@ -106,6 +116,7 @@ class Gateway:
             elif message["type"] == "lifespan.shutdown":
                 if self._grpc is not None:
                     await self._grpc.stop(grace=2.0)
+                await running.aclose()
                 self.core.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
