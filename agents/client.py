@@ -160,16 +160,21 @@ def _body(response: Reply) -> JSON:
         return {"error": {"code": "invalid_response", "message": response.text[:200]}}
 
 
-TRANSPORTS = ("http", "grpc")
+TRANSPORTS = ("http", "grpc", "mcp")
 
 
 def connect(address: str, transport: str = "http", **options: Any) -> GatewayClient:
-    """A gateway client for ``transport``: ``http`` (``address`` is the base URL) or ``grpc``
-    (``address`` is ``host:port`` or ``grpc://host:port``); both give the same episodes."""
+    """A gateway client for ``transport``: ``http`` or ``mcp`` (``address`` is the base URL)
+    or ``grpc`` (``address`` is ``host:port`` or ``grpc://host:port``); all give the same
+    episodes."""
     if transport == "grpc":
         from sopgym.agents.grpc_client import GrpcGatewayClient
 
         return GrpcGatewayClient(address, **options)  # type: ignore[return-value]
+    if transport == "mcp":
+        from sopgym.agents.mcp_client import McpGatewayClient
+
+        return McpGatewayClient(address, **options)
     if transport != "http":
         raise ValueError(f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
     return GatewayClient(address, **options)

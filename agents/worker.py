@@ -111,7 +111,7 @@ def serve(
 ) -> None:
     """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
     agent = make_agent(agent_name, **agent_options)
-    client = connect(gateway_url, transport)
+    client = connect(gateway_url, getattr(agent, "transport", transport))  # mcp: its own door
     try:
         for line in jobs:
             if not line.strip():

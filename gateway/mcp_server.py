@@ -226,7 +226,7 @@ class McpDoor:
             types.Resource(name="sop", uri=SOP_URI, mime_type="text/markdown",
                            description="The standard operating procedure to follow."),
             types.Resource(name="task", uri=TASK_URI, mime_type="application/json",
-                           description="The task's id, kind, input and conversation opening."),
+                           description="The episode id, the task's id, kind, input (and its schema), conversation."),
         ]  # fmt: skip
         return types.ListResourcesResult(resources=resources)
 
@@ -267,8 +267,16 @@ def _task_address(path: str, query: str) -> tuple[str, str, JSON]:
 
 
 def _task_view(session: McpEpisode) -> JSON:
+    """The task resource: the task's input and the episode's id (which names the episode's
+    record and trace), with the input's schema."""
     task = session.task
-    view: JSON = {"id": task.get("id"), "kind": session.kind, "inputs": task.get("inputs", {})}
+    view: JSON = {
+        "episode_id": session.episode.id,
+        "id": task.get("id"),
+        "kind": session.kind,
+        "inputs": task.get("inputs", {}),
+        "input_schema": session.opened["input_schema"],
+    }
     if task.get("conversation"):
         view["conversation"] = task["conversation"]
     return view

@@ -142,10 +142,10 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 )
 @click.option(
     "--transport",
-    type=click.Choice(["http", "grpc"]),
+    type=click.Choice(["http", "grpc", "mcp"]),
     default="http",
     show_default=True,
-    help="How the agent workers reach the gateway.",
+    help="How the agent workers reach the gateway (the mcp agent always uses MCP).",
 )
 @click.option(
     "--trials",
@@ -403,7 +403,7 @@ def gateway(
     required=True,
     help="The gateway: base URL (http transport) or host:port (grpc transport).",
 )
-@click.option("--transport", type=click.Choice(["http", "grpc"]), default="http", show_default=True)
+@click.option("--transport", type=click.Choice(["http", "grpc", "mcp"]), default="http", show_default=True)
 @click.option("--agent", default="oracle", show_default=True)
 @click.option("--model", default="scripted", show_default=True)
 @click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")
