@@ -14,6 +14,7 @@ thread of its own; each episode's MCP session is a task on it, entered and left 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
@@ -48,10 +49,16 @@ class McpGatewayClient(GatewayClient):
         return asyncio.run_coroutine_threadsafe(work, self._loop)
 
     def task_url(
-        self, task_id: str, domain: str, distractors: int | None, sop_variant: str
+        self,
+        task_id: str,
+        domain: str,
+        distractors: int | None = None,
+        sop_variant: str = "clean",
+        meta: JSON | None = None,
     ) -> str:
         """The URL an MCP client connects to for one episode of ``task_id``."""
         query: dict[str, Any] = {"sop_variant": sop_variant}
+        query.update({k: v for k, v in (meta or {}).items() if k in ("agent", "run_id") and v})
         if distractors is not None:
             query["distractors"] = distractors
         path = "/".join(quote(part, safe="") for part in (*domain.split("/"), task_id))
@@ -66,7 +73,7 @@ class McpGatewayClient(GatewayClient):
         sop_variant: str = "clean",
         meta: JSON | None = None,
     ) -> McpEpisode:
-        session = _Session(self, self.task_url(task_id, domain, distractors, sop_variant))
+        session = _Session(self, self.task_url(task_id, domain, distractors, sop_variant, meta))
         try:
             return McpEpisode(self, session)
         except BaseException:
@@ -99,7 +106,9 @@ class _Session:
     async def _hold(self, url: str) -> None:
         self._closing = asyncio.Event()
         try:
-            async with Client(url, mode="legacy", read_timeout_seconds=self._owner.timeout) as client:
+            async with Client(
+                url, mode="legacy", read_timeout_seconds=self._owner.timeout
+            ) as client:
                 self._ready.set_result(client)
                 await self._closing.wait()
         except BaseException as error:
@@ -114,10 +123,8 @@ class _Session:
         self._owner.sessions.discard(self)
         if self._closing is not None and not self._held.done():
             self._owner._loop.call_soon_threadsafe(self._closing.set)
-            try:
+            with contextlib.suppress(Exception):  # a session that failed to close is gone too
                 self._held.result(timeout=self._owner.timeout)
-            except Exception:  # noqa: S110 - a session that failed to close has nothing left
-                pass
 
 
 class McpEpisode(Episode):
@@ -137,7 +144,11 @@ class McpEpisode(Episode):
                 "episode_id": task["episode_id"],
                 "token": "",  # the session is the credential: no token travels over MCP
                 "tools": [
-                    {"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
+                    {
+                        "name": t.name,
+                        "description": t.description or "",
+                        "input_schema": t.input_schema,
+                    }
                     for t in specs.values()
                 ],
                 "sop": sop,

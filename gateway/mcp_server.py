@@ -42,8 +42,8 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, StreamableH
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from sopgym.asgi import Receive, Scope, Send, header, respond
 from sopgym.agents.prompts import message_action_spec
+from sopgym.asgi import Receive, Scope, Send, header, respond
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.errors import ToolError
@@ -51,7 +51,7 @@ from sopgym.core.jsonio import dumps
 from sopgym.gateway.core import GatewayCore
 from sopgym.gateway.episodes import Episode
 from sopgym.observability import tracing
-from sopgym.observability.lean import current_span
+from sopgym.observability.lean import current_span, current_traceparent
 from sopgym.observability.semconv import HTTP_STATUS, SCOPE_GATEWAY
 from sopgym.types import JSON
 
@@ -126,9 +126,7 @@ class McpDoor:
             self._episodes.move_to_end(session_id)
             return known
         domain, task_id, options = _task_address(request.url.path, request.url.query)
-        opened = await self.core.open(
-            {"domain": domain, "task_id": task_id, **options, "meta": {"transport": MCP}}, MCP
-        )
+        opened = await self.core.open({"domain": domain, "task_id": task_id, **options}, MCP)
         episode = self.core.episode(opened["episode_id"])
         listed = await self.core.tasks(domain)
         task = next((t for t in listed.tasks if t.get("id") == task_id), {"id": task_id})
@@ -143,7 +141,7 @@ class McpDoor:
         there, as on an HTTP request's); a ToolError becomes a JSON-RPC error."""
         span = token = None
         if self._tracer is not None:
-            parent = None if ctx.request is None else ctx.request.headers.get("traceparent")
+            parent = current_traceparent()  # the SDK's own span of the request, if it made one
             span, token = self._tracer.start(f"MCP {method}", parent, {"mcp.method.name": method})
         status = 200
         try:
@@ -183,7 +181,9 @@ class McpDoor:
                 if params.name == FINISH_TOOL:
                     body: JSON = await self.core.finish(episode, {"outputs": arguments}, MCP)
                 elif params.name == MESSAGE_ACTION and session.kind == DIALOGUE:
-                    body = await self.core.message(episode, {"content": arguments.get("content")}, MCP)
+                    body = await self.core.message(
+                        episode, {"content": arguments.get("content")}, MCP
+                    )
                 else:
                     outcome = await self.core.call_tool(
                         episode, params.name, orjson.dumps(arguments), MCP
@@ -216,18 +216,28 @@ class McpDoor:
                 f"{session.opened['sop']}\n\nTask input:\n{_json_text(_task_view(session))}\n\n"
                 f"Work the task with the tools, then call {FINISH_TOOL} with the final answer."
             )
-            message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            message = types.PromptMessage(
+                role="user", content=types.TextContent(type="text", text=text)
+            )
             return types.GetPromptResult(messages=[message])
 
         return await self._serve(ctx, "prompts/get", handle)
 
     async def _list_resources(self, ctx: Any, _: Any) -> types.ListResourcesResult:
         resources = [
-            types.Resource(name="sop", uri=SOP_URI, mime_type="text/markdown",
-                           description="The standard operating procedure to follow."),
-            types.Resource(name="task", uri=TASK_URI, mime_type="application/json",
-                           description="The episode id, the task's id, kind, input (and its schema), conversation."),
-        ]  # fmt: skip
+            types.Resource(
+                name="sop",
+                uri=SOP_URI,
+                mime_type="text/markdown",
+                description="The standard operating procedure to follow.",
+            ),
+            types.Resource(
+                name="task",
+                uri=TASK_URI,
+                mime_type="application/json",
+                description="The episode id; the task's id, kind, input and its schema.",
+            ),
+        ]
         return types.ListResourcesResult(resources=resources)
 
     async def _read_resource(
@@ -249,20 +259,26 @@ class McpDoor:
 
 
 def _task_address(path: str, query: str) -> tuple[str, str, JSON]:
-    """``/mcp/<domain...>/<task_id>?distractors=N&sop_variant=V`` → domain, task, options.
+    """``/mcp/<domain...>/<task_id>?distractors=N&sop_variant=V`` → domain, task, and the
+    options of :meth:`GatewayCore.open` (``agent`` and ``run_id`` go to the episode's meta).
     A family pack's domain has a slash in it (``family/pack``): the task id is the last part."""
-    parts = [unquote(p) for p in path.removeprefix(PREFIX.rstrip("/")).strip("/").split("/")]
+    parts = [unquote(p) for p in path.removeprefix(PREFIX).strip("/").split("/")]
     if len(parts) < 2 or not all(parts):
         raise ToolError("invalid_request", "connect to /mcp/<domain>/<task_id>", "path")
-    options: JSON = {}
-    for key, values in parse_qs(query).items():
-        if key == "distractors":
-            try:
-                options[key] = int(values[-1])
-            except ValueError:
-                raise ToolError("invalid_value", "distractors must be an integer >= 0", key) from None
-        elif key == "sop_variant":
-            options[key] = values[-1]
+    given = {key: values[-1] for key, values in parse_qs(query).items()}
+    options: JSON = {"meta": {"transport": MCP}}
+    for key in ("agent", "run_id"):
+        if key in given:
+            options["meta"][key] = given[key]
+    if "sop_variant" in given:
+        options["sop_variant"] = given["sop_variant"]
+    if "distractors" in given:
+        try:
+            options["distractors"] = int(given["distractors"])
+        except ValueError:
+            raise ToolError(
+                "invalid_value", "distractors must be an integer >= 0", "distractors"
+            ) from None
     return "/".join(parts[:-1]), parts[-1], options
 
 

@@ -403,7 +403,9 @@ def gateway(
     required=True,
     help="The gateway: base URL (http transport) or host:port (grpc transport).",
 )
-@click.option("--transport", type=click.Choice(["http", "grpc", "mcp"]), default="http", show_default=True)
+@click.option(
+    "--transport", type=click.Choice(["http", "grpc", "mcp"]), default="http", show_default=True
+)
 @click.option("--agent", default="oracle", show_default=True)
 @click.option("--model", default="scripted", show_default=True)
 @click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")
