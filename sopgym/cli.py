@@ -396,6 +396,36 @@ def gateway(
         raise click.ClickException(str(error)) from None
 
 
+@main.command("env-serve")
+@click.option("--gateway", "gateway_url", required=True, help="The gateway's base URL.")
+@click.option("--domain", "domains", multiple=True, required=True, help="Repeatable.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8090, show_default=True, type=int)
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@click.option("--distractors", default=None, type=click.IntRange(0))
+@click.option("--max-steps", default=64, show_default=True, type=click.IntRange(1))
+def env_serve(
+    gateway_url: str,
+    domains: tuple[str, ...],
+    host: str,
+    port: int,
+    data_root: Path | None,
+    distractors: int | None,
+    max_steps: int,
+) -> None:
+    """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
+    from sopgym.env.server import build
+    from sopgym.serving import serve
+
+    for name in domains:
+        _domain(name)
+    serve(
+        build(gateway_url, [*domains], data_root, distractors=distractors, max_steps=max_steps),
+        host,
+        port,
+    )
+
+
 @main.command("agent-worker")
 @click.option(
     "--gateway",

@@ -15,7 +15,11 @@ __all__ = ["ACTION_TYPES", "JsonSpace", "SopgymEnv", "make_env"]
 
 
 def make_env(
-    gateway: str, domain: str, data_root: Path | None = None, transport: str = "http", **options: Any
+    gateway: str,
+    domain: str,
+    data_root: Path | None = None,
+    transport: str = "http",
+    **options: Any,
 ) -> SopgymEnv:
     """An environment over ``domain``'s tasks (its data generated under ``data_root`` if it
     is not there yet) through the gateway at ``gateway``; ``options`` go to SopgymEnv."""
