@@ -1,5 +1,5 @@
 """The MCP agent: the function-calling agent, working its episodes only through the gateway's
-MCP door (:mod:`.mcp_client`), as an off-the-shelf MCP client would. ``sopgym run --agent
+MCP door (:mod:`sopgym.client.over_mcp`), as an off-the-shelf MCP client would. ``sopgym run --agent
 mcp`` therefore exercises the door end to end: the catalog, the SOP and task resources, tool
 calls and refusals, the user messages of a dialogue and the ``finish_episode`` tool."""
 

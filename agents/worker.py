@@ -21,7 +21,7 @@ import orjson
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
-from sopgym.agents.client import GatewayClient, connect
+from sopgym.client import GatewayClient, connect
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
 from sopgym.types import JSON

@@ -18,10 +18,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from sopgym.agents.client import GatewayClient, connect
-from sopgym.agents.mcp_client import McpGatewayClient
 from sopgym.agents.oracle import OracleAgent
 from sopgym.agents.worker import run_job
+from sopgym.client import GatewayClient, connect
+from sopgym.client.over_mcp import McpGatewayClient
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.episodes import assemble
 from sopgym.evaluation.scoring import score_episode

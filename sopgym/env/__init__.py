@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sopgym.agents.client import connect
+from sopgym.client import connect
 from sopgym.core import dataset
 from sopgym.core.registry import load_domain
 from sopgym.env.environment import ACTION_TYPES, JsonSpace, SopgymEnv

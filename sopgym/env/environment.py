@@ -29,7 +29,7 @@ from typing import Any, SupportsFloat
 import gymnasium
 import orjson
 
-from sopgym.agents.client import Episode, GatewayClient, ToolResult
+from sopgym.client import Episode, GatewayClient, ToolResult
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task

@@ -24,8 +24,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from sopgym.agents.client import GatewayClient, GatewayError, connect
 from sopgym.asgi import MAX_API_BODY, read_body
+from sopgym.client import GatewayClient, GatewayError, connect
 from sopgym.core import dataset
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import loads_object

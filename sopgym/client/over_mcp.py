@@ -25,7 +25,7 @@ import mcp_types as types
 import orjson
 from mcp import Client
 
-from sopgym.agents.client import Episode, GatewayClient, GatewayError
+from sopgym.client import Episode, GatewayClient, GatewayError
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.errors import ToolError
 from sopgym.gateway.mcp_server import FINISH_TOOL, SOP_URI, TASK_URI
