@@ -103,10 +103,12 @@ def main() -> None:
 
             port = free_port()
             url = f"http://127.0.0.1:{port}"
-            argv = sopgym_command("env-serve", "--gateway", stack.gateway_url, "--domain",
-                                  DOMAIN, "--port", str(port), "--data-root", str(root / "data"),
-                                  )  # fmt: skip
-            server = ManagedProcess("env-server", argv, root / "env.log", ready_url=f"{url}/healthz")
+            argv = sopgym_command(
+                "env-serve", "--gateway", stack.gateway_url, "--domain", DOMAIN,
+                "--port", str(port), "--data-root", str(root / "data"),
+            )  # fmt: skip
+            ready = f"{url}/healthz"
+            server = ManagedProcess("env-server", argv, root / "env.log", ready_url=ready)
             try:
                 server.wait_ready(60)
                 clients = [httpx.Client(base_url=url, timeout=60) for _ in range(args.envs)]
