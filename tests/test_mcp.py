@@ -245,3 +245,15 @@ def test_a_run_with_the_mcp_agent_scores_full_marks(tmp_path: Path) -> None:
     names = {s.name for s in load_spans(tmp_path / "m" / "traces").spans}
     assert "MCP tools/call" in names
     assert not any(n.startswith("POST /v1/episodes/{episode_id}") for n in names)
+
+
+def test_the_readme_client_example_runs(stack: Stack) -> None:
+    """The README's client SDK example, run as written against this stack's gateway."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("## Bring any agent", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    printed: list[tuple[Any, ...]] = []
+    code = example.replace("http://127.0.0.1:8000", stack.gateway_url)
+    exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.append(a)})
+    assert printed[1] == (422, "missing_argument", "insurance_provider")
+    assert printed[2][0] is True and printed[3][:2] == (2, True)
