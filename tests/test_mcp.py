@@ -234,14 +234,18 @@ def _comparable(trajectory: Trajectory, results: bool = True) -> dict[str, Any]:
 
 def test_a_run_with_the_mcp_agent_scores_full_marks(tmp_path: Path) -> None:
     """``sopgym run --agent mcp``: the workers' episodes go through the MCP door only (the
-    gateway's spans say so) and the scripted model's run scores TSR 100%."""
-    command = [sys.executable, "-m", "sopgym", "run", DOMAIN, "--agent", "mcp", "--model",
-               "scripted", "--limit", "4", "--runs-dir", str(tmp_path), "--run-id", "m",
-               "--data-root", str(DATA_ROOT)]  # fmt: skip
+    gateway's spans say so) and the scripted model's run scores TSR 100%, on a tool-use
+    domain and on a dialogue one (the user messages go through the door too)."""
+    command = [sys.executable, "-m", "sopgym", "run", DOMAIN, "helpdesk", "--agent", "mcp",
+               "--model", "scripted", "--limit", "3", "--runs-dir", str(tmp_path), "--run-id",
+               "m", "--data-root", str(DATA_ROOT)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     summary = orjson.loads((tmp_path / "m" / "summary.json").read_bytes())
-    assert summary["tasks"] == 4 and summary["tsr"] == 1.0
+    assert summary["tasks"] == 6 and summary["tsr"] == 1.0
+    rows = [orjson.loads(line) for line in (tmp_path / "m" / "results.jsonl").open()]
+    talked = [r for r in rows if r["domain"] == "helpdesk"]
+    assert talked and all(r["trajectory"]["messages"] for r in talked)
     names = {s.name for s in load_spans(tmp_path / "m" / "traces").spans}
     assert "MCP tools/call" in names
     assert not any(n.startswith("POST /v1/episodes/{episode_id}") for n in names)
