@@ -92,8 +92,9 @@ def main() -> None:
             env.reset(options={"task_id": task_ids[0]})
             call = data.gold[task_ids[0]].calls[0]
             action = {"type": "tool", "name": call.name, "arguments": call.arguments}
-            assert env.episode is not None
-            direct = _median_ms(lambda: env.episode.call(call.name, call.arguments), args.calls)
+            episode = env.episode
+            assert episode is not None
+            direct = _median_ms(lambda: episode.call(call.name, call.arguments), args.calls)
             stepped = _median_ms(lambda: env.step(action), args.calls)
             print(f"per step: env.step {stepped:.3f} ms, Episode.call {direct:.3f} ms, "
                   f"harness {stepped - direct:.3f} ms")  # fmt: skip

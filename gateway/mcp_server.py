@@ -27,6 +27,7 @@ server streams responses), so a deployment exposes one port and one URL for all 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -61,7 +62,7 @@ FINISH_TOOL = "finish_episode"
 TASK_PROMPT = "task"
 SOP_URI = "sopgym://episode/sop"
 TASK_URI = "sopgym://episode/task"
-INVALID_PARAMS = -32602
+INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603  # JSON-RPC: the client's fault, or ours
 _T = TypeVar("_T")
 
 
@@ -92,7 +93,7 @@ class McpDoor:
         self.manager = StreamableHTTPSessionManager(self.server, json_response=True)
         # by MCP session id, least recently used first: past the manager's cap of live
         # sessions, the oldest entry is one whose session has ended (or idled out)
-        self._episodes: OrderedDict[str, McpEpisode] = OrderedDict()
+        self._episodes: OrderedDict[str, asyncio.Future[McpEpisode]] = OrderedDict()
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)
 
     @contextlib.asynccontextmanager
@@ -116,33 +117,40 @@ class McpDoor:
 
     # ---- the session's episode ----
     async def _session_episode(self, ctx: Any) -> McpEpisode:
-        """The session's episode, opened by its first request from the URL's task."""
+        """The session's episode, opened by its first request from the URL's task (requests
+        that arrive together wait for the same opening; a failed one is tried again)."""
         request = ctx.request
         session_id = request.headers.get(MCP_SESSION_ID_HEADER) if request is not None else None
         if session_id is None:
             raise ToolError("invalid_request", "no MCP session: connect with the handshake")
-        known = self._episodes.get(session_id)
-        if known is not None:
+        opening = self._episodes.get(session_id)
+        if opening is None:
+            opening = self._episodes[session_id] = asyncio.ensure_future(self._open(request))
+            if len(self._episodes) > DEFAULT_MAX_SESSIONS:
+                self._episodes.popitem(last=False)
+        else:
             self._episodes.move_to_end(session_id)
-            return known
+        try:
+            return await asyncio.shield(opening)
+        except ToolError:
+            self._episodes.pop(session_id, None)
+            raise
+
+    async def _open(self, request: Any) -> McpEpisode:
         domain, task_id, options = _task_address(request.url.path, request.url.query)
         opened = await self.core.open({"domain": domain, "task_id": task_id, **options}, MCP)
-        episode = self.core.episode(opened["episode_id"])
         listed = await self.core.tasks(domain)
         task = next((t for t in listed.tasks if t.get("id") == task_id), {"id": task_id})
-        known = McpEpisode(episode, opened, task, self.core.catalog.services[domain].kind)
-        self._episodes[session_id] = known
-        if len(self._episodes) > DEFAULT_MAX_SESSIONS:
-            self._episodes.popitem(last=False)
-        return known
+        kind = self.core.catalog.services[domain].kind
+        return McpEpisode(self.core.episode(opened["episode_id"]), opened, task, kind)
 
     async def _serve(self, ctx: Any, method: str, handle: Callable[[], Awaitable[_T]]) -> _T:
         """Run one MCP request inside its SERVER span (the gateway's episode annotations land
         there, as on an HTTP request's); a ToolError becomes a JSON-RPC error."""
-        span = token = None
-        if self._tracer is not None:
+        tracer, span, token = self._tracer, None, None
+        if tracer is not None:
             parent = current_traceparent()  # the SDK's own span of the request, if it made one
-            span, token = self._tracer.start(f"MCP {method}", parent, {"mcp.method.name": method})
+            span, token = tracer.start(f"MCP {method}", parent, {"mcp.method.name": method})
         status = 200
         try:
             return await handle()
@@ -150,9 +158,9 @@ class McpDoor:
             status = error.status
             raise _jsonrpc_error(error) from None
         finally:
-            if span is not None and token is not None:
+            if tracer is not None and span is not None and token is not None:
                 span.attributes.setdefault(HTTP_STATUS, status)
-                self._tracer.end(span, token, error=status >= 500)  # type: ignore[union-attr]
+                tracer.end(span, token, error=status >= 500)
 
     # ---- handlers ----
     async def _list_tools(self, ctx: Any, _: Any) -> types.ListToolsResult:
@@ -328,7 +336,9 @@ def _tool_error(error: ToolError) -> types.CallToolResult:
 
 
 def _jsonrpc_error(error: ToolError) -> MCPError:
-    return MCPError(INVALID_PARAMS, error.message, error.to_body()["error"])
+    """A request the door cannot serve, as JSON-RPC sees it; ``data`` is our error."""
+    code = INTERNAL_ERROR if error.status >= 500 else INVALID_PARAMS
+    return MCPError(code, error.message, error.to_body()["error"])
 
 
 def _set_status(status: int) -> None:
