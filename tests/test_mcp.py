@@ -81,6 +81,7 @@ async def sdk_episode(url: str, outputs: dict[str, Any]) -> dict[str, Any]:
         with pytest.raises(MCPError) as raised:
             await client.read_resource("sopgym://episode/nothing")
         seen["protocol_error"] = raised.value
+        seen["after"] = await client.list_tools()  # the session outlives the error
     return seen
 
 
@@ -106,6 +107,7 @@ def test_an_sdk_client_works_an_episode(stack: Stack, http: GatewayClient,
     assert seen["finished"].is_error is False
     assert seen["late"].structured_content["error"]["code"] == "episode_closed"
     assert seen["protocol_error"].data["code"] == "not_found"  # a JSON-RPC error, not a crash
+    assert [t.name for t in seen["after"].tools] == [*tools, FINISH_TOOL]
     episode_id = seen["finished"].structured_content["episode_id"]
     record = http.record(episode_id, stack.admin_token)
     assert [c["error_code"] for c in record["calls"]] == [None, "missing_argument"]

@@ -40,13 +40,13 @@ class McpGatewayClient(GatewayClient):
     def __init__(self, base_url: str, timeout: float = 30.0, **options: Any) -> None:
         super().__init__(base_url, timeout, **options)
         self.timeout = timeout
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
         self.sessions: set[_Session] = set()  # open ones, closed with the client
 
     def submit(self, work: Coroutine[Any, Any, _T]) -> Future[_T]:
-        return asyncio.run_coroutine_threadsafe(work, self._loop)
+        return asyncio.run_coroutine_threadsafe(work, self.loop)
 
     def task_url(
         self,
@@ -84,9 +84,9 @@ class McpGatewayClient(GatewayClient):
         for session in list(self.sessions):
             session.close()
         super().close()
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
-        self._loop.close()
+        self.loop.close()
 
 
 class _Session:
@@ -122,7 +122,7 @@ class _Session:
     def close(self) -> None:
         self._owner.sessions.discard(self)
         if self._closing is not None and not self._held.done():
-            self._owner._loop.call_soon_threadsafe(self._closing.set)
+            self._owner.loop.call_soon_threadsafe(self._closing.set)
             with contextlib.suppress(Exception):  # a session that failed to close is gone too
                 self._held.result(timeout=self._owner.timeout)
 

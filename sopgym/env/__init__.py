@@ -22,6 +22,8 @@ def make_env(
     **options: Any,
 ) -> SopgymEnv:
     """An environment over ``domain``'s tasks (its data generated under ``data_root`` if it
-    is not there yet) through the gateway at ``gateway``; ``options`` go to SopgymEnv."""
+    is not there yet) through the gateway at ``gateway`` over ``transport`` (http or grpc: the
+    reward reads the episode's record with its token, which MCP episodes do not carry);
+    ``options`` go to SopgymEnv."""
     data = dataset.load(load_domain(domain), data_root)
     return SopgymEnv(connect(gateway, transport), data, **options)
