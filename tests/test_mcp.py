@@ -263,3 +263,15 @@ def test_the_readme_client_example_runs(stack: Stack) -> None:
     exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.append(a)})
     assert printed[1] == (422, "missing_argument", "insurance_provider")
     assert printed[2][0] is True and printed[3][:2] == (2, True)
+
+
+def test_requests_arriving_together_open_one_episode(stack: Stack, door: McpGatewayClient) -> None:
+    async def together(url: str) -> tuple[Any, ...]:
+        async with Client(url, mode="legacy") as client:
+            return await asyncio.gather(client.list_tools(), client.read_resource(TASK_URI),
+                                        client.read_resource(TASK_URI))  # fmt: skip
+
+    before = httpx.get(f"{stack.gateway_url}/healthz").json()["episodes"]
+    _, first, second = asyncio.run(together(door.task_url("T-together", DOMAIN)))
+    assert first.contents[0].text == second.contents[0].text
+    assert httpx.get(f"{stack.gateway_url}/healthz").json()["episodes"] == before + 1
