@@ -5,12 +5,13 @@ because it sits on every tool call's path: routing is a split on the path, and e
 endpoint does is a call into the shared :class:`~sopgym.gateway.core.GatewayCore`. With a gRPC
 port it also serves the gRPC API (:mod:`.grpc_server`) from the same core, on the same event
 loop, so an episode opened over one transport can be worked over the other. Paths under
-``/mcp/`` go to the MCP door (:mod:`.mcp_server`), on the same port and the same core.
+``/mcp/`` go to the MCP door (:mod:`.mcp_server`), on the same port and the same core; the
+door starts with its first request, since the MCP SDK takes about a second to import.
 """
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
+import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -28,8 +29,6 @@ from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
-from sopgym.gateway.mcp_server import PREFIX as MCP_PREFIX
-from sopgym.gateway.mcp_server import McpDoor
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
@@ -37,6 +36,7 @@ from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
 from sopgym.observability.semconv import SCOPE_GATEWAY
 
 HTTP = "http"
+MCP_PREFIX = "/mcp/"
 _METRICS_TYPE = (b"content-type", METRICS_TYPE.encode())
 
 
@@ -57,7 +57,8 @@ class Gateway:
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
-        self.mcp = McpDoor(self.core)
+        self.mcp: Any = None  # the MCP door, once a request needed it
+        self._mcp_starting = asyncio.Lock()
         # Manual server spans (no auto-instrumentation): this is every tool call's path.
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)  # None when tracing is off
 
@@ -73,7 +74,7 @@ class Gateway:
         if scope["type"] != "http":
             return
         if scope["path"].startswith(MCP_PREFIX):  # the MCP door spans each MCP request itself
-            await self.mcp(scope, receive, send)
+            await (self.mcp or await self._start_mcp())(scope, receive, send)
             return
         tracer = None if scope["path"] in UNTRACED_PATHS else self._tracer
         if tracer is not None:
@@ -103,11 +104,9 @@ class Gateway:
         await respond(send, status, payload, content_type)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        running = AsyncExitStack()  # entered and left in this one task, as anyio requires
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                await running.enter_async_context(self.mcp.running())
                 if self.grpc_port is not None:
                     from sopgym.gateway.grpc_server import start
 
@@ -116,10 +115,21 @@ class Gateway:
             elif message["type"] == "lifespan.shutdown":
                 if self._grpc is not None:
                     await self._grpc.stop(grace=2.0)
-                await running.aclose()
+                if self.mcp is not None:
+                    await self.mcp.stop()
                 self.core.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _start_mcp(self) -> Any:
+        async with self._mcp_starting:
+            if self.mcp is None:
+                from sopgym.gateway.mcp_server import McpDoor
+
+                door = McpDoor(self.core)
+                await door.start()
+                self.mcp = door
+        return self.mcp
 
     async def _route(self, scope: Scope, receive: Receive) -> tuple[int, Any]:
         core, method = self.core, scope["method"]

@@ -28,9 +28,8 @@ server streams responses), so a deployment exposes one port and one URL for all 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote
@@ -49,6 +48,7 @@ from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps
+from sopgym.gateway.app import MCP_PREFIX
 from sopgym.gateway.core import GatewayCore
 from sopgym.gateway.episodes import Episode
 from sopgym.observability import tracing
@@ -57,7 +57,6 @@ from sopgym.observability.semconv import HTTP_STATUS, SCOPE_GATEWAY
 from sopgym.types import JSON
 
 MCP = "mcp"
-PREFIX = "/mcp/"
 FINISH_TOOL = "finish_episode"
 TASK_PROMPT = "task"
 SOP_URI = "sopgym://episode/sop"
@@ -95,12 +94,31 @@ class McpDoor:
         # sessions, the oldest entry is one whose session has ended (or idled out)
         self._episodes: OrderedDict[str, asyncio.Future[McpEpisode]] = OrderedDict()
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)
+        self._stopping = asyncio.Event()
+        self._held: asyncio.Task[None] | None = None
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        """The session manager's lifetime (the gateway's lifespan)."""
-        async with self.manager.run():
-            yield
+    async def start(self) -> None:
+        """Run the session manager in a task of its own (its task group is entered and left
+        in one task, as anyio requires) until :meth:`stop`."""
+        ready = asyncio.Event()
+
+        async def hold() -> None:
+            try:
+                async with self.manager.run():
+                    ready.set()
+                    await self._stopping.wait()
+            finally:
+                ready.set()  # a manager that failed to start must not leave start() waiting
+
+        self._held = asyncio.get_running_loop().create_task(hold())
+        await ready.wait()
+        if self._held.done():
+            self._held.result()  # raises why it stopped
+
+    async def stop(self) -> None:
+        if self._held is not None:
+            self._stopping.set()
+            await self._held
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         version = header(scope, b"mcp-protocol-version")
@@ -270,7 +288,7 @@ def _task_address(path: str, query: str) -> tuple[str, str, JSON]:
     """``/mcp/<domain...>/<task_id>?distractors=N&sop_variant=V`` → domain, task, and the
     options of :meth:`GatewayCore.open` (``agent`` and ``run_id`` go to the episode's meta).
     A family pack's domain has a slash in it (``family/pack``): the task id is the last part."""
-    parts = [unquote(p) for p in path.removeprefix(PREFIX).strip("/").split("/")]
+    parts = [unquote(p) for p in path.removeprefix(MCP_PREFIX).strip("/").split("/")]
     if len(parts) < 2 or not all(parts):
         raise ToolError("invalid_request", "connect to /mcp/<domain>/<task_id>", "path")
     given = {key: values[-1] for key, values in parse_qs(query).items()}
