@@ -1,7 +1,8 @@
 """Agents: each one drives an episode through the gateway, in its own worker process.
 
 ``oracle`` replays gold calls (no model); ``fc``, ``react`` and ``plan`` are LangGraph agents
-that talk to a model chosen by a model spec (see :mod:`sopgym.agents.models`).
+that talk to a model chosen by a model spec (see :mod:`sopgym.agents.models`); ``mcp`` is
+``fc`` working its episodes through the gateway's MCP door.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def _plan(**options: Any) -> Agent:
     return PlanExecuteAgent(**options)
 
 
+def _mcp(**options: Any) -> Agent:
+    from sopgym.agents.mcp_agent import McpAgent
+
+    return McpAgent(**options)
+
+
 def _baseline(**options: Any) -> Agent:
     from sopgym.importers.baseline_agent import make_baseline  # the generic policy, no model
 
@@ -50,6 +57,7 @@ AGENTS: dict[str, AgentFactory] = {
     "fc": _fc,
     "react": _react,
     "plan": _plan,
+    "mcp": _mcp,
     "baseline": _baseline,
 }
 MODEL_FREE = frozenset({"oracle", "baseline"})  # agents that never call a model

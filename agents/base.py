@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from sopgym.agents.client import Episode
+from sopgym.client import Episode
 from sopgym.core.tasks import Task
 from sopgym.types import JSON
 

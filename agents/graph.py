@@ -26,7 +26,6 @@ from langgraph.graph import END, StateGraph
 
 from sopgym.agents import llm as model_calls
 from sopgym.agents.base import JSON, AgentContext
-from sopgym.agents.client import Episode
 from sopgym.agents.llm import LLM, DeadlineExceeded
 from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
@@ -36,6 +35,7 @@ from sopgym.agents.prompts import (
     observation,
     tool_free_prompt,
 )
+from sopgym.client import Episode
 from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task

@@ -10,9 +10,9 @@ keeps its own way of answering.
 from __future__ import annotations
 
 from sopgym.agents.base import Agent, AgentContext
-from sopgym.agents.client import Episode
 from sopgym.agents.graph import answer_without_tools
 from sopgym.agents.llm import LLM
+from sopgym.client import Episode
 from sopgym.core.tasks import Task
 from sopgym.types import JSON
 

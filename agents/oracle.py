@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from sopgym.agents.base import JSON, AgentContext
-from sopgym.agents.client import Episode
+from sopgym.client import Episode
 from sopgym.core.dataset import load_tasks
 from sopgym.core.dialogue import AGENT
 from sopgym.core.tasks import Gold, Task

@@ -21,7 +21,7 @@ import orjson
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
-from sopgym.agents.client import GatewayClient, connect
+from sopgym.client import GatewayClient, connect
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
 from sopgym.types import JSON
@@ -111,7 +111,7 @@ def serve(
 ) -> None:
     """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
     agent = make_agent(agent_name, **agent_options)
-    client = connect(gateway_url, transport)
+    client = connect(gateway_url, getattr(agent, "transport", transport))  # mcp: its own door
     try:
         for line in jobs:
             if not line.strip():

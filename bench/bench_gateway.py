@@ -30,7 +30,7 @@ from pathlib import Path
 
 import httptools
 
-from sopgym.agents.client import GatewayClient
+from sopgym.client import GatewayClient
 from sopgym.orchestration.stack import embedded_stack
 
 TOOL = "score_lifestyle"

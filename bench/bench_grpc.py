@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 from bench_gateway import ARGS, TOOL, RawKeepAlive, describe, sequential
 
-from sopgym.agents.client import connect
+from sopgym.client import connect
 from sopgym.orchestration.stack import embedded_stack
 from sopgym.proto import gateway_v1
 

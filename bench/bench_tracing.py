@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench_gateway import TOOL, RawKeepAlive, StdlibKeepAlive
 
-from sopgym.agents.client import GatewayClient
+from sopgym.client import GatewayClient
 from sopgym.evaluation.sources import load_spans
 from sopgym.orchestration.stack import Stack, embedded_stack
 

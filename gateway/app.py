@@ -4,11 +4,14 @@
 because it sits on every tool call's path: routing is a split on the path, and everything an
 endpoint does is a call into the shared :class:`~sopgym.gateway.core.GatewayCore`. With a gRPC
 port it also serves the gRPC API (:mod:`.grpc_server`) from the same core, on the same event
-loop, so an episode opened over one transport can be worked over the other.
+loop, so an episode opened over one transport can be worked over the other. Paths under
+``/mcp/`` go to the MCP door (:mod:`.mcp_server`), on the same port and the same core; the
+door starts with its first request, since the MCP SDK takes about a second to import.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -33,6 +36,7 @@ from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
 from sopgym.observability.semconv import SCOPE_GATEWAY
 
 HTTP = "http"
+MCP_PREFIX = "/mcp/"
 _METRICS_TYPE = (b"content-type", METRICS_TYPE.encode())
 
 
@@ -53,6 +57,8 @@ class Gateway:
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
+        self.mcp: Any = None  # the MCP door, once a request needed it
+        self._mcp_starting = asyncio.Lock()
         # Manual server spans (no auto-instrumentation): this is every tool call's path.
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)  # None when tracing is off
 
@@ -66,6 +72,9 @@ class Gateway:
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http":
+            return
+        if scope["path"].startswith(MCP_PREFIX):  # the MCP door spans each MCP request itself
+            await (self.mcp or await self._start_mcp())(scope, receive, send)
             return
         tracer = None if scope["path"] in UNTRACED_PATHS else self._tracer
         if tracer is not None:
@@ -106,9 +115,21 @@ class Gateway:
             elif message["type"] == "lifespan.shutdown":
                 if self._grpc is not None:
                     await self._grpc.stop(grace=2.0)
+                if self.mcp is not None:
+                    await self.mcp.stop()
                 self.core.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _start_mcp(self) -> Any:
+        async with self._mcp_starting:
+            if self.mcp is None:
+                from sopgym.gateway.mcp_server import McpDoor
+
+                door = McpDoor(self.core)
+                await door.start()
+                self.mcp = door
+        return self.mcp
 
     async def _route(self, scope: Scope, receive: Receive) -> tuple[int, Any]:
         core, method = self.core, scope["method"]

@@ -142,10 +142,10 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 )
 @click.option(
     "--transport",
-    type=click.Choice(["http", "grpc"]),
+    type=click.Choice(["http", "grpc", "mcp"]),
     default="http",
     show_default=True,
-    help="How the agent workers reach the gateway.",
+    help="How the agent workers reach the gateway (the mcp agent always uses MCP).",
 )
 @click.option(
     "--trials",
@@ -396,6 +396,36 @@ def gateway(
         raise click.ClickException(str(error)) from None
 
 
+@main.command("env-serve")
+@click.option("--gateway", "gateway_url", required=True, help="The gateway's base URL.")
+@click.option("--domain", "domains", multiple=True, required=True, help="Repeatable.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8090, show_default=True, type=int)
+@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@click.option("--distractors", default=None, type=click.IntRange(0))
+@click.option("--max-steps", default=64, show_default=True, type=click.IntRange(1))
+def env_serve(
+    gateway_url: str,
+    domains: tuple[str, ...],
+    host: str,
+    port: int,
+    data_root: Path | None,
+    distractors: int | None,
+    max_steps: int,
+) -> None:
+    """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
+    from sopgym.env.server import build
+    from sopgym.serving import serve
+
+    for name in domains:
+        _domain(name)
+    serve(
+        build(gateway_url, [*domains], data_root, distractors=distractors, max_steps=max_steps),
+        host,
+        port,
+    )
+
+
 @main.command("agent-worker")
 @click.option(
     "--gateway",
@@ -403,7 +433,9 @@ def gateway(
     required=True,
     help="The gateway: base URL (http transport) or host:port (grpc transport).",
 )
-@click.option("--transport", type=click.Choice(["http", "grpc"]), default="http", show_default=True)
+@click.option(
+    "--transport", type=click.Choice(["http", "grpc", "mcp"]), default="http", show_default=True
+)
 @click.option("--agent", default="oracle", show_default=True)
 @click.option("--model", default="scripted", show_default=True)
 @click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")

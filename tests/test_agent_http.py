@@ -1,4 +1,4 @@
-"""The agents' HTTP transport to the gateway (agents/http.py), against a real server."""
+"""The agents' HTTP transport to the gateway (sopgym/client/keepalive.py), against a real server."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from sopgym.agents.client import GatewayClient, GatewayError
-from sopgym.agents.http import HttpTransport
 from sopgym.asgi import Receive, Scope, Send, read_body, respond
+from sopgym.client import GatewayClient, GatewayError
+from sopgym.client.keepalive import HttpTransport
 from sopgym.orchestration.processes import free_port
 from tests.test_gateway_server import running
 

@@ -13,10 +13,10 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
-from sopgym.agents.client import ToolResult
 from sopgym.agents.graph import GraphAgent, StepLimitExceeded
 from sopgym.agents.llm import LLM, ModelCallError
 from sopgym.agents.models import parse_model_spec
+from sopgym.client import ToolResult
 from sopgym.core.tasks import Task
 
 ANSWER = '<final_answer>{"status": "ok"}</final_answer>'

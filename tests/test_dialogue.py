@@ -27,8 +27,8 @@ import httpx
 import orjson
 import pytest
 
-from sopgym.agents.client import GatewayClient
-from sopgym.agents.grpc_client import GrpcGatewayClient
+from sopgym.client import GatewayClient
+from sopgym.client.over_grpc import GrpcGatewayClient
 from sopgym.core.dialogue import AGENT
 from sopgym.core.errors import ToolError
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV

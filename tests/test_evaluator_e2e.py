@@ -19,9 +19,9 @@ from opentelemetry.propagate import inject
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from sopgym.agents.base import AgentContext
-from sopgym.agents.client import Episode, GatewayClient
 from sopgym.agents.worker import run_job
 from sopgym.cli import main as cli
+from sopgym.client import Episode, GatewayClient
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.evaluator import TaskSet, evaluate, evaluate_path

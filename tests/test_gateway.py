@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sopgym.agents.client import GatewayClient
+from sopgym.client import GatewayClient
 from sopgym.gateway.catalog import DiscoveryError, discover
 from sopgym.orchestration.processes import free_port
 from sopgym.orchestration.stack import Stack, embedded_stack

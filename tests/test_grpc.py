@@ -17,8 +17,8 @@ import orjson
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
-from sopgym.agents.client import GatewayClient, connect
-from sopgym.agents.grpc_client import GrpcGatewayClient, trailing_metadata
+from sopgym.client import GatewayClient, connect
+from sopgym.client.over_grpc import GrpcGatewayClient, trailing_metadata
 from sopgym.evaluation.sources import load_spans
 from sopgym.gateway.grpc_server import GRPC_STATUS
 from sopgym.orchestration.stack import Stack, embedded_stack

@@ -18,8 +18,8 @@ import httpx
 import orjson
 import pytest
 
-from sopgym.agents.client import GatewayClient
-from sopgym.agents.grpc_client import GrpcGatewayClient
+from sopgym.client import GatewayClient
+from sopgym.client.over_grpc import GrpcGatewayClient
 from sopgym.core.dataset import DomainData
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
 from sopgym.core.trajectory import Trajectory

@@ -28,13 +28,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
-from sopgym.agents.client import GatewayClient
 from sopgym.agents.graph import NoFinalAnswer
 from sopgym.agents.llm import LLM
 from sopgym.agents.models import ModelSpec, parse_model_spec
 from sopgym.agents.oneshot import OneShotSolver, one_shot_solver
 from sopgym.agents.prompts import case_message, tool_free_prompt
 from sopgym.agents.worker import parse_job
+from sopgym.client import GatewayClient
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV, load_domain
 from sopgym.core.tasks import Task

@@ -15,7 +15,7 @@ from sopgym.types import JSON
 
 if TYPE_CHECKING:
     from sopgym.agents.base import AgentContext
-    from sopgym.agents.client import Episode
+    from sopgym.client import Episode
     from sopgym.core.tasks import Task
 
 

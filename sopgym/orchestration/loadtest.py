@@ -214,7 +214,7 @@ class Loadtest:
         display: Display | None,
     ) -> Outcome:
         from sopgym.agents import uses_model
-        from sopgym.agents.client import connect
+        from sopgym.client import connect
         from sopgym.orchestration.shards import _data_dirs
 
         config = self.config

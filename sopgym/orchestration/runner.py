@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 
 from sopgym.agents import uses_model
-from sopgym.agents.client import GatewayClient
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
+from sopgym.client import GatewayClient
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic

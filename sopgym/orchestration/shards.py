@@ -144,8 +144,8 @@ def run_shard(
 ) -> int:
     """Work one shard of the run's tasks; returns how many tasks this call worked."""
     from sopgym.agents import make_agent, uses_model
-    from sopgym.agents.client import GatewayError, connect
     from sopgym.agents.worker import run_job
+    from sopgym.client import GatewayError, connect
     from sopgym.observability import tracing
 
     index, count = parse_shard(shard_text)

@@ -1,7 +1,7 @@
 """The gateway's gRPC transport for agents: the same client and episode interface as HTTP.
 
 :class:`GrpcGatewayClient` and :class:`GrpcEpisode` are drop-in replacements for
-:class:`~sopgym.agents.client.GatewayClient` and :class:`~sopgym.agents.client.Episode`:
+:class:`~sopgym.client.GatewayClient` and :class:`~sopgym.client.Episode`:
 agents cannot tell the transports apart. A refused call arrives as a gRPC status whose
 trailing metadata carries the sopgym error (code, field, HTTP status); it is turned back into
 the exact ``ToolResult`` the HTTP API would have produced. UNAVAILABLE, RESOURCE_EXHAUSTED and
@@ -18,7 +18,7 @@ import grpc
 import orjson
 from opentelemetry.propagate import inject
 
-from sopgym.agents.client import Episode, GatewayError
+from sopgym.client import Episode, GatewayError
 from sopgym.core.errors import ToolError
 from sopgym.proto import gateway_v1
 from sopgym.types import JSON

@@ -1,4 +1,10 @@
-"""The agent side of the gateway protocol: open an episode, call tools, finish.
+"""sopgym's client SDK: the agent side of the episode API (open, call, message, finish,
+record), the one client every agent uses, ours and anyone's.
+
+``connect(address, transport)`` gives a :class:`GatewayClient` over HTTP (keep-alive
+connections on the standard library, :mod:`.keepalive`), gRPC (:mod:`.over_grpc`) or the
+gateway's MCP door (:mod:`.over_mcp`); their episodes (:class:`Episode`) behave alike, so an
+agent never knows which one it was given. See the README for a complete example.
 
 Tool refusals (4xx) are returned, not raised: an agent shows them to its model as the tool's
 result, exactly as a real API would answer. Transport failures, 429 and 502/503 are retried
@@ -14,7 +20,7 @@ from urllib.parse import quote
 
 from opentelemetry.propagate import inject
 
-from sopgym.agents.http import HttpTransport, Reply, TransportError
+from sopgym.client.keepalive import HttpTransport, Reply, TransportError
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
@@ -160,16 +166,21 @@ def _body(response: Reply) -> JSON:
         return {"error": {"code": "invalid_response", "message": response.text[:200]}}
 
 
-TRANSPORTS = ("http", "grpc")
+TRANSPORTS = ("http", "grpc", "mcp")
 
 
 def connect(address: str, transport: str = "http", **options: Any) -> GatewayClient:
-    """A gateway client for ``transport``: ``http`` (``address`` is the base URL) or ``grpc``
-    (``address`` is ``host:port`` or ``grpc://host:port``); both give the same episodes."""
+    """A gateway client for ``transport``: ``http`` or ``mcp`` (``address`` is the base URL)
+    or ``grpc`` (``address`` is ``host:port`` or ``grpc://host:port``); all give the same
+    episodes."""
     if transport == "grpc":
-        from sopgym.agents.grpc_client import GrpcGatewayClient
+        from sopgym.client.over_grpc import GrpcGatewayClient
 
         return GrpcGatewayClient(address, **options)  # type: ignore[return-value]
+    if transport == "mcp":
+        from sopgym.client.over_mcp import McpGatewayClient
+
+        return McpGatewayClient(address, **options)
     if transport != "http":
         raise ValueError(f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
     return GatewayClient(address, **options)
