@@ -119,7 +119,8 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     "sop_variant",
     default="clean",
     show_default=True,
-    type=click.Choice(["clean", "noisy"]),
+    help="SOP variant: clean or noisy (every pack); packs may add their own (maze/*: "
+    "deciding, none).",
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option("--task-timeout", default=300.0, show_default=True, help="Seconds per task.")
@@ -202,6 +203,12 @@ def run(
         refusal = run_refusal(agent, [_domain(n) for n in names])
         if refusal:  # imported benchmarks have no gold calls to replay
             raise click.UsageError(refusal)
+        lacking = [n for n in names if sop_variant not in _domain(n).sop_files]
+        if lacking:
+            raise click.UsageError(
+                f"no SOP variant {sop_variant!r} in {', '.join(lacking)} "
+                f"(its variants: {', '.join(_domain(lacking[0]).sop_files)})"
+            )
         from sopgym.agents import AGENTS
 
         if agent not in AGENTS:
