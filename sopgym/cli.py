@@ -340,7 +340,9 @@ def serve_tools(
     "--local-domain",
     "local_domains",
     multiple=True,
-    help="A tool-free domain (answer-only, one-shot) the gateway serves itself; repeatable.",
+    envvar="SOPGYM_GATEWAY_LOCAL_DOMAINS",
+    help="Tool-free domains (answer-only, one-shot) the gateway serves itself: a name, a "
+    "family or a glob; repeatable ($SOPGYM_GATEWAY_LOCAL_DOMAINS: space-separated).",
 )
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
@@ -374,8 +376,10 @@ def gateway(
 
     if not services and not local_domains:
         raise click.UsageError("give at least one --service or --local-domain")
-    for name in local_domains:
-        _domain(name)
+    try:
+        local = select_domains(local_domains) if local_domains else []
+    except UnknownDomainError as error:
+        raise click.UsageError(str(error)) from None
     setup_tracing("sopgym-gateway")
 
     urls = {}
@@ -388,7 +392,7 @@ def gateway(
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
     try:
-        catalog = with_local_domains(discover(urls, on_wait=waiting), [*local_domains], data_root)
+        catalog = with_local_domains(discover(urls, on_wait=waiting), local, data_root)
     except (DiscoveryError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if user_sim is not None and not user_sim.startswith("http"):

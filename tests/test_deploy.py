@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from sopgym.core.registry import domain_names as registered_names
+from sopgym.core.registry import load_domain, select_domains
 from tests.deploy_helpers import (
     COMPOSE,
     DOCKERFILES,
@@ -31,7 +32,10 @@ from tests.deploy_helpers import (
     sopgym_services,
 )
 
-SHIPPED = registered_names(extra="")  # what compose and k8s deploy: no test packs
+# what compose and k8s deploy (no test packs): a tool service per pack with tools; the
+# tool-free packs are served by the gateway itself (SOPGYM_GATEWAY_LOCAL_DOMAINS)
+SHIPPED = [n for n in registered_names(extra="") if load_domain(n).all_tools()]
+TOOL_FREE = [n for n in registered_names(extra="") if not load_domain(n).all_tools()]
 
 needs_compose = pytest.mark.skipif(
     not have("docker-compose"), reason="docker-compose absent (CI installs it: apt docker-compose)"
@@ -107,6 +111,8 @@ def test_compose_serves_every_domain_through_the_gateway() -> None:
     assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in SHIPPED)
     for domain in SHIPPED:
         assert services[f"tools-{slug(domain)}"]["command"][:2] == ["serve-tools", domain]
+    local = services["gateway"]["environment"].get("SOPGYM_GATEWAY_LOCAL_DOMAINS", "")
+    assert sorted(select_domains(local.split())) == sorted(TOOL_FREE)
     assert set(services["gateway"]["depends_on"]) >= tools
 
 
@@ -241,6 +247,12 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
         if name.startswith("sopgym-gateway")
     )
     assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in SHIPPED)
+    local = next(
+        cm["data"].get("SOPGYM_GATEWAY_LOCAL_DOMAINS", "")
+        for name, cm in gateway_env.items()
+        if name.startswith("sopgym-gateway")
+    )
+    assert sorted(select_domains(local.split())) == sorted(TOOL_FREE)
     for name in [f"tools-{slug(d)}" for d in SHIPPED] + ["gateway"]:
         container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
         assert container["readinessProbe"] and container["livenessProbe"], name
