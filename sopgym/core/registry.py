@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
-from sopgym.importers import PREFIX as IMPORTED_PREFIX
+from sopgym.importers import PREFIXES as IMPORTED_PREFIXES
 
 # Extra packages of domain packs (comma-separated importable names), laid out like
 # ``sopgym.domains``: the test suite's small test domains use this, and so can a user's own
@@ -84,7 +84,7 @@ def families() -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for name in domain_names():
         family, _, member = name.partition("/")
-        if member and not name.startswith(IMPORTED_PREFIX):
+        if member and not name.startswith(IMPORTED_PREFIXES):
             grouped.setdefault(family, []).append(name)
     return grouped
 
@@ -115,7 +115,7 @@ def select_domains(patterns: Iterable[str]) -> list[str]:
 
 @cache
 def _load(name: str, extra: str) -> DomainPack:
-    if name.startswith(IMPORTED_PREFIX):  # imported benchmarks: see sopgym/importers
+    if name.startswith(IMPORTED_PREFIXES):  # imported benchmarks: see sopgym/importers
         from sopgym.importers.resolve import load_imported
 
         return load_imported(name)

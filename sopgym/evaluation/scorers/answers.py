@@ -54,7 +54,16 @@ def schema_errors(answer: Any, schema: JSON) -> list[str]:
     return [f"{e.json_path}: {e.message}" for e in found] or ["not checkable as JSON"]
 
 
+def _unscorable(case: Case) -> Score | None:
+    """An item an import audit found unscorable (its target breaks its own schema, say) is
+    n/a here, with the reason, rather than a failure (docs/sop-maze-import.md)."""
+    why = case.gold.decisions.get("unscorable")
+    return Score(None, {}, f"unscorable: {why}") if why else None
+
+
 def _schema_valid(case: Case) -> Score:
+    if flagged := _unscorable(case):
+        return flagged
     if not case.completed:
         return Score(0.0, {"errors": []}, "no final answer")
     problems = schema_errors(case.answer, case.output_schema)
@@ -68,6 +77,8 @@ def schema_valid(gates: bool = False) -> Scorer:
 
 
 def _answer_schema(case: Case) -> Score:
+    if flagged := _unscorable(case):
+        return flagged
     if not case.completed:
         return Score(INVALID, {}, "no final answer")
     if schema_errors(case.answer, case.output_schema):

@@ -48,12 +48,16 @@ def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
 
 
 FREE_TEXT = "x-free-text"  # a schema keyword: this key holds free text and is never compared
+FREE_TEXT_KEYS = "x-free-text-keys"  # a root keyword: names never compared, at any depth
 
 
 def free_text_keys(schema: Any) -> set[str]:
-    """Names of the properties, at any depth of ``schema``, declared ``"x-free-text": true``."""
+    """Names of the properties, at any depth of ``schema``, declared ``"x-free-text": true``,
+    and the names its ``x-free-text-keys`` lists (imports whose keys the schema may not
+    declare)."""
     found: set[str] = set()
     if isinstance(schema, dict):
+        found.update(k for k in schema.get(FREE_TEXT_KEYS) or [] if isinstance(k, str))
         for name, sub in (schema.get("properties") or {}).items():
             if isinstance(sub, dict) and sub.get(FREE_TEXT) is True:
                 found.add(name)
