@@ -33,10 +33,12 @@ from sopgym.domains.maze.speech import (
     clock,
     noisy,
     read,
+    simplify,
 )
 from sopgym.types import JSON
 
 FAMILY = "maze"
+ABLATION_FAMILY = "maze_ablation"  # the same subtasks with simplified queries (paper §7)
 MAX_TURNS = 40  # agent turns per conversation; the SOPs end far sooner
 WIDE = 10  # a step with more children than this is a wide choice (a "route" source)
 
@@ -144,17 +146,18 @@ def converse(scenario: Scenario, customer: Customer, rng: random.Random) -> list
     raise RuntimeError(f"scenario {graph.name}: a conversation did not end in {MAX_TURNS} turns")
 
 
-def generator(scenario: Scenario):
-    name = f"{FAMILY}/{scenario.graph.name}"
+def generator(scenario: Scenario, name: str, simplified: bool):
     schema = output_schema(scenario)
     needed = requirement(schema)
 
     def generate(seed: int, files_dir: Path) -> GeneratedData:
-        rng = random.Random(f"{seed}|{name}")
+        rng = random.Random(f"{seed}|{scenario.graph.name}")  # the ablation draws the same
         tasks = []
         for index in range(scenario.instances):
             customer = scenario.customer(index, rng)
             for cut, dialogue in enumerate(converse(scenario, customer, rng)):
+                if simplified:
+                    dialogue = simplify(dialogue, scenario.facts)
                 inputs = {
                     "objective": scenario.graph.objective,
                     "dialogue": dialogue,
@@ -196,14 +199,19 @@ def policy(scenario: Scenario):
     return solve
 
 
-def scenario_pack(name: str) -> DomainPack:
+def scenario_pack(name: str, simplified: bool = False) -> DomainPack:
+    """``maze/<name>``; ``simplified``: ``maze_ablation/<name>``, the same subtasks (same ids,
+    same gold) with simplified queries. With ``--sop deciding`` and ``--sop none`` these give
+    the paper's S2 and S3 ablations; the plain pack with ``--sop clean`` is the original."""
     scenario = SCENARIOS[name]
+    full = f"{ABLATION_FAMILY if simplified else FAMILY}/{name}"
     return DomainPack(
-        name=f"{FAMILY}/{name}",
-        title=f"SOP-Maze {scenario.graph.shape}: {scenario.graph.title}",
+        name=full,
+        title=f"SOP-Maze {scenario.graph.shape}: {scenario.graph.title}"
+        + (" (simplified queries)" if simplified else ""),
         folder=Path(__file__).parent,
         tools=[],
-        generate=generator(scenario),
+        generate=generator(scenario, full, simplified),
         solve=policy(scenario),
         kind="json_answer",
         input_schema=INPUT_SCHEMA,

@@ -120,8 +120,11 @@ class Reading:
     devices: set[str]
 
 
-def read(dialogue: list[JSON], facts: list[Fact]) -> Reading:
-    """Read ``dialogue`` back into facts, as an agent following the SOP would."""
+def _phrasebook(
+    facts: list[Fact],
+) -> tuple[dict[str, tuple[str, str]], set[str], dict[str, tuple[str, str]]]:
+    """Customer lines -> (fact, value), the sarcastic lines, and back-office notes -> (fact,
+    value)."""
     said: dict[str, tuple[str, str]] = {}
     sarcastic: set[str] = set()
     noted: dict[str, tuple[str, str]] = {}
@@ -133,6 +136,25 @@ def read(dialogue: list[JSON], facts: list[Fact]) -> Reading:
             sarcastic.update(fact.sarcasm.values())
         elif isinstance(fact, Note):
             noted.update({line: (fact.name, value) for value, line in fact.lines.items()})
+    return said, sarcastic, noted
+
+
+def _plain(text: str) -> tuple[str, set[str]]:
+    """A customer line without fillers, menu prompts and a reversal's opening, and which of
+    those it had."""
+    devices = set()
+    plain = _MENU.sub("", _FILLER.sub("", text))
+    if plain != text:
+        devices.add("noise")
+    if _REVERSAL.match(plain):
+        plain = _REVERSAL.sub("", plain)
+        devices.add("reversal")
+    return plain, devices
+
+
+def read(dialogue: list[JSON], facts: list[Fact]) -> Reading:
+    """Read ``dialogue`` back into facts, as an agent following the SOP would."""
+    said, sarcastic, noted = _phrasebook(facts)
     computed = [f for f in facts if isinstance(f, CALCULATED)]
     found: dict[str, list[Any]] = {}
     devices: set[str] = set()
@@ -148,12 +170,8 @@ def read(dialogue: list[JSON], facts: list[Fact]) -> Reading:
             continue
         if turn["role"] != "customer":
             continue
-        plain = _MENU.sub("", _FILLER.sub("", text))
-        if plain != text:
-            devices.add("noise")
-        if _REVERSAL.match(plain):
-            plain = _REVERSAL.sub("", plain)
-            devices.add("reversal")
+        plain, marks = _plain(text)
+        devices |= marks
         if plain in sarcastic:
             devices.add("sarcasm")
         if plain in CLAIMS:
@@ -169,6 +187,37 @@ def read(dialogue: list[JSON], facts: list[Fact]) -> Reading:
     if "agent" in times:  # the first customer line and the first agent reply
         found[WAITED] = [(_seconds(times["agent"]) - _seconds(times["customer"])) / 60]
     return Reading(found, devices)
+
+
+def simplify(dialogue: list[JSON], facts: list[Fact]) -> list[JSON]:
+    """The same conversation with only its deciding content (the paper's "simplified query"
+    ablation): fillers, menu prompts and misleading claims go, a sarcastic line becomes the
+    literal one, and a request later taken back goes with the agent's answers to it. The
+    facts it establishes, and so its gold step, do not change."""
+    said, _, _ = _phrasebook(facts)
+    literal = {
+        line: f.phrases[v][0]
+        for f in facts
+        if isinstance(f, Choice)
+        for v, line in f.sarcasm.items()
+    }
+    stated = [
+        said.get(_plain(t["text"])[0], ("", ""))[0] if t["role"] == "customer" else ""
+        for t in dialogue
+    ]
+    kept: list[JSON] = []
+    dropping = False
+    for index, turn in enumerate(dialogue):
+        if turn["role"] == "customer":
+            plain = _plain(turn["text"])[0]
+            fact = stated[index]
+            dropping = bool(fact) and fact in stated[index + 1 :]  # taken back later
+            if dropping or plain in CLAIMS:
+                continue
+            kept.append({**turn, "text": literal.get(plain, plain)})
+        elif not (dropping and turn["role"] == "agent"):
+            kept.append(turn)
+    return kept
 
 
 def _value(fact: DaysAgo | Quotes, raw: str, today: dt.date) -> int | float:

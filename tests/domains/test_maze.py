@@ -152,3 +152,15 @@ def test_the_sop_files_are_rendered_from_the_graph(name: str) -> None:
 def test_sop_files_live_in_the_scenario_folders() -> None:
     folder = Path(load_domain(MAZE[0]).folder)
     assert {p.parent.name for p in folder.glob("*/sop_clean.md")} == set(SCENARIOS)
+
+
+@pytest.mark.parametrize("name", select_domains(["maze_ablation"]))
+def test_the_simplified_query_ablation_keeps_every_subtask_and_its_gold(name: str) -> None:
+    simplified, original = domain_data(name), domain_data(name.replace("maze_ablation", "maze"))
+    assert [t.id for t in simplified.tasks] == [t.id for t in original.tasks]
+    for task_id, gold in original.gold.items():
+        plain = simplified.gold[task_id]
+        assert plain.outputs == gold.outputs and plain.decisions["path"] == gold.decisions["path"]
+        assert plain.decisions["devices"] == [] and "conversation" not in plain.decisions["sources"]
+    devices = Counter(d for g in original.gold.values() for d in g.decisions["devices"])
+    assert devices["noise"] and devices["sarcasm"]  # what the ablation took away was there
