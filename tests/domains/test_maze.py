@@ -37,14 +37,14 @@ def test_the_family_has_ten_scenarios_of_both_shapes_and_enough_subtasks() -> No
     assert total >= 2500
 
 
-def _depth(scenario_name: str, step_id: str) -> int:
+def _depth(step_id: str) -> int:
     return step_id.count(".") + 1
 
 
 @pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.graph.shape == "LRS"])
 def test_wide_scenarios_are_shallow_with_a_parent_of_more_than_ten_children(name: str) -> None:
     graph = SCENARIOS[name].graph
-    assert max(_depth(name, s.id) for s in graph.steps) <= 3
+    assert max(_depth(s.id) for s in graph.steps) <= 3
     assert len({e.to for e in graph.root.edges}) > WIDE
 
 
