@@ -91,6 +91,7 @@ def test_every_audit_finding_has_a_fixture_that_triggers_it(tmp_path: Path) -> N
         "bfs_duplicates": ["duplicate_keys"],
         "dfs_unknown_keywords": ["unknown_schema_keywords"],
         "dfs_malformed": ["bad_file"],
+        "bfs_count_off": ["record_count_mismatch"],
     }
     assert summary["dfs_target_invalid"]["tasks"] == 1  # scorable items
     unknown = json.loads((out / "dfs_unknown_keywords.json").read_text())["findings"][0]

@@ -36,6 +36,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "items whose target is invalid against their own JSON Schema: unscorable, excluded",
     ),
     "unknown_schema_keywords": ("info", "schema keywords the draft does not define"),
+    "record_count_mismatch": ("info", "the record count in a file's name is not its count"),
     "relayed_outputs": (
         "info",
         "a tool returns an expected output verbatim: the task reduces to relaying it",

@@ -181,6 +181,15 @@ def _audit(found: MazeFile) -> list[Finding]:
                 file=where,
             )
         )
+    named = _COUNT.search(found.path.stem)
+    if named and int(named.group(1)) != len(found.records):
+        findings.append(
+            Finding(
+                "record_count_mismatch",
+                f"the name says {named.group(1)} records, the file holds {len(found.records)}",
+                file=where,
+            )
+        )
     if unknown:
         findings.append(
             Finding(
