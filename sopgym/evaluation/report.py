@@ -279,6 +279,10 @@ def print_summary(result: JSON, console: Console) -> None:
             rich.add_row(*(_text(row[i]) for i in keep))
         console.print(rich)
     console.print(f"errors: {_errors(result['errors'])}")
+    found = result.get("breakdown")
+    if found:
+        shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
+        console.print(f"SOP-Maze score: {num(found['sop_maze_score'])} ({shapes})")
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:
         line = f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}"
