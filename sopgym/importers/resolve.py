@@ -57,9 +57,8 @@ def load_imported(name: str) -> ImportedDomain:
         raise ImportProblem(str(error)) from None
     if entry is None:
         known = ", ".join(imported_names()) or "none"
-        raise ImportProblem(
-            f"{name} is not imported (imported: {known}); run: sopgym import sop-bench <folder>"
-        )
+        how = "sop-maze <file or folder>" if name.startswith(MAZE_PREFIX) else "sop-bench <folder>"
+        raise ImportProblem(f"{name} is not imported (imported: {known}); run: sopgym import {how}")
     if name.startswith(MAZE_PREFIX):
         return _load_maze(name, entry.path)
     if not entry.path.is_dir():
