@@ -30,9 +30,12 @@ def _compiled(schema: JSON) -> jsonschema_rs.Validator:
 
 
 def _validator(schema: JSON) -> jsonschema_rs.Validator:
-    """2020-12 unless the schema names its draft in ``$schema`` (imported data: draft-07)."""
+    """2020-12 unless the schema names a known draft in ``$schema`` (imported data: draft-07)."""
     if "$schema" in schema:
-        return jsonschema_rs.validator_for(schema)
+        try:
+            return jsonschema_rs.validator_for(schema)
+        except jsonschema_rs.ValidationError:  # an unknown meta-schema: the default draft
+            pass
     return jsonschema_rs.Draft202012Validator(schema)
 
 
