@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
+from sopgym.core.domain import DomainPack, GeneratedData, Generator, Policy, PolicyRun
 from sopgym.core.tasks import Solution, Task
 from sopgym.domains.maze.graph import SOP_VARIANTS, render, walk
 from sopgym.domains.maze.scenarios import SCENARIOS
@@ -131,7 +131,7 @@ def converse(scenario: Scenario, customer: Customer, rng: random.Random) -> list
             return cuts
         fact = scenario.fact(step.asks)
         queue = customer.values[fact.name]
-        value = queue[min(len(told.get(fact.name, [])), len(queue) - 1)]  # a re-ask: the next
+        value = queue[min(len(told.get(fact.name, [])), len(queue) - 1)]  # asked again: the next
         if isinstance(fact, Choice):
             say("customer", fact.say(str(value), rng, customer.sarcastic))
         elif isinstance(fact, Note):
@@ -146,7 +146,7 @@ def converse(scenario: Scenario, customer: Customer, rng: random.Random) -> list
     raise RuntimeError(f"scenario {graph.name}: a conversation did not end in {MAX_TURNS} turns")
 
 
-def generator(scenario: Scenario, name: str, simplified: bool):
+def generator(scenario: Scenario, name: str, simplified: bool) -> Generator:
     schema = output_schema(scenario)
     needed = requirement(schema)
 
@@ -170,7 +170,7 @@ def generator(scenario: Scenario, name: str, simplified: bool):
     return generate
 
 
-def policy(scenario: Scenario):
+def policy(scenario: Scenario) -> Policy:
     graph = scenario.graph
     calculated = {f.name for f in scenario.facts if isinstance(f, CALCULATED)} | {WAITED}
     counted = {c.fact for s in graph.steps for e in s.edges for c in e.when if c.count}
