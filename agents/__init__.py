@@ -46,6 +46,15 @@ def _mcp(**options: Any) -> Agent:
     return McpAgent(**options)
 
 
+def _oneshot(**options: Any) -> Agent:
+    """One model call per task on the fc agent's model layer (``agents/oneshot.py``): how
+    answer-only tasks (``maze/*``) run as one-shot chat tasks, scored like any episode."""
+    from sopgym.agents.fc import FunctionCallingAgent
+    from sopgym.agents.oneshot import one_shot_solver
+
+    return one_shot_solver(FunctionCallingAgent(**options))
+
+
 def _baseline(**options: Any) -> Agent:
     from sopgym.importers.baseline_agent import make_baseline  # the generic policy, no model
 
@@ -58,6 +67,7 @@ AGENTS: dict[str, AgentFactory] = {
     "react": _react,
     "plan": _plan,
     "mcp": _mcp,
+    "oneshot": _oneshot,
     "baseline": _baseline,
 }
 MODEL_FREE = frozenset({"oracle", "baseline"})  # agents that never call a model

@@ -119,7 +119,8 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     "sop_variant",
     default="clean",
     show_default=True,
-    type=click.Choice(["clean", "noisy"]),
+    help="SOP variant: clean or noisy (every pack); packs may add their own (maze/*: "
+    "deciding, none).",
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option("--task-timeout", default=300.0, show_default=True, help="Seconds per task.")
@@ -202,6 +203,12 @@ def run(
         refusal = run_refusal(agent, [_domain(n) for n in names])
         if refusal:  # imported benchmarks have no gold calls to replay
             raise click.UsageError(refusal)
+        lacking = [n for n in names if sop_variant not in _domain(n).sop_files]
+        if lacking:
+            raise click.UsageError(
+                f"no SOP variant {sop_variant!r} in {', '.join(lacking)} "
+                f"(its variants: {', '.join(_domain(lacking[0]).sop_files)})"
+            )
         from sopgym.agents import AGENTS
 
         if agent not in AGENTS:
@@ -333,7 +340,9 @@ def serve_tools(
     "--local-domain",
     "local_domains",
     multiple=True,
-    help="A tool-free domain (answer-only, one-shot) the gateway serves itself; repeatable.",
+    envvar="SOPGYM_GATEWAY_LOCAL_DOMAINS",
+    help="Tool-free domains (answer-only, one-shot) the gateway serves itself: a name, a "
+    "family or a glob; repeatable ($SOPGYM_GATEWAY_LOCAL_DOMAINS: space-separated).",
 )
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
@@ -367,8 +376,10 @@ def gateway(
 
     if not services and not local_domains:
         raise click.UsageError("give at least one --service or --local-domain")
-    for name in local_domains:
-        _domain(name)
+    try:
+        local = select_domains(local_domains) if local_domains else []
+    except UnknownDomainError as error:
+        raise click.UsageError(str(error)) from None
     setup_tracing("sopgym-gateway")
 
     urls = {}
@@ -381,7 +392,7 @@ def gateway(
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
     try:
-        catalog = with_local_domains(discover(urls, on_wait=waiting), [*local_domains], data_root)
+        catalog = with_local_domains(discover(urls, on_wait=waiting), local, data_root)
     except (DiscoveryError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if user_sim is not None and not user_sim.startswith("http"):

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from sopgym.core.registry import domain_names as registered_names
-from sopgym.core.registry import load_domain
+from sopgym.core.registry import load_domain, select_domains
 from tests.deploy_helpers import (
     COMPOSE,
     DOCKERFILES,
@@ -33,9 +33,9 @@ from tests.deploy_helpers import (
 )
 
 # what compose and k8s deploy (no test packs): a tool service per pack with tools; the
-# tool-free packs are served by the gateway itself (--local-domain)
-SHIPPED = [d for d in registered_names(extra="") if load_domain(d).tools]
-TOOL_FREE = [d for d in registered_names(extra="") if not load_domain(d).tools]
+# tool-free packs are served by the gateway itself (SOPGYM_GATEWAY_LOCAL_DOMAINS)
+SHIPPED = [n for n in registered_names(extra="") if load_domain(n).all_tools()]
+TOOL_FREE = [n for n in registered_names(extra="") if not load_domain(n).all_tools()]
 
 needs_compose = pytest.mark.skipif(
     not have("docker-compose"), reason="docker-compose absent (CI installs it: apt docker-compose)"
@@ -113,13 +113,9 @@ def test_compose_serves_every_domain_through_the_gateway() -> None:
     assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in SHIPPED)
     for domain in SHIPPED:
         assert services[f"tools-{slug(domain)}"]["command"][:2] == ["serve-tools", domain]
+    local = services["gateway"]["environment"].get("SOPGYM_GATEWAY_LOCAL_DOMAINS", "")
+    assert sorted(select_domains(local.split())) == sorted(TOOL_FREE)
     assert set(services["gateway"]["depends_on"]) >= tools
-    assert local_domains(services["gateway"]["command"]) == sorted(TOOL_FREE)
-
-
-def local_domains(args: list) -> list[str]:
-    """The packs a gateway command serves itself (``--local-domain NAME``, repeated)."""
-    return sorted(str(args[i + 1]) for i, a in enumerate(args) if a == "--local-domain")
 
 
 def test_compose_gpu_profile_replaces_the_scripted_model() -> None:
@@ -253,12 +249,16 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
         if name.startswith("sopgym-gateway")
     )
     assert sorted(listed) == sorted(f"{d}=http://tools-{slug(d)}:8100" for d in SHIPPED)
+    local = next(
+        cm["data"].get("SOPGYM_GATEWAY_LOCAL_DOMAINS", "")
+        for name, cm in gateway_env.items()
+        if name.startswith("sopgym-gateway")
+    )
+    assert sorted(select_domains(local.split())) == sorted(TOOL_FREE)
     for name in [f"tools-{slug(d)}" for d in SHIPPED] + ["gateway"]:
         container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
         assert container["readinessProbe"] and container["livenessProbe"], name
         assert name in services, f"no Service for {name}"
-    gateway = deployments["gateway"]["spec"]["template"]["spec"]["containers"][0]
-    assert local_domains(gateway["args"]) == sorted(TOOL_FREE)
     tools = deployments["tools-patient-intake"]["spec"]["template"]["spec"]["containers"][0]
     assert tools["args"][:2] == ["serve-tools", "patient_intake"]
     (hpa,) = by_kind(docs, "HorizontalPodAutoscaler").values()

@@ -16,7 +16,12 @@ hallucinated_tool  calls a tool that is not in the catalog               halluci
 skip_step          silently skips a (non-first) SOP step                 (tool recall only)
 blank              answers at once without calling any tool              blank (+wrong_final)
 wrong_final        reports one output field wrong                        wrong_final
+invalid_final      leaves a required output field out of its answer      wrong_final
 =================  =====================================================  ===============
+
+``wrong_final`` keeps the answer valid against the output schema and never changes a free-text
+key (it would not be wrong); ``invalid_final`` makes it invalid: SOP-Maze's graded score
+(``answer_schema``) gives them 0.2 and 0.
 
 After a refused call the model makes the correct call next, as a real model recovering from a
 tool error would. ``messy_format`` is not a mistake: it varies how replies are written (code
@@ -37,7 +42,7 @@ STEP_KINDS = (
     "skip_step",
     "hallucinated_tool",
 )
-TASK_KINDS = ("blank", "wrong_final")
+TASK_KINDS = ("blank", "wrong_final", "invalid_final")
 STYLE_KINDS = ("messy_format",)
 KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS)
 

@@ -25,7 +25,7 @@ from sopgym.core.dataset import DomainData
 from sopgym.core.dialogue import AGENT
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES, ToolError
 from sopgym.core.tasks import Gold, Task, ToolCall
-from sopgym.evaluation.scorers.fields import normalize, values_match
+from sopgym.evaluation.scorers.fields import free_text_keys, normalize, values_match
 from sopgym.services.model.profiles import STEP_KINDS, ErrorProfile
 from sopgym.types import JSON
 
@@ -153,6 +153,14 @@ class Playbook:
                 script.final[field_name] = value
                 script.final_kind, script.final_expected = "wrong_final", ["wrong_final"]
                 script.final_note = {"field": field_name, "value": value}
+        rate = profile.rate("invalid_final")  # drawn only when asked for: other scripts keep theirs
+        if rate and not script.final_kind and rng.random() < rate:
+            required = sorted(self.domain.output_schema.get("required", []))
+            if required:
+                dropped = rng.choice(required)
+                del script.final[dropped]
+                script.final_kind, script.final_expected = "invalid_final", ["wrong_final"]
+                script.final_note = {"field": dropped, "value": None}
         return script
 
     def _mistake(self, kind: str, index: int, gold: Gold, rng: random.Random) -> Event | None:
@@ -231,7 +239,8 @@ class Playbook:
 
     def _corrupt(self, gold: Gold, rng: random.Random) -> tuple[str, Any] | None:
         properties = self.domain.output_schema.get("properties", {})
-        names = sorted(gold.outputs)
+        free = free_text_keys(self.domain.output_schema)
+        names = sorted(set(gold.outputs) - free)
         rng.shuffle(names)
         for name in names:
             for value in _alternatives(gold.outputs[name], properties.get(name, {})):

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
-from sopgym.importers import PREFIX as IMPORTED_PREFIX
 from sopgym.importers import PREFIXES as IMPORTED_PREFIXES
 
 # Extra packages of domain packs (comma-separated importable names), laid out like
@@ -85,7 +84,7 @@ def families() -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for name in domain_names():
         family, _, member = name.partition("/")
-        if member and not name.startswith(IMPORTED_PREFIX):
+        if member and not name.startswith(IMPORTED_PREFIXES):
             grouped.setdefault(family, []).append(name)
     return grouped
 

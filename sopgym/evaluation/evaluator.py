@@ -30,6 +30,7 @@ from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
+from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
 from sopgym.evaluation.scoring import TaskScore, aggregate, score_episode
 from sopgym.observability import semconv as sc
@@ -110,6 +111,7 @@ def _row(
         "latency_s": episode.latency_s if episode else None,
         "tool_latency_ms": [round(s.duration_ms, 3) for s in episode.calls] if episode else [],
         "calls_made": [[c.name, c.error_code] for c in trajectory.calls] if trajectory else [],
+        "tags": tags(gold),
     }
     usage = episode.llm_usage() if episode else (0, 0, 0)
     row["llm_calls"], row["input_tokens"], row["output_tokens"] = usage
@@ -253,6 +255,7 @@ def _evaluate(
         "domains": _grouped(rows, "domain"),
         "agents": _grouped(rows, "agent_model"),
         "per_task": rows,
+        "breakdown": breakdown(rows),
         "incomplete": [
             {k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id", "reason")}
             for r in rows

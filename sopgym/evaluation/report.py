@@ -94,6 +94,8 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
     )
 
     out.append(scorer_table(result))
+    if result.get("breakdown"):
+        out.append(breakdown_table(result["breakdown"]))
 
     def trace_cell(trace_id: str | None) -> Cell:
         if not trace_id:
@@ -153,6 +155,26 @@ def scorer_table(result: JSON) -> Table:
             [name, num(value), *(num(m["scores"].get(name)) for m in domains.values())]
             for name, value in result["scores"].items()
         ],
+    )
+
+
+def breakdown_table(found: JSON) -> Table:
+    """SOP-Maze's view (:mod:`sopgym.evaluation.breakdown`): the graded answer score by
+    scenario, LRS / HRS and difficulty source, and the SOP-Maze score."""
+    rows: list[list[Cell]] = [
+        [group, key, str(m["tasks"]), num(m["mean"])]
+        for group in ("scenario", "shape", "source")
+        for key, m in found[group].items()
+    ]
+    shapes = " and ".join(found["sop_maze_score_shapes"]) or "no shape"
+    rows.append(["SOP-Maze score", f"mean of {shapes}", "", num(found["sop_maze_score"])])
+    if found["unscorable"]:
+        rows.append(["unscorable (excluded)", ", ".join(found["unscorable"][:10]),
+                     str(len(found["unscorable"])), "n/a"])  # fmt: skip
+    return Table(
+        "SOP-Maze breakdown (answer_schema: 1.0 exact / 0.2 valid but wrong / 0 invalid)",
+        ["by", "group", "tasks", "mean"],
+        rows,
     )
 
 
@@ -257,6 +279,10 @@ def print_summary(result: JSON, console: Console) -> None:
             rich.add_row(*(_text(row[i]) for i in keep))
         console.print(rich)
     console.print(f"errors: {_errors(result['errors'])}")
+    found = result.get("breakdown")
+    if found:
+        shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
+        console.print(f"SOP-Maze score: {num(found['sop_maze_score'])} ({shapes})")
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:
         line = f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}"

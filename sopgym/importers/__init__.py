@@ -1,11 +1,12 @@
 """Importers: published benchmarks that users already hold, served and scored by sopgym.
 
-SOP-Bench (``sopbench/<name>`` domains) and ABCD (``abcd/<name>``) are read. Nothing here
-copies the user's files: the import registry remembers where each benchmark folder lives,
-and every process that needs it (the runner, the tool service, the audit) reads the folder
-in place.
+SOP-Bench (``sopbench/<name>``), SOP-Maze (``sopmaze/<name>``, one per published file:
+:mod:`.sopmaze`) and ABCD (``abcd/<name>``: :mod:`.abcd`). Nothing here copies the user's
+files: the import registry remembers where each benchmark folder lives, and every process that
+needs it (the runner, the tool service, the audit) reads the folder in place.
 """
 
 PREFIX = "sopbench/"
+MAZE_PREFIX = "sopmaze/"
 ABCD_PREFIX = "abcd/"
-PREFIXES = (PREFIX, ABCD_PREFIX)  # every imported name starts with one of these
+PREFIXES = (PREFIX, MAZE_PREFIX, ABCD_PREFIX)  # every imported domain's name starts with one

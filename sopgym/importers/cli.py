@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -123,6 +124,49 @@ def import_abcd(path: Path, home: Path | None) -> None:
     click.echo(f"imported {DOMAIN_NAME}: {tasks} tasks; registered in {where}")
 
 
+@import_group.command("sop-maze")
+@click.argument("path", type=click.Path(path_type=Path))
+@_HOME
+def import_sop_maze(path: Path, home: Path | None) -> None:
+    """Import PATH: one SOP-Maze raw-data JSON file or a folder of them.
+
+    Each file becomes the domain sopmaze/<name> (answer-only), runnable with `sopgym run`.
+    Bad input is one line naming file and record, and nothing is registered.
+    """
+    from sopgym.importers.sopmaze import MazeInputError, build_domain, maze_files, read_file
+
+    _use_home(home)
+    files = maze_files(path) if path.exists() else []
+    if not files:
+        _bad_input(f"no SOP-Maze *.json file at {path}")
+    parsed = []
+    for file in files:
+        try:
+            parsed.append(read_file(file))
+        except MazeInputError as error:
+            _bad_input(str(error))
+    names = [p.name for p in parsed]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        _bad_input(f"two files map to the same domain name {twice[0]}: rename one")
+    for found in parsed:
+        domain = build_domain(found)
+        flagged = len(found.records) - len(found.scorable)
+        note = f" ({flagged} unscorable: run sopgym audit sop-maze)" if flagged else ""
+        shape = f", {found.shape}" if found.shape else ""
+        click.echo(f"imported {domain.name}: {len(found.records)} items{shape}{note}")
+    try:
+        where = register([ImportEntry(p.name, p.path.resolve()) for p in parsed])
+    except (OSError, ImportIndexError) as error:
+        raise click.ClickException(f"cannot write the import registry: {error}") from None
+    click.echo(f"registered {len(parsed)} file(s) in {where}")
+
+
+def _bad_input(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
 @import_group.command("list")
 @_HOME
 def list_imports(home: Path | None) -> None:
@@ -175,5 +219,45 @@ def audit_sop_bench(path: Path, out: Path, max_rows: int | None, input_columns: 
         info = len(report.findings) - report.defect_count
         kinds = ", ".join(dict.fromkeys(f.kind for f in report.findings)) or "clean"
         click.echo(f"{report.name}: {report.defect_count} defect(s), {info} info  [{kinds}]")
+    write_reports(reports, out)
+    click.echo(f"reports: {out}")
+
+
+@audit_group.command("sop-maze")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("sop-maze-audit"),
+    show_default=True,
+    help="Folder for the reports (<name>.json, <name>.md, summary.*).",
+)
+def audit_sop_maze(path: Path, out: Path) -> None:
+    """Audit PATH (a SOP-Maze raw-data JSON file or a folder of them): what makes an item
+    unscorable (a target invalid against its own schema, an empty target, a repeat), unknown
+    schema keywords, and files that cannot be read."""
+    from sopgym.importers.audit import AuditReport
+    from sopgym.importers.findings import Finding
+    from sopgym.importers.report import write_reports
+    from sopgym.importers.sopmaze import MazeInputError, domain_name, maze_files, read_file
+
+    files = maze_files(path) if path.exists() else []
+    if not files:
+        _bad_input(f"no SOP-Maze *.json file at {path}")
+    reports = []
+    for file in files:
+        name = domain_name(file).split("/", 1)[1]
+        report = AuditReport(name, str(file), 0, 0, [], ["input"], ["target"], None, 0)
+        try:
+            found = read_file(file)
+        except MazeInputError as error:
+            report.findings.append(Finding("bad_file", str(error), file=file.name))
+        else:
+            report.rows = report.checked_rows = len(found.records)
+            report.tasks = len(found.scorable)
+            report.findings = found.findings
+        reports.append(report)
+        kinds = ", ".join(dict.fromkeys(f.kind for f in report.findings)) or "clean"
+        click.echo(f"{report.name}: {report.tasks} scorable of {report.rows}  [{kinds}]")
     write_reports(reports, out)
     click.echo(f"reports: {out}")

@@ -31,6 +31,12 @@ KINDS: dict[str, tuple[Severity, str]] = {
         "defect",
         "row values that a tool's own input schema rejects (the tool service enforces it)",
     ),
+    "target_invalid": (
+        "defect",
+        "items whose target is invalid against their own JSON Schema: unscorable, excluded",
+    ),
+    "unknown_schema_keywords": ("info", "schema keywords the draft does not define"),
+    "record_count_mismatch": ("info", "the record count in a file's name is not its count"),
     "relayed_outputs": (
         "info",
         "a tool returns an expected output verbatim: the task reduces to relaying it",
@@ -43,7 +49,7 @@ KINDS: dict[str, tuple[Severity, str]] = {
 class Finding:
     kind: str
     message: str
-    rows: list[int] = field(default_factory=list)  # 0-based data rows (SOP-Bench's task ids)
+    rows: list[int] = field(default_factory=list)  # 0-based data rows or records
     tools: list[str] = field(default_factory=list)
     columns: list[str] = field(default_factory=list)
     file: str | None = None

@@ -1,4 +1,5 @@
-"""Imported benchmarks by name: ``sopbench/<name>`` -> a ready :class:`ImportedDomain`.
+"""Imported benchmarks by name: ``sopbench/<name>`` or ``sopmaze/<name>`` -> a ready
+:class:`ImportedDomain`.
 
 Import and load apply the same checks, so a benchmark that imported cleanly loads the same way
 in the runner and in the tool service, and one that cannot be served is refused with one line.
@@ -6,9 +7,11 @@ in the runner and in the tool service, and one that cannot be served is refused 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
-from sopgym.importers import ABCD_PREFIX
+from sopgym.importers import ABCD_PREFIX, MAZE_PREFIX
 from sopgym.importers.adapter import ImportedDomain, build_domain
 from sopgym.importers.index import ImportIndexError, read_index
 from sopgym.importers.layout import Benchmark, read_benchmark
@@ -54,9 +57,16 @@ def load_imported(name: str) -> DomainPack:
         raise ImportProblem(str(error)) from None
     if entry is None:
         known = ", ".join(imported_names()) or "none"
-        raise ImportProblem(
-            f"{name} is not imported (imported: {known}); run: sopgym import sop-bench <folder>"
+        how = (
+            "sop-maze <file or folder>"
+            if name.startswith(MAZE_PREFIX)
+            else "abcd <folder>"
+            if name.startswith(ABCD_PREFIX)
+            else "sop-bench <folder>"
         )
+        raise ImportProblem(f"{name} is not imported (imported: {known}); run: sopgym import {how}")
+    if name.startswith(MAZE_PREFIX):
+        return _load_maze(name, entry.path)
     if not entry.path.is_dir():
         raise ImportProblem(f"{name}: folder {entry.path} no longer exists; import it again")
     if name.startswith(ABCD_PREFIX):
@@ -67,6 +77,17 @@ def load_imported(name: str) -> DomainPack:
         except AbcdError as error:
             raise ImportProblem(f"{name}: {error}") from None
     return prepare(read_benchmark(entry.path), entry.input_columns)
+
+
+def _load_maze(name: str, path: Path) -> ImportedDomain:
+    from sopgym.importers.sopmaze import MazeInputError, build_domain, read_file
+
+    if not path.is_file():
+        raise ImportProblem(f"{name}: file {path} no longer exists; import it again")
+    try:
+        return build_domain(read_file(path))
+    except MazeInputError as error:
+        raise ImportProblem(f"{name}: {error}") from None
 
 
 def run_refusal(agent: str, domains: list[DomainPack]) -> str | None:

@@ -52,9 +52,10 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--sop",
             "sop_variant",
-            type=click.Choice(["clean", "noisy"]),
             default="clean",
             show_default=True,
+            help="SOP variant: clean, noisy, or one a pack adds (maze/*: deciding, none); the "
+            "gateway refuses one the domain lacks.",
         ),
         click.option(
             "--wait",

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema_rs
 from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
 
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
 from sopgym.evaluation.scorers.fields import field_matches
@@ -18,19 +19,30 @@ EXACT, VALID_BUT_WRONG, INVALID = 1.0, 0.2, 0.0
 
 
 # Compiled validators by schema object: every task of a domain shares its output schema
-_COMPILED: dict[int, tuple[JSON, jsonschema_rs.Draft202012Validator]] = {}
+_COMPILED: dict[int, tuple[JSON, jsonschema_rs.Validator]] = {}
 
 
-def _compiled(schema: JSON) -> jsonschema_rs.Draft202012Validator:
+def _compiled(schema: JSON) -> jsonschema_rs.Validator:
     entry = _COMPILED.get(id(schema))
     if entry is None or entry[0] is not schema:
-        entry = _COMPILED[id(schema)] = (schema, jsonschema_rs.Draft202012Validator(schema))
+        entry = _COMPILED[id(schema)] = (schema, _validator(schema))
     return entry[1]
+
+
+def _validator(schema: JSON) -> jsonschema_rs.Validator:
+    """2020-12 unless the schema names a known draft in ``$schema`` (imported data: draft-07)."""
+    if "$schema" in schema:
+        try:
+            return jsonschema_rs.validator_for(schema)
+        except jsonschema_rs.ValidationError:  # an unknown meta-schema: the default draft
+            pass
+    return jsonschema_rs.Draft202012Validator(schema)
 
 
 def schema_errors(answer: Any, schema: JSON) -> list[str]:
     """Where and why ``answer`` is invalid against ``schema`` (empty: valid), JSON Schema
-    2020-12 (the keywords sopgym adds, such as ``x-tolerance``, are ignored).
+    2020-12 or the draft its ``$schema`` names (the keywords sopgym adds, such as
+    ``x-tolerance``, are ignored).
 
     Every answer is checked by the compiled validator the tool services use (about 1 µs); only
     an invalid one is explained, by ``jsonschema``, whose messages read better.
@@ -40,14 +52,24 @@ def schema_errors(answer: Any, schema: JSON) -> list[str]:
             return []
     except ValueError:  # not JSON data (a non-string key): the explaining validator says why
         pass
-    found = sorted(Draft202012Validator(schema).iter_errors(answer), key=lambda e: e.json_path)
+    explaining = validator_for(schema, default=Draft202012Validator)(schema)
+    found = sorted(explaining.iter_errors(answer), key=lambda e: e.json_path)
     return [f"{e.json_path}: {e.message}" for e in found] or ["not checkable as JSON"]
 
 
+def _unscorable(case: Case) -> Score | None:
+    """An item an import audit found unscorable (its target breaks its own schema, say) is
+    n/a here, with the reason, rather than a failure (docs/sop-maze-import.md)."""
+    why = case.gold.decisions.get("unscorable")
+    return Score(None, {}, f"unscorable: {why}") if why else None
+
+
 def _schema_valid(case: Case) -> Score:
+    if flagged := _unscorable(case):
+        return flagged
     if not case.completed:
         return Score(0.0, {"errors": []}, "no final answer")
-    problems = schema_errors(case.answer, case.domain.output_schema)
+    problems = schema_errors(case.answer, case.output_schema)
     explanation = f"invalid: {listed(problems, 3)}" if problems else "valid against the schema"
     return Score(float(not problems), {"errors": problems}, explanation)
 
@@ -58,11 +80,13 @@ def schema_valid(gates: bool = False) -> Scorer:
 
 
 def _answer_schema(case: Case) -> Score:
+    if flagged := _unscorable(case):
+        return flagged
     if not case.completed:
         return Score(INVALID, {}, "no final answer")
-    if schema_errors(case.answer, case.domain.output_schema):
+    if schema_errors(case.answer, case.output_schema):
         return Score(INVALID, {}, "answer invalid against the output schema")
-    fields = field_matches(case.answer, case.gold.outputs, case.domain.output_schema)
+    fields = field_matches(case.answer, case.gold.outputs, case.output_schema)
     if all(fields.values()):
         return Score(EXACT, {}, "exact answer")
     wrong = [name for name, ok in fields.items() if not ok]
@@ -71,7 +95,8 @@ def _answer_schema(case: Case) -> Score:
 
 def answer_schema(gates: bool = False) -> Scorer:
     """SOP-Maze's answer grade: 1.0 exact, 0.2 valid against the schema but wrong, 0 invalid
-    (exact as :func:`.fields.output_fields` compares)."""
+    (exact as :func:`.fields.output_fields` compares: keys declared free text are not
+    compared)."""
     return Scorer("answer_schema", _answer_schema, gates)
 
 

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from sopgym.core.domain import DomainPack
 
 
+# the gold-decisions key of a task's own output schema (see Case.output_schema)
+TASK_SCHEMA = "output_schema"
+
+
 @dataclass(frozen=True)
 class Case:
     """What a scorer scores: one task's episode beside the gold, in its domain (schemas,
@@ -41,6 +45,13 @@ class Case:
         """The final answer; an empty one when the episode did not complete."""
         outputs = self.trajectory.outputs
         return outputs if self.completed and outputs is not None else {}
+
+    @property
+    def output_schema(self) -> JSON:
+        """The answer's JSON Schema: the task's own where its gold carries one (imported items
+        that each bring a schema, :data:`TASK_SCHEMA`), else the domain's."""
+        own = self.gold.decisions.get(TASK_SCHEMA)
+        return own if isinstance(own, dict) else self.domain.output_schema
 
 
 @dataclass(frozen=True)

@@ -47,18 +47,55 @@ def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
     return p == g
 
 
+FREE_TEXT = "x-free-text"  # a schema keyword: this key holds free text and is never compared
+FREE_TEXT_KEYS = "x-free-text-keys"  # a root keyword: names never compared, at any depth
+
+
+def free_text_keys(schema: Any) -> set[str]:
+    """Names of the properties, at any depth of ``schema``, declared ``"x-free-text": true``,
+    and the names its ``x-free-text-keys`` lists (imports whose keys the schema may not
+    declare)."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        found.update(k for k in schema.get(FREE_TEXT_KEYS) or [] if isinstance(k, str))
+        for name, sub in (schema.get("properties") or {}).items():
+            if isinstance(sub, dict) and sub.get(FREE_TEXT) is True:
+                found.add(name)
+        for sub in schema.values():
+            found |= free_text_keys(sub)
+    elif isinstance(schema, list):
+        for sub in schema:
+            found |= free_text_keys(sub)
+    return found
+
+
+def _without(value: Any, keys: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_without(v, keys) for v in value]
+    return value
+
+
 def field_matches(answer: JSON, gold_outputs: JSON, output_schema: JSON) -> dict[str, bool]:
-    """Per gold output field: whether the answer has it, equal under :func:`values_match`."""
+    """Per gold output field: whether the answer has it, equal under :func:`values_match`.
+    Keys declared free text (:func:`free_text_keys`) are left out, at any depth."""
     properties = output_schema.get("properties", {})
+    free = free_text_keys(output_schema)
     return {
         name: name in answer
-        and values_match(answer[name], expected, properties.get(name, {}).get("x-tolerance", 0.0))
+        and values_match(
+            _without(answer[name], free),
+            _without(expected, free),
+            properties.get(name, {}).get("x-tolerance", 0.0),
+        )
         for name, expected in gold_outputs.items()
+        if name not in free
     }
 
 
 def _output_fields(case: Case) -> Score:
-    fields = field_matches(case.answer, case.gold.outputs, case.domain.output_schema)
+    fields = field_matches(case.answer, case.gold.outputs, case.output_schema)
     wrong = [name for name, ok in fields.items() if not ok]
     if not case.completed:
         explanation = "no final answer"
