@@ -7,6 +7,7 @@ the facts, and the reference policy decides what they lead to.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -20,34 +21,29 @@ from sopgym.domains.banking._engine.policy import branches
 from sopgym.domains.banking._engine.spec import KEY, Check, Scenario
 from sopgym.types import JSON
 
+SCORE_MAX = 999  # scores lie in 0..1000 (the field's schema)
+
 
 def instruction(scenario: Scenario, key: str) -> str:
     """The vague instruction of the paper's tasks: the agent must plan everything else."""
     return f"Handle the {scenario.entity} {key}."
 
 
-def _passing(check: Check, rng: random.Random) -> object:
+def _value(check: Check, fail: bool, rng: random.Random) -> object:
+    """A value of ``check.field`` that fails the check (``fail``) or passes it."""
     if check.rejects in ("true", "false"):
-        return check.rejects == "false"
+        return (check.rejects == "true") == fail
     assert check.threshold is not None
     step = abs(check.threshold) * rng.uniform(0.02, 0.4) + 1e-3
-    return _like(check, check.threshold + step if check.rejects == "below" else
-                 check.threshold - step)  # fmt: skip
-
-
-def _failing(check: Check, rng: random.Random) -> object:
-    if check.rejects in ("true", "false"):
-        return check.rejects == "true"
-    assert check.threshold is not None
-    step = abs(check.threshold) * rng.uniform(0.02, 0.4) + 1e-3
-    return _like(check, check.threshold - step if check.rejects == "below" else
-                 check.threshold + step)  # fmt: skip
-
-
-def _like(check: Check, value: float) -> object:
+    lower = (check.rejects == "below") == fail  # the value lies below the threshold
     if fields.kind(check.field) == "ratio":
-        return round(value, 4)
-    return int(value) + (1 if check.rejects == "below" and int(value) < value else 0)
+        return round(check.threshold - step if lower else check.threshold + step, 4)
+    whole = max(1, int(step))
+    if check.rejects == "below":
+        value = math.ceil(check.threshold) + (-whole if lower else whole - 1)
+    else:
+        value = math.floor(check.threshold) + (1 - whole if lower else whole)
+    return min(value, SCORE_MAX) if fields.kind(check.field) == "score" else value
 
 
 def _amounts(scenario: Scenario, branch: str, rng: random.Random) -> tuple[int, int]:
@@ -83,14 +79,11 @@ def make_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
             for check in scenario.checks:  # pass until the failing one, then anything
                 target = obtained if check.field in obtained else given
                 if check.reason == failing:
-                    target[check.field] = _failing(check, rng)
+                    target[check.field] = _value(check, True, rng)
                     failing = ""
-                elif failing is not None and failing == "":
-                    target[check.field] = (_failing if rng.random() < 0.3 else _passing)(
-                        check, rng
-                    )
                 else:
-                    target[check.field] = _passing(check, rng)
+                    later = failing == ""  # past the failing check: either way
+                    target[check.field] = _value(check, later and rng.random() < 0.3, rng)
             applications.append({KEY: key, **given, "limit_amount": obtained[scenario.limit_field]})
             facts.append({KEY: key, **obtained})
             tasks.append(Task(id=f"{scenario.name}-{index:03d}", domain=f"banking/{scenario.name}",
