@@ -106,8 +106,8 @@ def _make(name: str, description: str, parameters: tuple[str, ...]) -> Tool:
     return run
 
 
-def financial_distractors() -> list[Tool]:
-    return [_make(*entry) for entry in _CATALOG]
+# one set of objects, shared by every scenario pack (the contract tests test each once)
+FINANCIAL_DISTRACTORS = [_make(*entry) for entry in _CATALOG]
 
 
 PARAMETER_NAMES = frozenset(_PARAMETERS)

@@ -8,7 +8,7 @@ from typing import Final
 
 from sopgym.core.domain import DomainPack
 from sopgym.domains.banking._engine.database import store_factory
-from sopgym.domains.banking._engine.distractors import financial_distractors
+from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
 from sopgym.domains.banking._engine.generator import make_generator
 from sopgym.domains.banking._engine.policy import make_policy
 from sopgym.domains.banking._engine.sop import VARIANTS
@@ -49,7 +49,7 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         title=scenario.title,
         folder=folder,
         tools=build_tools(scenario),
-        distractors=financial_distractors(),
+        distractors=list(FINANCIAL_DISTRACTORS),
         generate=make_generator(scenario),
         solve=make_policy(scenario),
         episode_store=store_factory(scenario),
