@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from sopgym.core.registry import domain_names as registered_names
+from sopgym.core.registry import load_domain
 from tests.deploy_helpers import (
     COMPOSE,
     DOCKERFILES,
@@ -31,7 +32,10 @@ from tests.deploy_helpers import (
     sopgym_services,
 )
 
-SHIPPED = registered_names(extra="")  # what compose and k8s deploy: no test packs
+ALL_SHIPPED = registered_names(extra="")  # what compose and k8s deploy: no test packs
+# tool-free packs have no tool service: the gateway serves them (--local-domain)
+LOCAL = [d for d in ALL_SHIPPED if not load_domain(d).all_tools()]
+SHIPPED = [d for d in ALL_SHIPPED if d not in LOCAL]
 
 needs_compose = pytest.mark.skipif(
     not have("docker-compose"), reason="docker-compose absent (CI installs it: apt docker-compose)"
@@ -40,7 +44,12 @@ needs_kubectl = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (
 
 
 def slug(domain: str) -> str:
-    return domain.replace("_", "-")
+    return domain.replace("/", "-").replace("_", "-")
+
+
+def local_domains(args: list[str]) -> list[str]:
+    """The ``--local-domain`` values of a gateway command line."""
+    return [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--local-domain"]
 
 
 # ---- Dockerfiles ----
@@ -108,6 +117,7 @@ def test_compose_serves_every_domain_through_the_gateway() -> None:
     for domain in SHIPPED:
         assert services[f"tools-{slug(domain)}"]["command"][:2] == ["serve-tools", domain]
     assert set(services["gateway"]["depends_on"]) >= tools
+    assert sorted(local_domains(services["gateway"]["command"])) == sorted(LOCAL)
 
 
 def test_compose_gpu_profile_replaces_the_scripted_model() -> None:
@@ -250,6 +260,8 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
     (hpa,) = by_kind(docs, "HorizontalPodAutoscaler").values()
     assert hpa["spec"]["scaleTargetRef"]["name"] == "gateway"
     assert services["gateway"]["spec"]["sessionAffinity"] == "ClientIP"
+    gateway_args = deployments["gateway"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert sorted(local_domains(gateway_args)) == sorted(LOCAL)
     assert "prometheus.io/scrape" in deployments["gateway"]["spec"]["template"]["metadata"][
         "annotations"
     ]

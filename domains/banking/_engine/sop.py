@@ -156,12 +156,57 @@ def abstract(scenario: Scenario) -> str:
     return "\n".join(lines)
 
 
+def graph_clean(scenario: Scenario) -> str:
+    return "\n".join([
+        f"# {scenario.title}: API dependency graph",
+        "",
+        "You are given the business context and the signatures of APIs: the fields each takes "
+        "(`inputs`) and returns (`outputs`). There are no tools: answer from the signatures.",
+        "",
+        "1. `nodes` lists every API name given, distractors included.",
+        "2. `edges` lists `[A, B]` for every two different APIs where B takes a field that A "
+        "returns (the same field name): B depends on A, so A must be called first.",
+        "3. A field no API returns (an id the caller supplies, a choice such as `level`) "
+        "creates no edge.",
+        "",
+        "Answer with one JSON object holding `nodes` and `edges`.",
+        "",
+    ])
+
+
+def graph_noisy(scenario: Scenario) -> str:
+    text = graph_clean(scenario)
+    return text.replace("1. ", f"{_NOISE[0]}\n\n1. ", 1)
+
+
+def graph_abstract(scenario: Scenario) -> str:
+    return "\n".join([
+        f"# {scenario.title}: API dependency graph (abstract)",
+        "",
+        "Map how the APIs below depend on each other: which must have run before another "
+        "can be called, judged only by the data each needs and provides. Every API given "
+        "belongs in the map, whether or not it takes part in the workflow.",
+        "",
+        "Answer with one JSON object holding `nodes` (API names) and `edges` (`[A, B]` "
+        "pairs: B needs A first).",
+        "",
+    ])
+
+
 RENDER = {"clean": clean, "noisy": noisy, "abstract": abstract}
+GRAPH_RENDER = {"clean": graph_clean, "noisy": graph_noisy, "abstract": graph_abstract}
+GRAPH_VARIANTS = {"clean": "sop_graph.md", "noisy": "sop_graph_noisy.md",
+                  "abstract": "sop_graph_abstract.md"}  # fmt: skip
 
 
 def write_all(folder: Path, scenario: Scenario) -> None:
+    """The scenario pack's SOP texts into ``folder``, its graph pack's into ``folder``'s
+    ``<name>_graph`` sibling."""
     for variant, filename in VARIANTS.items():
         (folder / filename).write_text(RENDER[variant](scenario))
+    graph_folder = folder.parent / f"{scenario.name}_graph"
+    for variant, filename in GRAPH_VARIANTS.items():
+        (graph_folder / filename).write_text(GRAPH_RENDER[variant](scenario))
 
 
 if __name__ == "__main__":
