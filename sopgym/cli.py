@@ -119,7 +119,8 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     "sop_variant",
     default="clean",
     show_default=True,
-    type=click.Choice(["clean", "noisy"]),
+    type=click.Choice(["clean", "noisy", "abstract"]),
+    help="SOP variant; `abstract` (goals instead of steps) exists in the banking packs only.",
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option("--task-timeout", default=300.0, show_default=True, help="Seconds per task.")

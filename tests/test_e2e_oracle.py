@@ -15,7 +15,6 @@ import pytest
 from sopgym.core.registry import domain_names
 from tests.helpers import DATA_ROOT, domain_data
 
-
 SAMPLE = 30
 
 

@@ -109,8 +109,9 @@ class EpisodeDatabase:
     def snapshot(self) -> JSON:
         every = rows(self.conn, f"SELECT * FROM applications ORDER BY {KEY}")
         own = [r for r in every if r[KEY] == self._task_key]
+        originals = self._source.originals
         changed = [r[KEY] for r in every
-                   if r[KEY] != self._task_key and r != self._source.originals.get(r[KEY])]  # fmt: skip
+                   if r[KEY] != self._task_key and r != originals.get(r[KEY])]
         return {
             "application": own[0] if own else None,
             "other_applications_changed": changed,

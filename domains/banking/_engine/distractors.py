@@ -93,10 +93,10 @@ def _make(name: str, description: str, parameters: tuple[str, ...]) -> Tool:
         name=name,
         description=description,
         input_schema=arguments_schema({p: _PARAMETERS[p][0] for p in parameters},
-                                      examples=[example]),  # fmt: skip
+                                      examples=[example]),
         output_schema=result_schema({"service": {"type": "string"},
                                      "reference_value": {"type": "number"},
-                                     "as_of": {"type": "string"}}),  # fmt: skip
+                                     "as_of": {"type": "string"}}),
     )
     def run(args: JSON, ctx: ToolContext) -> JSON:
         digest = hashlib.sha256(f"{name}|{sorted(args.items())}".encode()).digest()

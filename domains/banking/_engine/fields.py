@@ -100,7 +100,8 @@ def draw(name: str, rng: random.Random, serial: int) -> Any:
         case "band":
             return rng.choice(BANDS)
         case "date":
-            return f"{rng.randrange(1950, 2025)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+            year, month, day = rng.randrange(1950, 2025), rng.randrange(1, 13), rng.randrange(1, 29)
+            return f"{year}-{month:02d}-{day:02d}"
         case "ref":
             return f"{prefix(name)}-{serial * 10 + rng.randrange(10):06d}"
     return rng.choice(_WORDS.get(name, [f"{name.split('_')[0]}-{c}" for c in "pqrstuvw"]))

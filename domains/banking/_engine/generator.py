@@ -86,8 +86,8 @@ def make_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
                     target[check.field] = _value(check, later and rng.random() < 0.3, rng)
             applications.append({KEY: key, **given, "limit_amount": obtained[scenario.limit_field]})
             facts.append({KEY: key, **obtained})
-            tasks.append(Task(id=f"{scenario.name}-{index:03d}", domain=f"banking/{scenario.name}",
-                              inputs={KEY: key, "instruction": instruction(scenario, key)}))  # fmt: skip
+            inputs = {KEY: key, "instruction": instruction(scenario, key)}
+            tasks.append(Task(f"{scenario.name}-{index:03d}", f"banking/{scenario.name}", inputs))
         return GeneratedData(
             tables={"applications": pd.DataFrame(applications), "facts": pd.DataFrame(facts)},
             tasks=tasks,

@@ -31,14 +31,22 @@ _NAMES: JSON = {"type": "array", "items": {"type": "string", "minLength": 1}}
 
 def signature(scenario: Scenario, name: str) -> JSON:
     api = scenario.api_map[name]
-    return {"name": name, "description": api.description,
-            "inputs": list(parameters(scenario, api)), "outputs": list(scenario.returns(api))}  # fmt: skip
+    return {
+        "name": name,
+        "description": api.description,
+        "inputs": list(parameters(scenario, api)),
+        "outputs": list(scenario.returns(api)),
+    }
 
 
 def distractor_signature(item: Tool) -> JSON:
     outputs = item.spec.output_schema.get("properties", {})
-    return {"name": item.name, "description": item.spec.description,
-            "inputs": list(item.spec.input_schema["properties"]), "outputs": list(outputs)}  # fmt: skip
+    return {
+        "name": item.name,
+        "description": item.spec.description,
+        "inputs": list(item.spec.input_schema["properties"]),
+        "outputs": list(outputs),
+    }
 
 
 def make_graph_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
@@ -50,9 +58,9 @@ def make_graph_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedD
             apis = [signature(scenario, api.name) for api in scenario.apis]
             apis += [distractor_signature(d) for d in rng.sample(FINANCIAL_DISTRACTORS, count)]
             rng.shuffle(apis)
-            tasks.append(Task(f"{scenario.name}_graph-{index:03d}",
-                              f"banking/{scenario.name}_graph",
-                              {"context": scenario.context, "apis": apis}, kind="graph"))  # fmt: skip
+            inputs = {"context": scenario.context, "apis": apis}
+            task_id = f"{scenario.name}_graph-{index:03d}"
+            tasks.append(Task(task_id, f"banking/{scenario.name}_graph", inputs, kind="graph"))
         return GeneratedData(tables={}, tasks=tasks)
 
     return generate

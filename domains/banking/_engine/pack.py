@@ -1,4 +1,6 @@
-"""A scenario made a domain pack: tools, database, generator and policy from its data."""
+"""A scenario made a domain pack: tools, database, generator and policy from its data.
+
+``python -m sopgym.domains.banking._engine.pack`` rewrites every pack's SOP texts."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from sopgym.domains.banking._engine.database import store_factory
 from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
 from sopgym.domains.banking._engine.generator import make_generator
 from sopgym.domains.banking._engine.policy import make_policy
-from sopgym.domains.banking._engine.sop import VARIANTS
+from sopgym.domains.banking._engine.sop import VARIANTS, write_all
 from sopgym.domains.banking._engine.spec import DECISIONS, KEY, Scenario
 from sopgym.domains.banking._engine.tools import build_tools, key_schema
 from sopgym.types import JSON
@@ -37,7 +39,7 @@ def output_schema(scenario: Scenario) -> JSON:
             "reason_code": {"type": "string", "enum": reasons},
             scenario.pricing.rate_output: {"type": "number", "minimum": 0, "x-tolerance": 1e-4},
             scenario.pricing.monthly_output: {"type": "number", "minimum": 0,
-                                              "x-tolerance": 0.01},  # fmt: skip
+                                              "x-tolerance": 0.01},
         }
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}  # fmt: skip
@@ -64,3 +66,8 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         dependencies=scenario.dependencies(),
         sop_files=dict(VARIANTS),
     )
+
+
+if __name__ == "__main__":
+    for scenario_name in SCENARIO_NAMES:
+        write_all(Path(__file__).parents[1] / scenario_name, scenario_of(scenario_name))

@@ -4,7 +4,7 @@ same with documentation noise that changes no outcome) and ``abstract`` (paper Â
 instead of tool steps, thresholds only in the business context, exception scenarios without
 explicit branching).
 
-``python -m sopgym.domains.banking._engine.sop`` rewrites the packs' ``sop*.md``; a test
+``python -m sopgym.domains.banking._engine.pack`` rewrites the packs' ``sop*.md``; a test
 checks that the committed files are what this module writes.
 """
 
@@ -208,9 +208,3 @@ def write_all(folder: Path, scenario: Scenario) -> None:
     for variant, filename in GRAPH_VARIANTS.items():
         (graph_folder / filename).write_text(GRAPH_RENDER[variant](scenario))
 
-
-if __name__ == "__main__":
-    from sopgym.domains.banking._engine.pack import SCENARIO_NAMES, scenario_of
-
-    for name in SCENARIO_NAMES:
-        write_all(Path(__file__).parents[1] / name, scenario_of(name))

@@ -103,10 +103,7 @@ def _check_inputs(scenario: Scenario, api: Api, args: JSON, known: JSON) -> None
 
 
 def _read(scenario: Scenario, api: Api, args: JSON, db: EpisodeDatabase) -> JSON:
-    if api.stage == "fetch":
-        source = db.application(args[KEY]) or {}
-    else:
-        source = db.facts(args[KEY])
+    source = (db.application(args[KEY]) or {}) if api.stage == "fetch" else db.facts(args[KEY])
     return {KEY: args[KEY]} | {f: source[f] for f in scenario.returns(api)}
 
 

@@ -15,7 +15,7 @@ SCENARIO = Scenario(
         "tariff's base rate plus the band's premium; larger facilities need senior sign-off."
     ),
     given=("customer_id", "full_name", "date_of_birth", "account_number", "monthly_income",
-           "requested_amount", "city"),  # fmt: skip
+           "requested_amount", "city"),
     recorded=("identity_verified", "kyc_ref", "average_balance", "overdrawn_days"),
     request_field="requested_amount",
     limit_field="max_overdraft_amount",

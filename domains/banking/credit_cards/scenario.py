@@ -15,7 +15,7 @@ SCENARIO = Scenario(
         "lines need senior sign-off."
     ),
     given=("customer_id", "full_name", "date_of_birth", "annual_income", "requested_limit",
-           "card_product", "city"),  # fmt: skip
+           "card_product", "city"),
     recorded=("identity_verified", "kyc_ref", "credit_score", "credit_file_id"),
     request_field="requested_limit",
     limit_field="max_credit_limit",

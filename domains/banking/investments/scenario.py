@@ -4,9 +4,9 @@ exception paths, suitability and an investable maximum, and three output fields.
 from sopgym.domains.banking._engine.spec import Api, Check, Scenario
 
 _KYC = ("identity_verified", "kyc_ref", "kyc_tier_band", "residency_code", "tax_id_number",
-        "kyc_expiry_date")  # fmt: skip
+        "kyc_expiry_date")
 _FUND = ("fund_risk_band", "fund_ref", "fund_nav_value", "fund_currency_code",
-         "ongoing_charge_ratio", "fund_launch_date")  # fmt: skip
+         "ongoing_charge_ratio", "fund_launch_date")
 
 SCENARIO = Scenario(
     name="investments",
@@ -21,7 +21,7 @@ SCENARIO = Scenario(
         "senior sign-off."
     ),
     given=("customer_id", "full_name", "date_of_birth", "city", "investment_amount",
-           "horizon_years", "fund_code"),  # fmt: skip
+           "horizon_years", "fund_code"),
     recorded=("identity_verified", "kyc_ref", "knowledge_score"),
     request_field="investment_amount",
     limit_field="max_investment_amount",

@@ -16,7 +16,7 @@ SCENARIO = Scenario(
         "need more senior sign-off."
     ),
     given=("customer_id", "full_name", "date_of_birth", "employer_name", "annual_income",
-           "requested_amount", "term_months", "loan_purpose"),  # fmt: skip
+           "requested_amount", "term_months", "loan_purpose"),
     recorded=("credit_score", "credit_report_id", "monthly_debt", "dti_ratio"),
     request_field="requested_amount",
     limit_field="max_eligible_amount",

@@ -16,9 +16,9 @@ SCENARIO = Scenario(
         "need senior sign-off."
     ),
     given=("customer_id", "full_name", "date_of_birth", "funding_account_number",
-           "deposit_amount", "term_months"),  # fmt: skip
+           "deposit_amount", "term_months"),
     recorded=("identity_verified", "kyc_ref", "source_of_funds_verified", "funds_ref",
-              "aml_risk_score"),  # fmt: skip
+              "aml_risk_score"),
     request_field="deposit_amount",
     limit_field="max_deposit_amount",
     amount_output="accepted_amount",
