@@ -203,6 +203,9 @@ def run(
         refusal = run_refusal(agent, [_domain(n) for n in names])
         if refusal:  # imported benchmarks have no gold calls to replay
             raise click.UsageError(refusal)
+        lacking = [n for n in names if sop_variant not in _domain(n).sop_files]
+        if lacking:
+            raise click.UsageError(f"no {sop_variant!r} SOP in {', '.join(lacking)}")
         from sopgym.agents import AGENTS
 
         if agent not in AGENTS:

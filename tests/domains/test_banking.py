@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from sopgym.agents.client import GatewayClient
 from sopgym.agents.prompts import case_message, tool_free_prompt
+from sopgym.cli import main
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.registry import load_domain, select_domains
 from sopgym.domains.banking._engine.distractors import PARAMETER_NAMES
@@ -90,6 +92,14 @@ def test_committed_sop_texts_are_what_the_scenario_renders(name: str) -> None:
         assert (graph_folder / filename).read_text() == GRAPH_RENDER[variant](scenario)
     abstract = (folder / VARIANTS["abstract"]).read_text()
     assert not any(f"`{api.name}`" in abstract for api in scenario.apis), "goals, not tools"
+
+
+def test_abstract_sop_is_selectable_and_refused_where_a_pack_has_none() -> None:
+    runner = CliRunner()
+    refused = runner.invoke(main, ["run", "banking/loans", "patient_intake", "--sop", "abstract"])
+    assert refused.exit_code == 2
+    assert "no 'abstract' SOP in patient_intake" in refused.output
+    assert "abstract" in load_domain("banking/loans").sop_files
 
 
 # ---- the per-episode database: constraints refused whole ----
