@@ -22,6 +22,12 @@ _WORDS = {
     "employer_name": ["Northwind Ltd", "Blue Harbor Co", "Kestrel Systems", "Oakfield Farms",
                       "Vireo Health", "Quarry Lane Works"],
     "city": ["Leeds", "Porto", "Lyon", "Gdansk", "Aarhus", "Ghent", "Turin"],
+    "loan_purpose": ["home improvement", "car purchase", "debt consolidation", "education",
+                     "medical costs", "small business"],
+    "card_product": ["Classic", "Gold", "Platinum", "Cashback", "Travel"],
+    "fund_code": ["GLB-EQ-01", "EUR-BD-02", "EM-EQ-03", "MULTI-04", "TECH-05", "INFRA-06"],
+    "residency_code": ["GB", "FR", "DE", "PT", "ES", "NL", "IE"],
+    "fund_currency_code": ["GBP", "EUR", "USD"],
 }
 _REFERENCE_PREFIX_LENGTH = 3
 
