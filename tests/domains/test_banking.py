@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -233,10 +234,12 @@ def test_200_concurrent_episodes_never_see_each_others_writes(tmp_path: Path) ->
 
 
 # ---- stage 1: the scripted model's graphs ----
-def _scripted_graph(profile: str, name: str) -> tuple[list[dict], list[Any]]:
+def _scripted_graph(
+    profile: str, name: str, log: Path | None = None
+) -> tuple[list[dict], list[Any]]:
     """The scripted model's answers to every graph task of ``name``, and their golds."""
     data = domain_data(name)
-    model = ScriptedModel([data], parse_profile(profile))
+    model = ScriptedModel([data], parse_profile(profile), log)
     answers, golds = [], []
     for task in data.tasks:
         messages = [
@@ -268,12 +271,23 @@ def test_stage_1_perfect_scripted_model_scores_f1_one(name: str) -> None:
         assert _mean(metric, answers, golds) == 1.0
 
 
-def test_stage_1_perturbed_profiles_lower_the_scores_they_should() -> None:
+def test_stage_1_perturbed_profiles_lower_the_scores_they_should(tmp_path: Path) -> None:
     name = "banking/loans_graph"
-    dropped = _scripted_graph("skip_step=0.3,seed=1", name)
+    log = tmp_path / "injections.jsonl"
+    dropped = _scripted_graph("skip_step=0.3,seed=1", name, log)
     assert _mean("edge_precision", *dropped) == 1.0  # only true edges, fewer of them
     assert _mean("edge_recall", *dropped) < 0.9
     assert _mean("node_f1", *dropped) == 1.0
+    # every dropped edge is in the injection log, and nothing else
+    logged = {(r["task_id"], tuple(r["expected"])) for r in map(orjson.loads, log.open("rb"))}
+    data = domain_data(name)
+    missing = {
+        (task.id, tuple(edge))
+        for task, answer in zip(data.tasks, dropped[0], strict=True)
+        for edge in data.gold[task.id].outputs["edges"]
+        if edge not in answer["edges"]
+    }
+    assert logged == missing and missing
     invented = _scripted_graph("hallucinated_tool=0.3,seed=1", name)
     assert _mean("edge_recall", *invented) == 1.0
     assert _mean("edge_precision", *invented) < 0.95
