@@ -24,6 +24,7 @@ from sopgym.domains.banking._engine.distractors import PARAMETER_NAMES
 from sopgym.domains.banking._engine.pack import SCENARIO_NAMES, scenario_of
 from sopgym.domains.banking._engine.policy import branches
 from sopgym.domains.banking._engine.sop import GRAPH_RENDER, GRAPH_VARIANTS, RENDER, VARIANTS
+from sopgym.domains.banking._engine.spec import STAGES
 from sopgym.domains.banking._engine.tools import parameters
 from sopgym.evaluation.scorers.graph import compare_graphs, graph_parts
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
@@ -54,6 +55,7 @@ def test_scenario_matches_the_papers_figures(name: str) -> None:
     scenario = scenario_of(name)
     tasks, graph, outputs = PAPER[name]
     assert (len(scenario.apis), len(scenario.edges())) == graph == scenario.paper_graph
+    assert {a.stage for a in scenario.apis} <= set(STAGES)
     assert len(scenario.output_fields) == outputs
     assert len(domain_data(f"banking/{name}").tasks) >= tasks
     wide = [a.name for a in scenario.apis if len(parameters(scenario, a)) > 6]

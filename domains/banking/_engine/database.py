@@ -31,7 +31,7 @@ def schema_sql(scenario: Scenario) -> str:
     """Applications carry the given fields, the limit the CHECK enforces, and the columns the
     write-back fills; facts hold what the APIs reveal."""
     given = ", ".join(f"{f} {fields.sql_type(f)} NOT NULL" for f in scenario.given)
-    screened = ", ".join(f"{f} {fields.sql_type(f)}" for f in scenario.screened)
+    screened = ", ".join(f"{f} {fields.sql_type(f)}" for f in scenario.recorded)
     written = ", ".join(f"{c} {_WRITTEN_TYPES.get(c, 'TEXT')}" for c in WRITTEN[1:])
     obtained = ", ".join(f"{f} {fields.sql_type(f)} NOT NULL" for f in scenario.obtained)
     return f"""

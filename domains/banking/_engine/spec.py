@@ -27,7 +27,9 @@ class Api:
     outputs: tuple[str, ...] = ()
 
     @property
-    def parameters(self) -> tuple[str, ...]:
+    def fields_taken(self) -> tuple[str, ...]:
+        """The record fields it takes (its control arguments, such as ``level``, aside: no
+        API returns those, so they make no edge)."""
         return (KEY, *self.inputs)
 
 
@@ -72,7 +74,7 @@ class Scenario:
     id_prefix: str
     context: str  # the business context document
     given: tuple[str, ...]  # fields of the application record (the data template's inputs)
-    recorded: tuple[str, ...]  # obtained fields the write-back stores on the record
+    recorded: tuple[str, ...]  # screening results the write-back stores on the record
     request_field: str  # given: the amount applied for
     limit_field: str  # obtained: the most that may be granted
     amount_output: str  # output: the amount granted
@@ -111,11 +113,6 @@ class Scenario:
         return [f for api in self.apis if api.stage in ("screen", "offer") for f in api.outputs]
 
     @property
-    def screened(self) -> list[str]:
-        """What the write-back records besides the decision (always obtained: screening)."""
-        return list(self.recorded)
-
-    @property
     def levels(self) -> list[str]:
         return [level for level, _ in self.tiers]
 
@@ -126,15 +123,9 @@ class Scenario:
             names += ["reason_code", self.pricing.rate_output, self.pricing.monthly_output]
         return names
 
-    def producer(self, name: str) -> Api | None:
-        for api in self.apis:
-            if name in api.outputs or (api.stage == "fetch" and name in self.given):
-                return api
-        return None
-
     def edges(self) -> list[tuple[str, str]]:
         return dependency_edges(
-            [(a.name, a.parameters, self.returns(a)) for a in self.apis]
+            [(a.name, a.fields_taken, self.returns(a)) for a in self.apis]
         )
 
     def returns(self, api: Api) -> tuple[str, ...]:

@@ -147,7 +147,7 @@ def _write_back(scenario: Scenario, api: Api, args: JSON, db: EpisodeDatabase) -
     else:
         if level not in [r["level"] for r in _chain(db, key)]:
             raise ToolError("invalid_value", f"no {level} approval recorded for {key}", "level")
-    written = {f: args[f] for f in api.inputs if f in scenario.screened}
+    written = {f: args[f] for f in api.inputs if f in scenario.recorded}
     written |= {"status": status, "reason_code": args["reason_code"],
                 "granted_amount": args["granted_amount"], "approval_level": level}  # fmt: skip
     if scenario.pricing:
