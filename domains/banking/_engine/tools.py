@@ -170,16 +170,16 @@ def _transaction(
     db: EpisodeDatabase, statements: list[tuple[str, tuple[Any, ...]]], field: str
 ) -> int:
     """Run ``statements`` all or none; a constraint SQLite refuses (the schema's limit
-    checks) is a 422 on ``field``. Answers the last inserted row id."""
+    checks) is a 422 on ``field``. Answers the row id the first statement inserted."""
     conn = db.conn
     conn.execute("BEGIN")
     try:
-        cursor = None
-        for sql, params in statements:
-            cursor = conn.execute(sql, params)
+        row_ids = [conn.execute(sql, params).lastrowid for sql, params in statements]
         conn.execute("COMMIT")
-    except sqlite3.IntegrityError as error:
-        conn.execute("ROLLBACK")
-        raise ToolError("invalid_value", f"refused by the database: {error}", field) from None
-    assert cursor is not None
-    return int(cursor.lastrowid or 0)
+    except BaseException as error:
+        conn.execute("ROLLBACK")  # whatever went wrong, nothing of it stays
+        if isinstance(error, sqlite3.IntegrityError):
+            message = f"refused by the database: {error}"
+            raise ToolError("invalid_value", message, field) from None
+        raise
+    return int(row_ids[0] or 0)
