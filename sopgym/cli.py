@@ -120,7 +120,7 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     default="clean",
     show_default=True,
     help="SOP variant: clean or noisy (every pack); packs may add their own (maze/*: "
-    "deciding, none).",
+    "deciding, none; banking/*: abstract).",
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option("--task-timeout", default=300.0, show_default=True, help="Seconds per task.")

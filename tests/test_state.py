@@ -299,3 +299,32 @@ def test_qualified_names_are_valid_function_names_and_only_where_names_collide()
         "lookup": ToolRef("a", "lookup"), "other": ToolRef("c", "other")}
     assert distractors == {"b__act", "b__find", "c__find", "other"}
     assert catalog.spec(ToolRef("b", "act"), "b__act")["openai"]["function"]["name"] == "b__act"
+
+
+def test_an_episode_store_is_per_episode_and_its_snapshot_is_the_final_state() -> None:
+    """The object form of state (a pack's ``episode_store``): a fresh store per context, the
+    final state its snapshot; a pack may not have both forms."""
+    from dataclasses import replace
+
+    from sopgym.core.registry import load_domain
+
+    data = ledger()
+    task = data.tasks[0]
+
+    class Store:
+        def __init__(self) -> None:
+            self.rows: list[int] = []
+
+        def snapshot(self) -> dict:
+            return {"rows": list(self.rows)}
+
+    with pytest.raises(ValueError, match="not both"):
+        replace(load_domain("ledger"), episode_store=lambda tables, t: Store())
+    pack = replace(load_domain("ledger"), initial_state=None,
+                   episode_store=lambda tables, t: Store())  # fmt: skip
+    first, second = (pack.context(data.tables, data.files_dir, task) for _ in range(2))
+    assert first.store is not second.store and first.state is None
+    first.store.rows.append(1)  # type: ignore[union-attr]
+    assert (first.final_state(), second.final_state()) == ({"rows": [1]}, {"rows": []})
+    with pytest.raises(ValueError, match="needs its task"):
+        pack.context(data.tables, data.files_dir)

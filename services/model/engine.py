@@ -27,7 +27,7 @@ from sopgym.core.tasks import ONE_SHOT_KINDS, Task, ToolCall
 from sopgym.importers.policy import Answer, Step, next_action, spec_parts
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
-from sopgym.services.model.graphs import dependency_graph, graph_question
+from sopgym.services.model.graphs import dependency_graph, graph_question, perturbed_graph
 from sopgym.services.model.profiles import ErrorProfile, profile_for_model, with_request_seed
 from sopgym.services.model.script import Event, Playbook, Script, canonical
 from sopgym.types import JSON
@@ -107,7 +107,7 @@ class ScriptedModel:
         found = self._find_case(convo)
         one_shot = found is None or found[1].kind in ONE_SHOT_KINDS  # a graph question?
         if one_shot and not (convo.native_tools or convo.react):
-            answer = _graph_answer(convo, profile)
+            answer = self._graph_answer(convo, profile, model, found[1] if found else None)
             if answer is not None:
                 return replies.completion(model, answer, None, tokens, stop)
         if found is None:
@@ -228,6 +228,27 @@ class ScriptedModel:
         text = self.descriptions.get(tool, "")
         return text.split(". ")[0].rstrip(".") if text else tool
 
+    def _graph_answer(
+        self, convo: Conversation, profile: ErrorProfile, model: str, task: Task | None
+    ) -> str | None:
+        """The reply to a dependency-graph question in ``convo``, worked out from the
+        signatures it shows, with the profile's graph mistakes (logged); ``None`` when it asks
+        none."""
+        question = graph_question(convo)
+        if question is None:
+            return None
+        case, signatures = question
+        key = f"{profile.seed}|{canonical(case).hex()}"
+        graph, mistakes = perturbed_graph(dependency_graph(signatures), profile, key)
+        if self._log is not None:
+            head = {"task_id": task.id if task else None, "domain": task.domain if task else None,
+                    "model": model, "profile": profile.name, "seed": profile.seed}  # fmt: skip
+            for index, mistake in enumerate(mistakes):
+                record = {"step": None, "call": None, **mistake}
+                self._write((profile.name, profile.seed, key, index), head, record)
+        style = replies.style_for(key, profile.rate("messy_format"))
+        return replies.final_text(graph, False, style)
+
     # ---- the injection log ----
     def _log_through(
         self, model: str, profile: ErrorProfile, script: Script, upto: Event | None
@@ -265,18 +286,6 @@ class ScriptedModel:
         self._logged.add(key)
         self._log.write(orjson.dumps({**head, **record}) + b"\n")
         self._log.flush()
-
-
-def _graph_answer(convo: Conversation, profile: ErrorProfile) -> str | None:
-    """The reply to a dependency-graph question in ``convo``, worked out from the signatures
-    it shows; ``None`` when it asks none."""
-    question = graph_question(convo)
-    if question is None:
-        return None
-    case, signatures = question
-    key = f"{profile.seed}|{canonical(case).hex()}"
-    style = replies.style_for(key, profile.rate("messy_format"))
-    return replies.final_text(dependency_graph(signatures), False, style)
 
 
 def _tool_names(tools: Any) -> list[str]:

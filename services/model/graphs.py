@@ -5,17 +5,24 @@ An object in a user turn that lists ``apis``, each with a ``name`` and the names
 ``inputs`` and ``outputs``, is a graph question. API B depends on API A when B takes a field
 named like one A returns; the answer lists every API as a node and every such dependency as a
 directed edge ``[A, B]``. Change the signatures in the prompt and the answer changes with them.
-Error profiles do not apply to these answers (only ``messy_format`` varies how they are
-written): there is no stored script to perturb.
+
+An error profile perturbs the worked-out graph, edge by edge, with three of its step kinds
+read as graph mistakes (:data:`GRAPH_MISTAKES`): ``skip_step`` drops a true edge (edge recall
+falls), ``wrong_tool`` reverses one (both fall), ``hallucinated_tool`` adds an edge between two
+APIs that have none (edge precision falls). Draws are seeded by the profile and the question,
+and every mistake is returned for the injection log. ``messy_format`` varies the writing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from sopgym.services.model.conversation import Conversation
+from sopgym.services.model.profiles import ErrorProfile
 from sopgym.types import JSON
 
 
@@ -63,6 +70,47 @@ def dependency_graph(signatures: list[Signature]) -> JSON:
         }
     )
     return {"nodes": [s.name for s in signatures], "edges": [list(e) for e in edges]}
+
+
+GRAPH_MISTAKES: Final = {
+    "skip_step": "graph_dropped_edge",
+    "wrong_tool": "graph_reversed_edge",
+    "hallucinated_tool": "graph_invented_edge",
+}
+
+
+def perturbed_graph(graph: JSON, profile: ErrorProfile, key: str) -> tuple[JSON, list[JSON]]:
+    """``graph`` with the profile's mistakes, and one log record per mistake."""
+    if profile.perfect:
+        return graph, []
+    edges = [tuple(edge) for edge in graph["edges"]]
+    kept: list[tuple[str, ...]] = []
+    mistakes: list[JSON] = []
+    for edge in edges:
+        if _draw(profile, key, edge, "skip_step"):
+            mistakes.append({"kind": GRAPH_MISTAKES["skip_step"], "expected": list(edge)})
+        elif _draw(profile, key, edge, "wrong_tool") and edge[::-1] not in edges:
+            kept.append(edge[::-1])
+            mistakes.append({"kind": GRAPH_MISTAKES["wrong_tool"], "expected": list(edge),
+                             "got": list(edge[::-1])})  # fmt: skip
+        else:
+            kept.append(edge)
+    nodes = graph["nodes"]
+    for a, b in itertools.pairwise(nodes):  # candidates: neighbours in the listing
+        unrelated = (a, b) not in edges and (b, a) not in edges and (a, b) not in kept
+        if unrelated and _draw(profile, key, (a, b), "hallucinated_tool"):
+            kept.append((a, b))
+            mistakes.append({"kind": GRAPH_MISTAKES["hallucinated_tool"], "got": [a, b]})
+    return {"nodes": nodes, "edges": [list(e) for e in sorted(kept)]}, mistakes
+
+
+def _draw(profile: ErrorProfile, key: str, edge: tuple[str, ...], kind: str) -> bool:
+    rate = profile.rate(kind)
+    if rate <= 0:
+        return False
+    text = f"{profile.seed}|{key}|{kind}|{'>'.join(edge)}"
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 < rate
 
 
 def _names(fields: Any) -> list[str] | None:

@@ -84,7 +84,7 @@ class EpisodeRegistry:
         known = self._open.pop(episode_id, None)
         if known is None:
             raise self._unknown(episode_id)
-        return known.context.state
+        return known.context.final_state()
 
     def expire(self) -> int:
         """Free every episode idle past the timeout; how many were freed."""

@@ -95,7 +95,7 @@ def derive_gold(
         calls=run.calls,
         decisions=solution.decisions,
         outputs=solution.outputs,
-        final_state=ctx.state,
+        final_state=ctx.final_state(),
         reference_calls=domain.reference_policy,
         user=user,
         messages=run.messages,

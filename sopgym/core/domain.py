@@ -17,7 +17,7 @@ import orjson
 from sopgym.core.dialogue import SimulatedUser, UserBehaviour
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Solution, Task, ToolCall
-from sopgym.core.tools import Tool, ToolContext
+from sopgym.core.tools import EpisodeStore, Tool, ToolContext
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
@@ -92,6 +92,11 @@ class DomainPack:
     kind: str = "tool_use"
     # Stateful domains: the state one task's episode starts from (JSON: dicts, lists of rows)
     initial_state: Callable[[Tables, Task], JSON] | None = None
+    # ... or, for state held in an object (a database), a fresh one per episode
+    episode_store: Callable[[Tables, Task], EpisodeStore] | None = None
+    # Folders outside ``folder`` whose sources the pack is made of (a family's shared code):
+    # part of the fingerprint, so an edit there regenerates the data too
+    source_folders: list[Path] = field(default_factory=list)
     sop_files: dict[str, str] = field(
         default_factory=lambda: {"clean": "sop.md", "noisy": "sop_noisy.md"}
     )
@@ -104,6 +109,8 @@ class DomainPack:
     user: UserBehaviour | None = None
 
     def __post_init__(self) -> None:
+        if self.initial_state is not None and self.episode_store is not None:
+            raise ValueError(f"domain {self.name}: initial_state or episode_store, not both")
         names = [t.name for t in self.all_tools()]
         duplicates = {n for n in names if names.count(n) > 1}
         if duplicates:
@@ -130,7 +137,7 @@ class DomainPack:
 
     @property
     def stateful(self) -> bool:
-        return self.initial_state is not None
+        return self.initial_state is not None or self.episode_store is not None
 
     def context(
         self,
@@ -141,23 +148,28 @@ class DomainPack:
     ) -> ToolContext:
         """The one place a tool context is made: a stateful domain's holds a fresh copy of
         ``task``'s initial state, which a context without its task cannot have."""
-        state = None
-        if self.initial_state is not None:
-            if task is None:
-                raise ValueError(f"domain {self.name} is stateful: a context needs its task")
+        if self.stateful and task is None:
+            raise ValueError(f"domain {self.name} is stateful: a context needs its task")
+        state, store = None, None
+        if self.episode_store is not None and task is not None:
+            store = self.episode_store(tables, task)
+        if self.initial_state is not None and task is not None:
             # The JSON round trip proves the state serialisable (it is answered and stored as
             # JSON) and shares no object with the tables or with another episode's state.
             state = orjson.loads(orjson.dumps(self.initial_state(tables, task)))
-        return ToolContext(tables=tables, files_dir=files_dir, state=state, episode_id=episode_id)
+        return ToolContext(
+            tables=tables, files_dir=files_dir, state=state, episode_id=episode_id, store=store
+        )
 
     def fingerprint(self) -> str:
         """Changes whenever any source file of the pack changes, or the format of the data
         derived from it does (:data:`DATA_FORMAT`), so cached data regenerates."""
         digest = hashlib.sha256(f"{DATA_FORMAT}|{self.seed}".encode())
-        for path in sorted(self.folder.rglob("*")):
-            if path.is_file() and path.suffix in {".py", ".md", ".json"}:
-                digest.update(path.relative_to(self.folder).as_posix().encode())
-                digest.update(path.read_bytes())
+        for folder in [self.folder, *self.source_folders]:
+            for path in sorted(folder.rglob("*")):
+                if path.is_file() and path.suffix in {".py", ".md", ".json"}:
+                    digest.update(path.relative_to(folder).as_posix().encode())
+                    digest.update(path.read_bytes())
         return digest.hexdigest()[:12]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sopgym.core.errors import ToolError
 from sopgym.core.schema import ArgumentValidator
@@ -19,19 +19,32 @@ if TYPE_CHECKING:  # pandas stays out of the gateway, which renders specs from h
     from sopgym.core.tables import Tables
 
 
+class EpisodeStore(Protocol):
+    """An episode's own state held outside JSON (a database): what the episode leaves is
+    scored through :meth:`snapshot`, plain JSON of the tables that count."""
+
+    def snapshot(self) -> JSON: ...
+
+
 @dataclass
 class ToolContext:
     """What a tool implementation may read (and, for stateful domains, write).
 
     ``tables`` is the domain's immutable dataset, shared by all episodes. ``state`` is the
     episode's own mutable copy for stateful domains (``None`` for read-only domains), so
-    concurrent episodes never see each other's writes.
+    concurrent episodes never see each other's writes; ``store`` is the same for a domain
+    whose state is an object such as a database (``DomainPack.episode_store``).
     """
 
     tables: Tables
     files_dir: Any = None
     state: dict[str, Any] | None = None
     episode_id: str | None = None
+    store: EpisodeStore | None = None
+
+    def final_state(self) -> JSON | None:
+        """The state the episode leaves, as JSON (``None`` on stateless domains)."""
+        return self.store.snapshot() if self.store is not None else self.state
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,178 @@
+"""The banking scenarios' costs: the per-episode database copy, a writing tool call through
+the gateway, the memory of the five tool services, and the prompt a large catalog makes.
+
+  * copy: the median time to give an episode its own in-memory copy of a scenario database
+    (SQLite's backup API), in process, per scenario;
+  * write: the median client-side time of a tool call that writes (an approval, a
+    write-back) through the real gateway to the real loans service on loopback, over one
+    keep-alive ``http.client`` connection (which spends ~0.2 ms of its own per call, see
+    bench_gateway.py);
+  * memory: the resident set size (VmRSS) of the five tool services together, each serving
+    its data and a handful of open episodes;
+  * prompt: the fc agent's first request for a loans episode whose catalog holds the SOP's
+    tools, the 45 financial distractors and every stateless tool of the other shipped packs
+    (the gateway's ``--distractors``): tools, characters and about four characters a token.
+
+    python bench/bench_banking.py [--copies 500] [--writes 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from sopgym.agents.client import GatewayClient
+from sopgym.agents.prompts import case_message, system_prompt
+from sopgym.core import dataset
+from sopgym.core.registry import domain_names, load_domain
+from sopgym.core.tasks import Task
+from sopgym.domains.banking._engine.database import store_factory
+from sopgym.domains.banking._engine.pack import SCENARIO_NAMES, scenario_of
+from sopgym.gateway.catalog import Catalog, ServiceEntry
+from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
+
+WRITING_STAGES = ("approval", "write")
+
+
+def copy_medians(copies: int) -> dict[str, float]:
+    """Median milliseconds of one episode's database copy, per scenario."""
+    medians = {}
+    for name in SCENARIO_NAMES:
+        data = dataset.load(load_domain(f"banking/{name}"))
+        open_store = store_factory(scenario_of(name))
+        open_store(data.tables, data.tasks[0])  # builds the scenario database once
+        times = []
+        for index in range(copies):
+            task: Task = data.tasks[index % len(data.tasks)]
+            started = time.perf_counter()
+            open_store(data.tables, task)
+            times.append((time.perf_counter() - started) * 1000)
+        medians[name] = statistics.median(times)
+    return medians
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def served(writes: int, folder: Path) -> tuple[list[float], dict[str, int]]:
+    """Write-call latencies through the gateway (loans), and each service's RSS in KiB."""
+    names = [f"banking/{n}" for n in SCENARIO_NAMES]
+    for name in names:
+        dataset.load(load_domain(name))  # generated before any service starts
+    with ProcessGroup() as group:
+        urls = {}
+        processes = {}
+        for name in names:
+            url = f"http://127.0.0.1:{free_port()}"
+            processes[name] = group.start(
+                name.replace("/", "-"),
+                sopgym_command("serve-tools", name, "--port", url.rsplit(":", 1)[1]),
+                folder / f"{name.replace('/', '-')}.log", ready_url=f"{url}/readyz",
+            )
+            urls[name] = url
+        for process in processes.values():
+            process.wait_ready()
+        gateway = f"http://127.0.0.1:{free_port()}"
+        group.start(
+            "gateway",
+            sopgym_command("gateway", "--port", gateway.rsplit(":", 1)[1],
+                           *[a for n, u in urls.items() for a in ("--service", f"{n}={u}")]),
+            folder / "gateway.log", env={"SOPGYM_ADMIN_TOKEN": "bench"},
+            ready_url=f"{gateway}/readyz",
+        ).wait_ready()
+        client = GatewayClient(gateway, retries=0)
+        host, port = gateway.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port))
+        scenario = scenario_of("loans")
+        writing = {a.name for a in scenario.apis if a.stage in WRITING_STAGES}
+        data = dataset.load(load_domain("banking/loans"))
+        latencies: list[float] = []
+        index = 0
+        while len(latencies) < writes:
+            gold = data.gold[data.tasks[index % len(data.tasks)].id]
+            index += 1
+            episode = client.open(gold.task_id, "banking/loans")
+            headers = {"content-type": "application/json",
+                       "authorization": f"Bearer {episode.token}"}  # fmt: skip
+            for call in gold.calls:
+                body = orjson.dumps(call.arguments)
+                started = time.perf_counter()
+                connection.request("POST", f"/v1/episodes/{episode.id}/tools/{call.name}",
+                                   body, headers)  # fmt: skip
+                response = connection.getresponse()
+                reply = response.read()
+                elapsed = (time.perf_counter() - started) * 1000
+                if response.status != 200:
+                    raise RuntimeError(f"{gold.task_id} {call.name}: {reply!r}")
+                if call.name in writing:
+                    latencies.append(elapsed)
+            episode.finish(gold.outputs)
+        for name in names[1:]:  # a few open episodes at every other service too
+            first = dataset.load(load_domain(name)).tasks[:5]
+            for task in first:
+                client.open(task.id, name)
+        rss = {name: _rss_kib(process.popen.pid) for name, process in processes.items()}
+        client.close()
+        connection.close()
+    return latencies, rss
+
+
+def prompt_size() -> dict[str, int]:
+    """The fc agent's first request for a loans episode with every distractor available."""
+    entries = []
+    for name in domain_names(extra=""):
+        domain = load_domain(name)
+        if not domain.all_tools():
+            continue
+        entries.append(ServiceEntry(
+            domain=name, url="http://127.0.0.1:1", host="127.0.0.1", port=1,
+            tools={t.name: t.spec.rendered() for t in domain.tools},
+            distractors={t.name: t.spec.rendered() for t in domain.distractors},
+            stateful=domain.stateful,
+        ))  # fmt: skip
+    catalog = Catalog(entries)
+    domain = load_domain("banking/loans")
+    task = dataset.load(domain).tasks[0]
+    routes, _ = catalog.episode_tools("banking/loans", task.id, 10_000)
+    tools = [catalog.spec(ref, shown)["openai"] for shown, ref in routes.items()]
+    system = system_prompt(domain.output_schema)
+    user = case_message(domain.sop(), task.inputs)
+    tools_chars = len(orjson.dumps(tools))
+    total = len(system) + len(user) + tools_chars
+    return {"tools": len(tools), "tools_chars": tools_chars, "sop_and_case_chars": len(user),
+            "total_chars": total, "approx_tokens": total // 4}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--copies", type=int, default=500)
+    parser.add_argument("--writes", type=int, default=300)
+    args = parser.parse_args()
+    copies = copy_medians(args.copies)
+    for name, median in copies.items():
+        print(f"copy      {name:<20} median {median:.3f} ms ({args.copies} copies)")
+    with tempfile.TemporaryDirectory(prefix="bench-banking-") as folder:
+        latencies, rss = served(args.writes, Path(folder))
+    print(f"write     banking/loans via gateway median {statistics.median(latencies):.3f} ms, "
+          f"p90 {statistics.quantiles(latencies, n=10)[-1]:.3f} ms ({len(latencies)} calls)")
+    for name, kib in rss.items():
+        print(f"rss       {name:<28} {kib / 1024:.1f} MiB")
+    print(f"rss       five services together       {sum(rss.values()) / 1024:.1f} MiB")
+    size = prompt_size()
+    print(f"prompt    loans catalog of {size['tools']} tools: {size['total_chars']} chars "
+          f"(tools {size['tools_chars']}, SOP and case {size['sop_and_case_chars']}), "
+          f"~{size['approx_tokens']} tokens")
+
+
+if __name__ == "__main__":
+    main()

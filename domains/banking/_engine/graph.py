@@ -1,0 +1,118 @@
+"""Stage 1 (paper §4.1): reconstruct a scenario's API dependency graph in one shot.
+
+Each task gives the business context and API signatures (the scenario's APIs, in shuffled
+order, among some of the financial distractors); the answer is the directed graph in which B
+depends on A exactly when B takes a field that A returns. The gold applies that rule to the
+signatures shown: the scenario's APIs form the paper's graph, and the distractors, whose
+fields no scenario shares, are isolated nodes. One graph pack per scenario
+(``banking/<scenario>_graph``) puts stage 1 next to stage 2 in a run's report.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
+from sopgym.core.tasks import Solution, Task
+from sopgym.core.tools import Tool
+from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
+from sopgym.domains.banking._engine.sop import GRAPH_VARIANTS
+from sopgym.domains.banking._engine.spec import Scenario, dependency_edges
+from sopgym.domains.banking._engine.tools import parameters
+from sopgym.types import JSON
+
+# distractors shown per task, rotating: the bare graph, a few, the whole financial catalog
+DISTRACTOR_COUNTS = (0, 10, 45)
+TASKS_PER_COUNT = 4
+_NAMES: JSON = {"type": "array", "items": {"type": "string", "minLength": 1}}
+
+
+def signature(scenario: Scenario, name: str) -> JSON:
+    api = scenario.api_map[name]
+    return {
+        "name": name,
+        "description": api.description,
+        "inputs": list(parameters(scenario, api)),
+        "outputs": list(scenario.returns(api)),
+    }
+
+
+def distractor_signature(item: Tool) -> JSON:
+    outputs = item.spec.output_schema.get("properties", {})
+    return {
+        "name": item.name,
+        "description": item.spec.description,
+        "inputs": list(item.spec.input_schema["properties"]),
+        "outputs": list(outputs),
+    }
+
+
+def make_graph_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
+    def generate(seed: int, files_dir: Path) -> GeneratedData:
+        rng = random.Random(f"{seed}|{scenario.name}")
+        tasks = []
+        for index in range(len(DISTRACTOR_COUNTS) * TASKS_PER_COUNT):
+            count = DISTRACTOR_COUNTS[index % len(DISTRACTOR_COUNTS)]
+            apis = [signature(scenario, api.name) for api in scenario.apis]
+            apis += [distractor_signature(d) for d in rng.sample(FINANCIAL_DISTRACTORS, count)]
+            rng.shuffle(apis)
+            inputs = {"context": scenario.context, "apis": apis}
+            task_id = f"{scenario.name}_graph-{index:03d}"
+            tasks.append(Task(task_id, f"banking/{scenario.name}_graph", inputs, kind="graph"))
+        return GeneratedData(tables={}, tasks=tasks)
+
+    return generate
+
+
+def solve_graph(task: Task, run: PolicyRun) -> Solution:
+    apis = task.inputs["apis"]
+    edges = dependency_edges([(a["name"], tuple(a["inputs"]), tuple(a["outputs"])) for a in apis])
+    linked = {name for edge in edges for name in edge}
+    isolated = sorted(a["name"] for a in apis if a["name"] not in linked)
+    return Solution({"nodes": [a["name"] for a in apis], "edges": [list(e) for e in edges]},
+                    {"isolated": isolated})  # fmt: skip
+
+
+GRAPH_INPUT: JSON = {
+    "type": "object",
+    "properties": {
+        "context": {"type": "string", "minLength": 1},
+        "apis": {"type": "array", "minItems": 2, "items": {
+            "type": "object",
+            "properties": {"name": {"type": "string", "minLength": 1},
+                           "description": {"type": "string"}, "inputs": _NAMES,
+                           "outputs": _NAMES},
+            "required": ["name", "inputs", "outputs"], "additionalProperties": False}},
+    },
+    "required": ["context", "apis"],
+    "additionalProperties": False,
+}  # fmt: skip
+GRAPH_OUTPUT: JSON = {
+    "type": "object",
+    "properties": {
+        "nodes": {**_NAMES, "description": "every API name"},
+        "edges": {"type": "array", "description": "[from, to]: `to` takes a field `from` returns",
+                  "items": {"type": "array", "items": {"type": "string"}, "minItems": 2,
+                            "maxItems": 2}},
+    },
+    "required": ["nodes", "edges"],
+    "additionalProperties": False,
+}  # fmt: skip
+
+
+def build_graph_pack(scenario: Scenario, folder: Path) -> DomainPack:
+    return DomainPack(
+        name=f"banking/{scenario.name}_graph",
+        title=f"{scenario.title}: API dependency graph (stage 1)",
+        folder=folder,
+        tools=[],
+        generate=make_graph_generator(scenario),
+        solve=solve_graph,
+        kind="graph",
+        input_schema=GRAPH_INPUT,
+        output_schema=GRAPH_OUTPUT,
+        sop_files=dict(GRAPH_VARIANTS),
+        source_folders=[Path(__file__).parent],
+    )

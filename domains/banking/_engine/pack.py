@@ -1,0 +1,73 @@
+"""A scenario made a domain pack: tools, database, generator and policy from its data.
+
+``python -m sopgym.domains.banking._engine.pack`` rewrites every pack's SOP texts."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Final
+
+from sopgym.core.domain import DomainPack
+from sopgym.domains.banking._engine.database import store_factory
+from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
+from sopgym.domains.banking._engine.generator import make_generator
+from sopgym.domains.banking._engine.policy import make_policy
+from sopgym.domains.banking._engine.sop import VARIANTS, write_all
+from sopgym.domains.banking._engine.spec import DECISIONS, KEY, Scenario
+from sopgym.domains.banking._engine.tools import build_tools, key_schema
+from sopgym.types import JSON
+
+SCENARIO_NAMES: Final = ("loans", "account_management", "credit_cards", "savings", "investments")
+ENGINE = Path(__file__).parent
+
+
+def scenario_of(name: str) -> Scenario:
+    scenario: Scenario = importlib.import_module(f"sopgym.domains.banking.{name}.scenario").SCENARIO
+    return scenario
+
+
+def output_schema(scenario: Scenario) -> JSON:
+    properties: JSON = {
+        "decision": {"type": "string", "enum": list(DECISIONS)},
+        scenario.amount_output: {"type": "integer", "minimum": 0},
+        "approval_level": {"type": "string", "enum": ["none", *scenario.levels]},
+    }
+    if scenario.pricing:
+        reasons = sorted({c.reason for c in scenario.checks} | {"within_limit", "above_limit"})
+        properties |= {
+            "reason_code": {"type": "string", "enum": reasons},
+            scenario.pricing.rate_output: {"type": "number", "minimum": 0, "x-tolerance": 1e-4},
+            scenario.pricing.monthly_output: {"type": "number", "minimum": 0,
+                                              "x-tolerance": 0.01},
+        }
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}  # fmt: skip
+
+
+def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
+    return DomainPack(
+        name=f"banking/{scenario.name}",
+        title=scenario.title,
+        folder=folder,
+        tools=build_tools(scenario),
+        distractors=list(FINANCIAL_DISTRACTORS),
+        generate=make_generator(scenario),
+        solve=make_policy(scenario),
+        episode_store=store_factory(scenario),
+        source_folders=[ENGINE],
+        input_schema={
+            "type": "object",
+            "properties": {KEY: key_schema(scenario), "instruction": {"type": "string"}},
+            "required": [KEY, "instruction"],
+            "additionalProperties": False,
+        },
+        output_schema=output_schema(scenario),
+        dependencies=scenario.dependencies(),
+        sop_files=dict(VARIANTS),
+    )
+
+
+if __name__ == "__main__":
+    for scenario_name in SCENARIO_NAMES:
+        write_all(Path(__file__).parents[1] / scenario_name, scenario_of(scenario_name))
