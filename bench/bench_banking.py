@@ -27,8 +27,8 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.agents.client import GatewayClient
 from sopgym.agents.prompts import case_message, system_prompt
+from sopgym.client import GatewayClient
 from sopgym.core import dataset
 from sopgym.core.registry import domain_names, load_domain
 from sopgym.core.tasks import Task

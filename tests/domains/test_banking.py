@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from sopgym.agents.client import GatewayClient
 from sopgym.agents.prompts import case_message, tool_free_prompt
 from sopgym.cli import main
+from sopgym.client import GatewayClient
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.registry import load_domain, select_domains
 from sopgym.domains.banking._engine.distractors import PARAMETER_NAMES
