@@ -101,7 +101,7 @@ def test_abstract_sop_is_selectable_and_refused_where_a_pack_has_none() -> None:
     runner = CliRunner()
     refused = runner.invoke(main, ["run", "banking/loans", "patient_intake", "--sop", "abstract"])
     assert refused.exit_code == 2
-    assert "no 'abstract' SOP in patient_intake" in refused.output
+    assert "no SOP variant 'abstract' in patient_intake" in refused.output
     assert "abstract" in load_domain("banking/loans").sop_files
 
 
