@@ -4,7 +4,9 @@ A job is ``{"task": {...}, "data_dir": "...", "distractors": N, "sop_variant": "
 with ``"trial"`` (which of the run's repeats, 0-based) and ``"seed"`` (that trial's seed, sent
 with the model calls) when the run sets them. The worker opens the episode at the gateway,
 lets its agent solve the task (one-shot kinds: one model call, :mod:`.oneshot`), finishes the
-episode and reports ``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``.
+episode and reports ``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``;
+``status`` is ``finished``, ``failed`` (the agent's doing) or ``infra_error`` (a service, the
+gateway or the model endpoint failed it).
 It never imports a tool implementation: tools exist for it only behind the gateway.
 """
 
@@ -22,6 +24,7 @@ import orjson
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.agents.client import GatewayClient, connect
+from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
 from sopgym.types import JSON
@@ -68,12 +71,15 @@ def _run_episode(
             task.domain,
             distractors=job.get("distractors"),
             sop_variant=job.get("sop_variant", "clean"),
-            meta={"agent": agent.name, "run_id": job.get("run_id")},
+            meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
         )
         report["episode_id"], report["token"] = episode.id, episode.token
         outputs = agent.solve(task, episode, context)
         episode.finish(outputs)
         report["status"] = "finished"
+    except InfraFailure as error:  # the infrastructure's fault, not the agent's
+        report["status"] = INFRA_ERROR
+        report["error"] = f"{type(error).__name__}: {error}"
     except Exception as error:  # one task's failure must not end the worker
         report["error"] = f"{type(error).__name__}: {error}"
         report["traceback"] = traceback.format_exc(limit=5)
