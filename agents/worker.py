@@ -13,6 +13,7 @@ It never imports a tool implementation: tools exist for it only behind the gatew
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -88,6 +89,33 @@ def _run_episode(
     return report
 
 
+class TraceDelivery:
+    """Sends an episode's spans before its result, so that a later crash of this worker cannot
+    take a finished episode's trace with it; but a trace receiver that is down must never slow
+    the agents. The SDK exports a flush in the calling thread, retrying for seconds, so the
+    flush runs in a thread of its own and the worker waits at most :attr:`timeout_s`; while
+    one is still stuck, no other starts. Each report says whether its spans were confirmed
+    delivered (``trace_flushed``): the run counts the episodes whose were not."""
+
+    timeout_s = 0.5
+
+    def __init__(self) -> None:
+        self._pending: threading.Thread | None = None
+        self._delivered = False
+
+    def flush(self) -> bool:
+        if self._pending is not None and self._pending.is_alive():
+            return False  # the receiver is still not answering the last flush
+        self._delivered = False
+        self._pending = threading.Thread(target=self._flush, daemon=True)
+        self._pending.start()
+        self._pending.join(self.timeout_s)
+        return self._delivered
+
+    def _flush(self) -> None:
+        self._delivered = tracing.flush()
+
+
 def parse_job(line: str) -> JSON:
     """One job line, checked as far as a worker needs before it opens an episode."""
     job = orjson.loads(line)
@@ -118,6 +146,7 @@ def serve(
     """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
     agent = make_agent(agent_name, **agent_options)
     client = connect(gateway_url, transport)
+    delivery = TraceDelivery()
     try:
         for line in jobs:
             if not line.strip():
@@ -128,8 +157,8 @@ def serve(
                 report = {"task_id": None, "status": "failed", "error": f"invalid job: {error}"}
             else:
                 report = run_job(agent, client, job, task_timeout, agent_options.get("model"))
-                tracing.flush()  # the episode's spans leave before its result: a later crash
-                # of this worker cannot take a finished episode's trace with it
+                if tracing.enabled():
+                    report["trace_flushed"] = delivery.flush()
             out.write(orjson.dumps(report).decode() + "\n")
             out.flush()
             if observe is not None:

@@ -72,6 +72,11 @@ def _print_infra(summary: dict) -> None:
                           markup=False, soft_wrap=True)  # fmt: skip
         if len(failed) > 10:
             console.print(f"  ... and {len(failed) - 10} more in summary.json (infra_failed)")
+    if summary.get("trace_loss"):
+        console.print(
+            f"[bold yellow]trace loss[/]: the trace receiver did not confirm the spans of "
+            f"{summary['trace_loss']} episode(s) (their results are whole; traces may lack them)"
+        )
     robust = summary.get("robustness") or {}
     if robust.get("faults_injected"):
         with_, without = robust["tsr_with_faults"], robust["tsr_without_faults"]

@@ -396,6 +396,7 @@ class Runner:
             "error": score.infra_error or report.get("error"),
             "elapsed_s": report.get("elapsed_s"),
             "llm_calls": report.get("llm_calls", []),
+            "trace_flushed": report.get("trace_flushed"),  # None: not traced
             "outputs": trajectory.outputs if trajectory else None,
             "gold_outputs": gold.outputs,
             "score": score.to_json(),
@@ -432,6 +433,8 @@ class Runner:
             "config": asdict(self.config),
             **summarize(scores),
             "infra_failed": infra,
+            # episodes whose spans the trace receiver did not confirm (down, or too slow)
+            "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
         }
