@@ -1,11 +1,12 @@
 """What a run does when one part of its stack dies mid-way: kill it after a few tasks and
 report how the remaining tasks were recorded and how long they took.
 
-    SOPGYM_DOMAIN_PACKAGES=tests.testpacks python bench/bench_faults.py tools|worker|collector
+    SOPGYM_DOMAIN_PACKAGES=tests.testpacks python bench/bench_faults.py tools|worker|collector|model
 
 ``tools`` kills the ledger tool service, ``worker`` the agent worker, ``collector`` the trace
-receiver, each in a one-worker run of the ledger test pack (16 tasks, react on the scripted
-model) with traces on; the figures are the ones in docs/reliability.md.
+receiver, ``model`` the scripted model server, each in a one-worker run of the ledger test
+pack (16 tasks, react on the scripted model) with traces on; the figures are the ones in
+docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 import orjson
 
 VICTIMS = {"tools": ("serve-tools", "ledger"), "worker": ("agent-worker",),
-           "collector": ("collector",)}  # fmt: skip
+           "collector": ("collector",), "model": ("model-server",)}  # fmt: skip
 
 
 def children(parent: int) -> list[int]:
