@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
+from sopgym.core.outcomes import InfraFailure
 from sopgym.observability.genai import traced_model_call
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -25,6 +26,11 @@ _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable",
 
 class ModelCallError(RuntimeError):
     """The model could not be called (after retries, or for a non-retryable reason)."""
+
+
+class ModelUnreachable(ModelCallError, InfraFailure):
+    """Transient failures (transport, throttling, 5xx) outlasted the retry budget: the model
+    endpoint failed, not the agent, so the run records an infrastructure error."""
 
 
 class DeadlineExceeded(RuntimeError):
@@ -96,7 +102,8 @@ def invoke_model(
             delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
             if not is_retryable(error) or attempt > llm.retries or _too_late(context, delay):
                 _record(llm, context, purpose, started, attempt, None, error)
-                raise ModelCallError(
+                failure = ModelUnreachable if is_retryable(error) else ModelCallError
+                raise failure(
                     f"{llm.spec.label}: {type(error).__name__}: {_first_line(error)}"
                 ) from error
             time.sleep(delay)

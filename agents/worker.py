@@ -4,13 +4,16 @@ A job is ``{"task": {...}, "data_dir": "...", "distractors": N, "sop_variant": "
 with ``"trial"`` (which of the run's repeats, 0-based) and ``"seed"`` (that trial's seed, sent
 with the model calls) when the run sets them. The worker opens the episode at the gateway,
 lets its agent solve the task (one-shot kinds: one model call, :mod:`.oneshot`), finishes the
-episode and reports ``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``.
+episode and reports ``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``;
+``status`` is ``finished``, ``failed`` (the agent's doing) or ``infra_error`` (a service, the
+gateway or the model endpoint failed it).
 It never imports a tool implementation: tools exist for it only behind the gateway.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -22,6 +25,7 @@ import orjson
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import GatewayClient, connect
+from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
 from sopgym.types import JSON
@@ -68,18 +72,48 @@ def _run_episode(
             task.domain,
             distractors=job.get("distractors"),
             sop_variant=job.get("sop_variant", "clean"),
-            meta={"agent": agent.name, "run_id": job.get("run_id")},
+            meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
         )
         report["episode_id"], report["token"] = episode.id, episode.token
         outputs = agent.solve(task, episode, context)
         episode.finish(outputs)
         report["status"] = "finished"
+    except InfraFailure as error:  # the infrastructure's fault, not the agent's
+        report["status"] = INFRA_ERROR
+        report["error"] = f"{type(error).__name__}: {error}"
     except Exception as error:  # one task's failure must not end the worker
         report["error"] = f"{type(error).__name__}: {error}"
         report["traceback"] = traceback.format_exc(limit=5)
     report["elapsed_s"] = round(time.monotonic() - started, 4)
     report["llm_calls"] = context.usage
     return report
+
+
+class TraceDelivery:
+    """Sends an episode's spans before its result, so that a later crash of this worker cannot
+    take a finished episode's trace with it; but a trace receiver that is down must never slow
+    the agents. The SDK exports a flush in the calling thread, retrying for seconds, so the
+    flush runs in a thread of its own and the worker waits at most :attr:`timeout_s`; while
+    one is still stuck, no other starts. Each report says whether its spans were confirmed
+    delivered (``trace_flushed``): the run counts the episodes whose were not."""
+
+    timeout_s = 0.5
+
+    def __init__(self) -> None:
+        self._pending: threading.Thread | None = None
+        self._delivered = False
+
+    def flush(self) -> bool:
+        if self._pending is not None and self._pending.is_alive():
+            return False  # the receiver is still not answering the last flush
+        self._delivered = False
+        self._pending = threading.Thread(target=self._flush, daemon=True)
+        self._pending.start()
+        self._pending.join(self.timeout_s)
+        return self._delivered
+
+    def _flush(self) -> None:
+        self._delivered = tracing.flush()
 
 
 def parse_job(line: str) -> JSON:
@@ -112,6 +146,7 @@ def serve(
     """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
     agent = make_agent(agent_name, **agent_options)
     client = connect(gateway_url, getattr(agent, "transport", transport))  # mcp: its own door
+    delivery = TraceDelivery()
     try:
         for line in jobs:
             if not line.strip():
@@ -119,11 +154,13 @@ def serve(
             try:
                 job = parse_job(line)
             except ValueError as error:  # a hand-fed worker answers a bad line and goes on
-                report = {"task_id": None, "status": "failed", "error": f"invalid job: {error}"}
+                report: JSON = {
+                    "task_id": None, "status": "failed", "error": f"invalid job: {error}"
+                }
             else:
                 report = run_job(agent, client, job, task_timeout, agent_options.get("model"))
-                tracing.flush()  # the episode's spans leave before its result: a later crash
-                # of this worker cannot take a finished episode's trace with it
+                if tracing.enabled():
+                    report["trace_flushed"] = delivery.flush()
             out.write(orjson.dumps(report).decode() + "\n")
             out.flush()
             if observe is not None:

@@ -29,6 +29,7 @@ from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
+from sopgym.gateway.faults import FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
@@ -51,10 +52,12 @@ class Gateway:
         metrics: GatewayMetrics | None = None,
         user_sim: str | None = None,
         seed: int = 0,
+        faults: FaultPlan | None = None,
     ) -> None:
         self.core = GatewayCore(
-            catalog, default_distractors, admin_token, metrics, user_sim=user_sim, seed=seed
-        )
+            catalog, default_distractors, admin_token, metrics, user_sim=user_sim, seed=seed,
+            faults=faults,
+        )  # fmt: skip
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None
         self.mcp: Any = None  # the MCP door, once a request needed it
@@ -90,6 +93,12 @@ class Gateway:
                 payload = dumps(body)
         except ToolError as error:
             status, payload = error.status, dumps(error.to_body())
+        except _Dropped:  # an injected fault: the answer starts and never ends
+            if tracer is not None:
+                end_server_span(tracer, span, token, 502)
+            await send({"type": "http.response.start", "status": 502, "headers": []})
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
+            return
         except ClientDisconnected:  # under a server that streams bodies: nothing was asked
             if tracer is not None:
                 end_server_span(tracer, span, token, 499)  # "client closed request"
@@ -156,6 +165,8 @@ class Gateway:
             if len(parts) == 5 and parts[3] == "tools" and method == "POST":
                 core.authorize(episode, _bearer(scope))
                 outcome = await core.call_tool(episode, parts[4], await read_body(receive), HTTP)
+                if outcome.dropped:
+                    raise _Dropped
                 return outcome.status, outcome.body
             if len(parts) == 4 and parts[3] == "messages" and method == "POST":
                 core.authorize(episode, _bearer(scope))
@@ -166,6 +177,10 @@ class Gateway:
                 finishing = loads_object(await read_body(receive))
                 return 200, await core.finish(episode, finishing, HTTP)
         raise ToolError("not_found", f"no route {method} {scope['path']}")
+
+
+class _Dropped(Exception):
+    """An injected ``drop`` fault: the connection closes with the answer unfinished."""
 
 
 def _route_name(path: str) -> str:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from sopgym.core.dialogue import AGENT, DIALOGUE, MAX_MESSAGE_CHARS, USER
-from sopgym.core.errors import ToolError
+from sopgym.core.errors import DOWN_CODE, ToolError
 from sopgym.gateway.episodes import Episode
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 from sopgym.observability import tracing
@@ -70,7 +70,7 @@ class UserSimLink:
             answer: Any = orjson.loads(payload)
         except (UpstreamError, TimeoutError, orjson.JSONDecodeError) as error:
             raise ToolError(
-                "upstream_unavailable", f"user simulator at {self.url} unreachable: {error}"
+                DOWN_CODE, f"user simulator at {self.url} unreachable: {error}"
             ) from None
         if status >= 400 or not isinstance(answer, dict):
             refusal = answer.get("error") if isinstance(answer, dict) else None

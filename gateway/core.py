@@ -23,12 +23,13 @@ from typing import Any
 
 import orjson
 
-from sopgym.core.errors import ToolError
+from sopgym.core.errors import DOWN_CODE, ToolError
 from sopgym.core.jsonio import dumps, loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway import conversations
 from sopgym.gateway.catalog import Catalog, ServiceEntry
 from sopgym.gateway.episodes import Episode, EpisodeStore
+from sopgym.gateway.faults import DROP, TIMEOUT_HOLD_S, FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 from sopgym.observability import episode_spans, tracing
@@ -44,6 +45,7 @@ class CallOutcome:
     body: bytes | JSON  # the service's raw reply, or the gateway's own error body
     result: Any = None
     error: ToolError | None = None
+    dropped: bool = False  # an injected fault: close the connection, answer nothing
 
 
 @dataclass
@@ -61,8 +63,10 @@ class GatewayCore:
         metrics: GatewayMetrics | None = None,
         user_sim: str | None = None,
         seed: int = 0,
+        faults: FaultPlan | None = None,
     ) -> None:
         self.catalog = catalog
+        self.faults = faults  # injected latency and failures (``--faults``), None: none
         self.users = conversations.UserSimLink(user_sim) if user_sim else None
         self.seed = seed  # the run's seed: it salts each task's distractor draw
         self.default_distractors = default_distractors
@@ -96,7 +100,7 @@ class GatewayCore:
                 status, payload = await self._pool(service.domain).get("/v1/tasks")
             except (UpstreamError, TimeoutError) as error:
                 raise ToolError(
-                    "upstream_unavailable", f"tool service {service.domain} unreachable: {error}"
+                    DOWN_CODE, f"tool service {service.domain} unreachable: {error}"
                 ) from None
             if status != 200:
                 raise ToolError(
@@ -177,6 +181,12 @@ class GatewayCore:
         if ref is None:
             unknown = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
             return self._refused(episode, name, arguments, started, unknown, transport, False)
+        if self.faults is not None:
+            fault = await self._inject(episode, name)
+            if fault is not None:
+                outcome = self._refused(episode, name, arguments, started, fault, transport)
+                outcome.dropped = fault.code == DROP
+                return outcome
         try:
             if ref.domain not in episode.services:  # a foreign distractor's first call
                 await self._register(episode, ref.domain)
@@ -244,6 +254,19 @@ class GatewayCore:
         for pool in self._pools.values():
             pool.close()
 
+    async def _inject(self, episode: Episode, name: str) -> ToolError | None:
+        """Apply the fault plan's draw for this call: wait out its latency; the fault to
+        answer with, if one fell (a timeout holds the call first). Faulted calls are counted
+        in the tool-call metric under their code."""
+        assert self.faults is not None
+        trial = episode.meta.get("trial", 0)
+        trial = trial if isinstance(trial, int) and not isinstance(trial, bool) else 0
+        draw = self.faults.draw(self.seed, episode.task_id, trial, len(episode.calls), name)
+        hold = draw.delay + (TIMEOUT_HOLD_S if draw.code == "upstream_timeout" else 0.0)
+        if hold > 0:
+            await asyncio.sleep(hold)
+        return None if draw.code is None else draw.error()
+
     # ---- the episode at its services ----
     async def _register(self, episode: Episode, domain: str) -> None:
         """Tell ``domain``'s service of the episode (a stateful one starts its state here);
@@ -278,14 +301,14 @@ class GatewayCore:
         self, domain: str, sending: Awaitable[tuple[int, bytes]]
     ) -> tuple[int, bytes, JSON]:
         """One exchange with ``domain``'s service: the status, the raw reply and the reply
-        parsed; a service unreachable or answering no JSON object is ``upstream_unavailable``."""
+        parsed. A service unreachable is ``service_unavailable`` (503) at once: the agent stops
+        its episode as an infrastructure error instead of retrying a dead service; one answering
+        no JSON object is ``upstream_unavailable``."""
         try:
             status, payload = await sending
             answer = orjson.loads(payload)
         except (UpstreamError, TimeoutError) as error:
-            raise ToolError(
-                "upstream_unavailable", f"tool service {domain} unreachable: {error}"
-            ) from None
+            raise ToolError(DOWN_CODE, f"tool service {domain} unreachable: {error}") from None
         except orjson.JSONDecodeError:
             answer = None
         if not isinstance(answer, dict):

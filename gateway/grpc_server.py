@@ -54,6 +54,11 @@ GRPC_STATUS: dict[str, grpc.StatusCode] = {
     "conversation_over": _SC.FAILED_PRECONDITION,
     "upstream_unavailable": _SC.UNAVAILABLE,
     "internal_error": _SC.INTERNAL,
+    "service_unavailable": _SC.UNAVAILABLE,
+    "rate_limited": _SC.RESOURCE_EXHAUSTED,
+    "temporarily_unavailable": _SC.UNAVAILABLE,
+    "upstream_timeout": _SC.DEADLINE_EXCEEDED,
+    "connection_dropped": _SC.UNAVAILABLE,
 }
 MAX_MESSAGE = 64 * 1024 * 1024
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import click
 
+from sopgym.validation import PORT
+
 
 @click.command("collector")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=4318, show_default=True, type=int)
+@click.option("--port", default=4318, show_default=True, type=PORT)
 @click.option(
     "--out",
     "out_dir",

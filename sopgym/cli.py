@@ -28,6 +28,7 @@ from sopgym.orchestration.scaleout import (
 )
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
+from sopgym.validation import PORT, SECONDS, fault_spec, run_name
 
 DEFAULT_DOMAIN = "patient_intake"
 
@@ -123,12 +124,29 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     "deciding, none; banking/*: abstract).",
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
-@click.option("--task-timeout", default=300.0, show_default=True, help="Seconds per task.")
+@click.option(
+    "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
+)
 @click.option(
     "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True
 )
-@click.option("--run-id", default=None, help="Name of the run folder (default: timestamp).")
-@click.option("--resume", default=None, help="Finish an interrupted run by its run id.")
+@click.option(
+    "--run-id",
+    default=None,
+    callback=run_name,
+    help="Name of the run folder (default: timestamp).",
+)
+@click.option(
+    "--resume", default=None, callback=run_name, help="Finish an interrupted run by its run id."
+)
+@click.option(
+    "--retry-infra",
+    is_flag=True,
+    help="With --resume: run again exactly the tasks recorded as infrastructure errors.",
+)
+@click.option(
+    "--repair", is_flag=True, help="With --resume: drop corrupt rows of results.jsonl (rerun)."
+)
 @click.option(
     "--data-root",
     type=click.Path(path_type=Path),
@@ -160,7 +178,14 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     default=0,
     show_default=True,
     help="Drives the run's random draws: the scripted model's mistakes (per trial) and the "
-    "gateway's distractor draws.",
+    "gateway's distractor and fault draws.",
+)
+@click.option(
+    "--faults",
+    default=None,
+    callback=fault_spec,
+    help="Inject faults at the gateway, e.g. 'latency=exp:20ms,429=0.05,503=0.05,timeout=0.01,"
+    "drop=0.02,lookup_patient:503=0.5' (see docs/reliability.md).",
 )
 def run(
     domains: tuple[str, ...],
@@ -175,16 +200,21 @@ def run(
     runs_dir: Path,
     run_id: str | None,
     resume: str | None,
+    retry_infra: bool,
+    repair: bool,
     data_root: Path | None,
     trace: bool,
     transport: str,
     trials: int,
     seed: int,
+    faults: str | None,
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
 
+    if (retry_infra or repair) and not resume:
+        raise click.UsageError("--retry-infra and --repair go with --resume RUN")
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -228,6 +258,7 @@ def run(
             transport=transport,
             trials=trials,
             seed=seed,
+            faults=faults,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
@@ -237,8 +268,10 @@ def run(
         runner.check_model()  # a missing key or dead endpoint: one line, before anything starts
     except ModelUnavailable as error:
         _model_unavailable(error)
-    tasks = runner.prepare()
-    todo = runner.pending(tasks)
+    try:
+        tasks, todo = _prepare_run(runner, repair, retry_infra)
+    except OSError as error:  # a read-only or full runs folder: one line
+        _fail(f"cannot use run folder {run_dir}: {error.strerror or error}")
     console.print(
         f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks"
         + (f" x {config.trials} trials" if config.trials > 1 else "")
@@ -257,17 +290,47 @@ def run(
 
             summary = runner.execute(tasks, on_result)
     except KeyboardInterrupt:
+        stopped = len(runner.interrupted)
         console.print(
-            f"[yellow]interrupted[/]: resume with [bold]sopgym run --resume {run_dir.name}[/]"
+            f"[yellow]interrupted[/]: {stopped} task(s) in flight not recorded; resume with "
+            f"[bold]sopgym run --resume {run_dir.name}[/]"
         )
         sys.exit(130)
     except ModelUnavailable as error:  # the scripted model server, checked once it is up
         _model_unavailable(error)
+    except OSError as error:  # the run folder turned unwritable (full disk, permissions)
+        console.print(f"[red]run failed[/]: {escape(str(error))}\nlogs: {run_dir / 'logs'}")
+        sys.exit(1)
     except Exception as error:  # one clear line, the details are in the run's logs
         console.print(f"[red]run failed[/]: {escape(str(error))}\nlogs: {run_dir / 'logs'}")
         sys.exit(1)
     print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
+
+
+def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, list]:
+    """Lock the run, apply --repair / --retry-infra, and list its tasks and those to run;
+    a run held by another runner or a corrupt row is one line and exit 2."""
+    from sopgym.core.jsonio import CorruptRow
+    from sopgym.orchestration.runner import RunLocked
+
+    try:
+        tasks = runner.prepare()
+        if repair:
+            runner.repair()
+        if retry_infra:
+            console.print(f"retrying {runner.drop_infra_errors()} infrastructure error(s)")
+        return tasks, runner.pending(tasks)
+    except RunLocked as error:
+        _fail(str(error))
+    except CorruptRow as error:
+        _fail(f"{error}; rerun with --repair to drop it (its task runs again)")
+    raise AssertionError("unreachable")
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error[/]: {escape(message)}", soft_wrap=True)
+    sys.exit(2)
 
 
 def _model_unavailable(error: ModelUnavailable) -> None:
@@ -301,7 +364,7 @@ def _progress() -> Progress:
 @main.command("serve-tools")
 @click.argument("domain")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8100, show_default=True, type=int)
+@click.option("--port", default=8100, show_default=True, type=PORT)
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
 @click.option(
     "--episode-idle-timeout",
@@ -327,7 +390,7 @@ def serve_tools(
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--port", default=8000, show_default=True, type=PORT)
 @click.option(
     "--service",
     "services",
@@ -347,12 +410,18 @@ def serve_tools(
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
 @click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
 @click.option("--seed", default=0, show_default=True, help="Salts each task's distractor draw.")
-@click.option("--grpc-port", type=int, default=None, help="Also serve the gRPC API on this port.")
+@click.option("--grpc-port", type=PORT, default=None, help="Also serve the gRPC API on this port.")
 @click.option(
     "--user-sim",
     default=None,
     envvar="SOPGYM_USER_SIM",
     help="Base URL of the user simulator that dialogue episodes talk to ($SOPGYM_USER_SIM).",
+)
+@click.option(
+    "--faults",
+    default=None,
+    callback=fault_spec,
+    help="Inject latency and failures into tool calls (docs/reliability.md), drawn from --seed.",
 )
 def gateway(
     host: str,
@@ -364,6 +433,7 @@ def gateway(
     seed: int,
     grpc_port: int | None,
     user_sim: str | None,
+    faults: str | None,
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
@@ -398,9 +468,13 @@ def gateway(
     if user_sim is not None and not user_sim.startswith("http"):
         raise click.UsageError(f"--user-sim takes the simulator's base URL, got {user_sim!r}")
     admin_token = os.environ.get(ADMIN_TOKEN_ENV)
+    from sopgym.gateway.faults import parse_faults
+
+    plan = parse_faults(faults) if faults else None
     app = Gateway(
-        catalog, distractors, admin_token, grpc_port, host, user_sim=user_sim, seed=seed
-    )
+        catalog, distractors, admin_token, grpc_port, host, user_sim=user_sim, seed=seed,
+        faults=plan,
+    )  # fmt: skip
     try:
         serve(app, host, port)
     except ServerError as error:
@@ -450,12 +524,12 @@ def env_serve(
 @click.option("--agent", default="oracle", show_default=True)
 @click.option("--model", default="scripted", show_default=True)
 @click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")
-@click.option("--task-timeout", default=300.0, show_default=True)
+@click.option("--task-timeout", default=300.0, show_default=True, type=SECONDS)
 @click.option("--options", default="{}", help="Agent options as a JSON object.")
 @shard_options
 @click.option(
     "--metrics-port",
-    type=int,
+    type=PORT,
     default=None,
     help="Serve Prometheus metrics (GET /metrics) and GET /healthz on this port.",
 )
@@ -510,7 +584,7 @@ def agent_worker(
 
 @main.command("model-server")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8200, show_default=True, type=int)
+@click.option("--port", default=8200, show_default=True, type=PORT)
 @click.option(
     "--domain",
     "domains",
@@ -559,7 +633,7 @@ def model_server(
 
 @main.command("user-sim")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8300, show_default=True, type=int)
+@click.option("--port", default=8300, show_default=True, type=PORT)
 @click.option(
     "--domain",
     "domains",

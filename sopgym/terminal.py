@@ -31,7 +31,7 @@ def stdout() -> Console:
 
 def print_summary(summary: dict) -> None:
     """A run summary's per-domain table (stdout): the result of ``run`` and ``merge``."""
-    figures = ("tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1")
+    figures = ("tasks", "infra err", "completed", "ECR", "C-TSR", "TSR", "tool F1")
     table = Table(
         Column("domain", no_wrap=True),
         *(Column(name, justify="right", no_wrap=True) for name in figures),
@@ -43,6 +43,7 @@ def print_summary(summary: dict) -> None:
         table.add_row(
             name,
             str(s["tasks"]),
+            str(s.get("infra_errors", 0)),
             str(s["completed"]),
             f"{s['ecr']:.1%}",
             f"{s['c_tsr']:.1%}",
@@ -51,9 +52,40 @@ def print_summary(summary: dict) -> None:
             errors,
         )
     stdout().print(table)
+    _print_infra(summary)
     trials = summary.get("trials") or {}
     if trials.get("trials", 1) > 1:
         _print_trials(trials)
+
+
+def _print_infra(summary: dict) -> None:
+    """Loudly, apart from the agent's figures: the episodes the infrastructure failed (left
+    out of every metric above) and, under fault injection, TSR with and without faults."""
+    failed = summary.get("infra_failed") or []
+    if failed:
+        console.print(
+            f"[bold red]INFRASTRUCTURE ERRORS: {len(failed)} episode(s) not scored[/] "
+            "(left out of ECR/TSR; rerun them with --resume RUN --retry-infra)"
+        )
+        for item in failed[:10]:
+            console.print(f"  {item['task_id']} (trial {item.get('trial', 0)}): {item['cause']}",
+                          markup=False, soft_wrap=True)  # fmt: skip
+        if len(failed) > 10:
+            console.print(f"  ... and {len(failed) - 10} more in summary.json (infra_failed)")
+    if summary.get("trace_loss"):
+        console.print(
+            f"[bold yellow]trace loss[/]: the trace receiver did not confirm the spans of "
+            f"{summary['trace_loss']} episode(s) (their results are whole; traces may lack them)"
+        )
+    robust = summary.get("robustness") or {}
+    if robust.get("faults_injected"):
+        with_, without = robust["tsr_with_faults"], robust["tsr_without_faults"]
+        console.print(
+            f"faults injected: {robust['faults_injected']} in "
+            f"{robust['episodes_with_faults']} episode(s); TSR with faults "
+            f"{'n/a' if with_ is None else f'{with_:.1%}'}, without "
+            f"{'n/a' if without is None else f'{without:.1%}'}"
+        )
 
 
 def _print_trials(trials: dict) -> None:

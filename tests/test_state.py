@@ -246,7 +246,7 @@ def test_idle_episodes_expire_and_a_failed_close_is_recorded(
         orphan.finish({"outcome": "rejected"})
         record = client.record(orphan.id, "admin")
         assert record["outputs"] == {"outcome": "rejected"} and record["final_state"] is None
-        assert record["close_errors"]["ledger"].startswith("upstream_unavailable")
+        assert record["close_errors"]["ledger"].startswith("service_unavailable")
         client.close()
 
 

@@ -7,8 +7,10 @@ gateway's MCP door (:mod:`.over_mcp`); their episodes (:class:`Episode`) behave 
 agent never knows which one it was given. See the README for a complete example.
 
 Tool refusals (4xx) are returned, not raised: an agent shows them to its model as the tool's
-result, exactly as a real API would answer. Transport failures, 429 and 502/503 are retried
-with exponential backoff before giving up.
+result, exactly as a real API would answer. Transport failures, 429 and 502/503/504 are
+retried with exponential backoff; when the retries are spent, or the gateway says a service is
+down (``service_unavailable``: nothing to wait for), :class:`InfraError` ends the episode, so
+the run records an infrastructure error instead of an agent mistake.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from opentelemetry.propagate import inject
 
 from sopgym.client.keepalive import HttpTransport, Reply, TransportError
 from sopgym.core.answers import MESSAGE_ACTION
+from sopgym.core.errors import DOWN_CODE
+from sopgym.core.outcomes import InfraFailure
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
 
@@ -30,6 +34,11 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 class GatewayError(RuntimeError):
     """The gateway could not be reached, or refused to open/finish an episode."""
+
+
+class InfraError(GatewayError, InfraFailure):
+    """The infrastructure failed the episode (gateway unreachable, a service down, transient
+    failures beyond the retry budget): no fault of the agent's."""
 
 
 @dataclass
@@ -65,10 +74,16 @@ class GatewayClient:
                 response = self._http.request(method, path, headers, json)
             except TransportError as error:
                 if attempt == self._retries:
-                    raise GatewayError(f"gateway {self.base_url} unreachable: {error}") from error
+                    raise InfraError(f"gateway {self.base_url} unreachable: {error}") from error
             else:
-                if response.status not in RETRY_STATUSES or attempt == self._retries:
+                if response.status not in RETRY_STATUSES:
                     return response
+                code = _error_code(response)
+                if code == DOWN_CODE or attempt == self._retries:
+                    raise InfraError(
+                        f"{method} {path}: {response.status} {code or 'no error code'} "
+                        f"after {attempt + 1} attempt(s): {response.text[:200]}"
+                    )
             time.sleep(self._backoff * 2**attempt)
         raise AssertionError("unreachable")
 
@@ -157,6 +172,15 @@ class Episode:
         )
         if response.status != 200:
             raise GatewayError(f"cannot finish episode {self.id}: {response.text}")
+
+
+def _error_code(response: Reply) -> str | None:
+    """The sopgym error code of a refusal, if its body carries one."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return None
+    return error.get("code") if isinstance(error, dict) else None
 
 
 def _body(response: Reply) -> JSON:

@@ -18,8 +18,8 @@ import grpc
 import orjson
 from opentelemetry.propagate import inject
 
-from sopgym.client import Episode, GatewayError
-from sopgym.core.errors import ToolError
+from sopgym.client import Episode, GatewayError, InfraError
+from sopgym.core.errors import DOWN_CODE, ToolError
 from sopgym.proto import gateway_v1
 from sopgym.types import JSON
 
@@ -79,7 +79,8 @@ class GrpcGatewayClient:
         self._timeout, self._retries, self._backoff = timeout, retries, backoff
 
     def invoke(self, method: str, request: Any, token: str | None = None) -> Any:
-        """Call ``method`` with retries; raises the last :class:`grpc.RpcError` on refusal."""
+        """Call ``method`` with retries; raises the :class:`grpc.RpcError` of a refusal, and
+        :class:`InfraError` for a service down or transient failures beyond the retries."""
         carrier: dict[str, str] = {"authorization": f"Bearer {token}"} if token else {}
         inject(carrier)  # W3C trace context: the gateway's span joins the caller's trace
         metadata = tuple(carrier.items())
@@ -88,8 +89,14 @@ class GrpcGatewayClient:
             try:
                 return rpc(request, timeout=self._timeout, metadata=metadata)
             except grpc.RpcError as error:
-                if error.code() not in RETRY_CODES or attempt == self._retries:
+                if error.code() not in RETRY_CODES:
                     raise
+                code = trailing_metadata(error).get("sopgym-error-code")
+                if code == DOWN_CODE or attempt == self._retries:  # as the HTTP client does
+                    raise InfraError(
+                        f"{method}: {error.code().name} {code or 'no error code'} after "
+                        f"{attempt + 1} attempt(s): {error.details()}"
+                    ) from error
             time.sleep(self._backoff * 2**attempt)
         raise AssertionError("unreachable")
 

@@ -29,6 +29,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "conversation_over": 409,  # a message after the simulated user ended the conversation
     "upstream_unavailable": 502,
     "internal_error": 500,
+    # infrastructure: a service the gateway cannot reach, and the faults it injects on purpose
+    "service_unavailable": 503,
+    "rate_limited": 429,
+    "temporarily_unavailable": 503,
+    "upstream_timeout": 504,
+    "connection_dropped": 502,  # recorded only: the agent saw its connection close
 }
 
 # How the evaluator groups codes (TELLER-Bench's Validation / Type errors).
@@ -40,6 +46,18 @@ VALIDATION_CODES = frozenset({
     "invalid_request",
 })
 TYPE_CODES = frozenset({"type_mismatch"})
+
+# Faults the gateway injects (``--faults``): transient, so agents retry them.
+FAULT_CODES = frozenset({
+    "rate_limited",
+    "temporarily_unavailable",
+    "upstream_timeout",
+    "connection_dropped",
+})
+# A service that is down: not transient within an episode, the agent stops at once.
+DOWN_CODE = "service_unavailable"
+# Calls that never reached a working tool: no agent decision, so no scorer counts them.
+INFRA_CODES = FAULT_CODES | {DOWN_CODE}
 
 
 @dataclass

@@ -78,14 +78,45 @@ class JsonlAppender:
         os.close(self._fd)
 
 
-def read_jsonl_prefix(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Every complete line of a JSONL file; with ``repair``, truncate a torn last line."""
+class CorruptRow(ValueError):
+    """A whole line of a JSONL file that is not a JSON object: names the file and line."""
+
+    def __init__(self, path: Path, line: int, why: str) -> None:
+        super().__init__(f"{path}, line {line}: corrupt row ({why})")
+        self.path, self.line = path, line
+
+
+def read_jsonl_prefix(
+    path: Path, repair: bool = False, drop_corrupt: bool = False
+) -> list[dict[str, Any]]:
+    """Every complete line of a JSONL file; with ``repair``, truncate a torn last line.
+
+    A complete line that is not a JSON object raises :class:`CorruptRow`, unless
+    ``drop_corrupt``: then such lines are removed from the file (rewritten atomically).
+    """
     if not path.exists():
         return []
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    rows = [orjson.loads(line) for line in data[:end].splitlines() if line.strip()]
-    if repair and end < len(data):
+    rows, kept, dropped = [], [], 0
+    for number, line in enumerate(data[:end].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = orjson.loads(line)
+            why = None if isinstance(row, dict) else "not a JSON object"
+        except orjson.JSONDecodeError as error:
+            why = str(error)
+        if why is not None:
+            if not drop_corrupt:
+                raise CorruptRow(path, number, why)
+            dropped += 1
+            continue
+        rows.append(row)
+        kept.append(line)
+    if dropped:
+        write_atomic(path, b"".join(line + b"\n" for line in kept))
+    elif repair and end < len(data):
         with open(path, "r+b") as handle:
             handle.truncate(end)
     return rows

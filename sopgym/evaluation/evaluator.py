@@ -28,11 +28,12 @@ import orjson
 
 from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
+from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
 from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
-from sopgym.evaluation.scoring import TaskScore, aggregate, score_episode
+from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_episode
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanBatch, paused_gc
 from sopgym.types import JSON
@@ -94,7 +95,7 @@ def _row(
     gold = tasks.gold[task_id]
     problems = episode.problems if episode else ["no trace of this task"]
     trajectory = episode.trajectory(gold) if episode and not problems else None
-    score = score_episode(tasks.domain, tasks.by_id[task_id], trajectory, gold)
+    score = score_episode(tasks.domain, tasks.by_id[task_id], trajectory, gold, _infra(episode))
     row: JSON = {
         "task_id": task_id,
         "domain": domain,
@@ -118,6 +119,14 @@ def _row(
     if not score.completed:
         row["reason"] = _reason(episode, problems, trajectory)
     return row
+
+
+def _infra(episode: EpisodeSpans | None) -> str | None:
+    """The cause when the agent's worker said the infrastructure failed the episode."""
+    if episode is None or episode.status != INFRA_ERROR:
+        return None
+    attributes = episode.root.attributes if episode.root else {}
+    return str(attributes.get(sc.ERROR_TYPE) or INFRA_ERROR)
 
 
 def _reason(episode: EpisodeSpans | None, problems: list[str], trajectory: Any) -> str:
@@ -154,6 +163,7 @@ def metrics(rows: list[JSON]) -> JSON:
 
     return {
         **base,
+        "robustness": robustness(scores),
         "calls": calls,
         "wrong_tool_rate": per_call("hallucinated", "distractor"),
         "param_failure_rate": per_call("validation", "type"),
@@ -259,7 +269,15 @@ def _evaluate(
         "incomplete": [
             {k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id", "reason")}
             for r in rows
-            if not r["score"]["completed"]
+            if not r["score"]["completed"] and not r["score"].get("infra_error")
+        ],
+        "infra_failed": [
+            {
+                **{k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id")},
+                "cause": r["score"]["infra_error"],
+            }
+            for r in rows
+            if r["score"].get("infra_error")
         ],
         "superseded": superseded,
         "unmatched": unmatched,

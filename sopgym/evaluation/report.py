@@ -48,7 +48,7 @@ PER_TASK_COLUMNS = [
     "LLM", "trace",
 ]  # fmt: skip
 METRIC_COLUMNS = [
-    "tasks", "completed", "ECR", "C-TSR", "TSR", "tool P", "tool R", "tool F1",
+    "tasks", "infra err", "completed", "ECR", "C-TSR", "TSR", "tool P", "tool R", "tool F1",
     "calls", "wrong tool", "param fail", "order viol.", "latency p50 s", "LLM calls/task",
     "tokens/task",
 ]  # fmt: skip
@@ -57,6 +57,7 @@ METRIC_COLUMNS = [
 def metric_cells(m: JSON) -> list[Cell]:
     return [
         str(m["tasks"]),
+        str(m.get("infra_errors", 0)),
         str(m["completed"]),
         pct(m["ecr"]),
         pct(m["c_tsr"]),
@@ -120,6 +121,43 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
     )
     out.append(
         Table(
+            "Infrastructure errors (left out of every metric above; rerun with --retry-infra)",
+            ["task", "domain", "trial", "cause", "trace"],
+            [
+                [
+                    i["task_id"],
+                    i["domain"],
+                    str(i.get("trial", 0)),
+                    i["cause"],
+                    trace_cell(i["trace_id"]),
+                ]
+                for i in result.get("infra_failed", [])
+            ],
+        )
+    )
+    robust = result.get("robustness") or {}
+    if robust.get("faults_injected"):
+        out.append(
+            Table(
+                "Robustness under injected faults (TSR of the episodes that met a fault or not)",
+                [
+                    "faults injected",
+                    "episodes with faults",
+                    "TSR with faults",
+                    "TSR without faults",
+                ],
+                [
+                    [
+                        str(robust["faults_injected"]),
+                        str(robust["episodes_with_faults"]),
+                        pct(robust["tsr_with_faults"]),
+                        pct(robust["tsr_without_faults"]),
+                    ]
+                ],
+            )
+        )
+    out.append(
+        Table(
             "Per task",
             PER_TASK_COLUMNS,
             [
@@ -127,7 +165,9 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
                     r["task_id"],
                     r["domain"],
                     r["agent_model"],
-                    "yes"
+                    "infra"
+                    if r["score"].get("infra_error")
+                    else "yes"
                     if r["score"]["success"]
                     else ("no" if r["score"]["completed"] else "inc."),
                     ", ".join(k for k, ok in r["score"]["fields"].items() if not ok) or "-",

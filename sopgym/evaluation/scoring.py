@@ -3,6 +3,14 @@ folds their results into a :class:`TaskScore`; :func:`aggregate` and :func:`summ
 task scores into run metrics (SOP-Bench's ECR = completed / all, C-TSR = correct / completed,
 TSR = correct / all; TELLER-Bench's tool precision / recall / F1).
 
+Infrastructure errors are their own outcome: an episode that a service, the gateway, the model
+endpoint or the agent worker failed (:data:`~sopgym.core.outcomes.INFRA_ERROR`) is left out of
+every agent metric (ECR, C-TSR, TSR, tool P/R/F1, the error taxonomy): ``tasks`` counts every
+episode, ``scored`` those the agent really played, and ``infra_errors`` the rest. Calls that
+never reached a working tool (a service down, an injected fault) are no agent decision: no
+scorer sees them; ``faults`` counts the injected ones per episode, and ``robustness`` gives TSR
+over the episodes that met a fault beside TSR over those that met none.
+
 The runner (``results.jsonl``), ``sopgym merge``, the trace evaluator and hence the reports all
 score through :func:`score_episode`, so they agree task by task.
 """
@@ -11,9 +19,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from sopgym.core.errors import DOWN_CODE, FAULT_CODES, INFRA_CODES
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scorers import Case, Score, scorers_for
@@ -40,22 +49,54 @@ class TaskScore:
     order_violations: int = 0
     # every scorer's result by name: {"value", "metrics", "explanation", "gates"}
     scores: dict[str, JSON] = field(default_factory=dict)
+    infra_error: str | None = None  # the cause, when the infrastructure failed the episode
+    faults: int = 0  # calls answered by an injected fault (retried by the agent)
 
     def to_json(self) -> JSON:
         return asdict(self)
 
 
 def score_episode(
-    domain: DomainPack, task: Task, trajectory: Trajectory | None, gold: Gold
+    domain: DomainPack,
+    task: Task,
+    trajectory: Trajectory | None,
+    gold: Gold,
+    infra_error: str | None = None,
 ) -> TaskScore:
     """Score one episode with the domain's scorers. ``None`` (no trajectory at all) is an
     incomplete episode: nothing to score, every metric at its worst.
 
     Success: the episode completed and every gating score passed. The error counts are the
     ``errors`` scorer's call taxonomy plus ``wrong_final`` (completed, not a success) or
-    ``incomplete`` (no trajectory).
+    ``incomplete`` (no trajectory). An episode the infrastructure failed (``infra_error``, or
+    a call answered ``service_unavailable`` in the trajectory) is no success and no agent
+    error: it carries its cause and the metrics leave it out.
     """
     applicable = gold.reference_calls
+    faults = 0
+    if trajectory is not None:
+        infra = [c for c in trajectory.calls if c.error_code in INFRA_CODES]
+        faults = sum(c.error_code in FAULT_CODES for c in infra)
+        down = next((c for c in infra if c.error_code == DOWN_CODE), None)
+        if infra_error is None and down is not None:
+            infra_error = f"{down.name}: {DOWN_CODE}"
+        if infra:
+            trajectory = replace(
+                trajectory, calls=[c for c in trajectory.calls if c.error_code not in INFRA_CODES]
+            )
+    if infra_error is not None:
+        return TaskScore(
+            task_id=gold.task_id,
+            domain=task.domain,
+            completed=False,
+            success=False,
+            tool_precision=None,
+            tool_recall=None,
+            tool_f1=None,
+            gold_calls=len(gold.calls) if applicable else None,
+            infra_error=infra_error,
+            faults=faults,
+        )
     if trajectory is None:
         zero = 0.0 if applicable else None
         return TaskScore(
@@ -90,6 +131,7 @@ def score_episode(
         errors=errors,
         order_violations=_metrics(results, "order").get("violations", 0),
         scores={name: r.to_json() for name, r in results.items()},
+        faults=faults,
     )
 
 
@@ -99,8 +141,10 @@ def _metrics(results: dict[str, Score], name: str) -> JSON:
 
 
 def aggregate(scores: Iterable[TaskScore]) -> JSON:
-    """Run-level metrics over task scores (a task never scored must be passed as incomplete)."""
-    scores = list(scores)
+    """Run-level metrics over task scores (a task never scored must be passed as incomplete);
+    episodes the infrastructure failed are counted apart and left out of the rest."""
+    every = list(scores)
+    scores = [s for s in every if s.infra_error is None]
     n = len(scores)
     completed = sum(s.completed for s in scores)
     correct = sum(s.success for s in scores)
@@ -108,7 +152,9 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
     for s in scores:
         errors.update(s.errors)
     return {
-        "tasks": n,
+        "tasks": len(every),
+        "scored": n,
+        "infra_errors": len(every) - n,
         "completed": completed,
         "correct": correct,
         "ecr": completed / n if n else 0.0,
@@ -129,7 +175,25 @@ def summarize(scores: Iterable[TaskScore]) -> JSON:
     by_domain: dict[str, list[TaskScore]] = {}
     for s in scores:
         by_domain.setdefault(s.domain, []).append(s)
-    return {**aggregate(scores), "domains": {d: aggregate(v) for d, v in sorted(by_domain.items())}}
+    return {
+        **aggregate(scores),
+        "robustness": robustness(scores),
+        "domains": {d: aggregate(v) for d, v in sorted(by_domain.items())},
+    }
+
+
+def robustness(scores: list[TaskScore]) -> JSON:
+    """TSR over the played episodes that met at least one injected fault, beside TSR over
+    those that met none (``None`` where a side has no episode)."""
+    played = [s for s in scores if s.infra_error is None]
+    hit = [s for s in played if s.faults]
+    clean = [s for s in played if not s.faults]
+    return {
+        "faults_injected": sum(s.faults for s in scores),
+        "episodes_with_faults": len(hit),
+        "tsr_with_faults": sum(s.success for s in hit) / len(hit) if hit else None,
+        "tsr_without_faults": sum(s.success for s in clean) / len(clean) if clean else None,
+    }
 
 
 def _score_means(scores: list[TaskScore]) -> JSON:

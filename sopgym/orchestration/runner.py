@@ -3,11 +3,19 @@
 Results are appended to ``runs/<run-id>/results.jsonl`` as tasks finish (one whole line each),
 so an interrupted run can be resumed: tasks already recorded are kept and the rest run. With
 ``trials`` > 1 every task runs that many times; a row is keyed by (task_id, trial).
+
+Nothing is lost or doubled: one runner at a time holds a run (``run.lock``); on Ctrl-C or
+SIGTERM dispatch stops, in-flight tasks get a few seconds to finish, the rest are stopped and
+left unrecorded (interrupted: a resume runs them), and results.jsonl is closed only after
+every writer thread is done. A task the infrastructure failed is recorded as ``infra_error``
+with its cause; ``retry_infra`` drops those rows so that a resume runs exactly those tasks.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import queue
 import secrets
 import threading
@@ -24,6 +32,7 @@ from sopgym.client import GatewayClient
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
+from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
@@ -50,7 +59,8 @@ class RunConfig:
     trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
     transport: str = "http"  # how the agent workers reach the gateway: http or grpc
     trials: int = 1  # times every task runs
-    seed: int = 0  # drives every random draw of the run (model mistakes, distractors)
+    seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
+    faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -86,6 +96,13 @@ def trial_seed(seed: int, trial: int) -> int:
 
 Attempt = tuple[Task, int]  # a task and which trial of it
 
+# After Ctrl-C/SIGTERM, how long in-flight tasks may still finish (and be recorded).
+INTERRUPT_GRACE_S = 2.0
+
+
+class RunLocked(RuntimeError):
+    """Another runner holds this run."""
+
 
 @dataclass
 class RunPaths:
@@ -112,6 +129,10 @@ class RunPaths:
         return self.root / "traces"
 
     @property
+    def lock(self) -> Path:
+        return self.root / "run.lock"
+
+    @property
     def injections(self) -> Path:
         """The scripted model's log of the mistakes it injected, per task."""
         return self.root / "injections.jsonl"
@@ -125,17 +146,52 @@ class Runner:
         self.config, self.paths, self.data_root = config, RunPaths(run_dir), data_root
         self.data: dict[str, DomainData] = {}
         self._model_checked = False
+        self._lock_fd: int | None = None
+        self.interrupted: list[Attempt] = []  # in flight at Ctrl-C/SIGTERM, not recorded
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
-        """Write/verify the run's config and load every domain's tasks; return those to run."""
+        """Take the run's lock, write/verify its config and load every domain's tasks; return
+        those to run."""
         self.paths.root.mkdir(parents=True, exist_ok=True)
+        self._take_lock()
         if not self.paths.config.exists():
             recorded = {**asdict(self.config), "provenance": provenance(self.config.domains)}
             write_atomic(self.paths.config, dumps(recorded))
         for name in self.config.domains:
             self.data[name] = dataset.load(load_domain(name), self.data_root)
         return [t for name in self.config.domains for t in self.tasks_of(name)]
+
+    def _take_lock(self) -> None:
+        """Hold ``run.lock`` for this process's life (the kernel drops it when we die, even by
+        SIGKILL): a second runner on the same run would run every pending task twice."""
+        if self._lock_fd is not None:
+            return
+        fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RunLocked(
+                f"run {self.paths.root.name} is in use by another runner (pid {holder})"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+
+    def repair(self) -> None:
+        """Drop the corrupt rows of results.jsonl (their tasks run again)."""
+        read_jsonl_prefix(self.paths.results, repair=True, drop_corrupt=True)
+
+    def drop_infra_errors(self) -> int:
+        """Remove the ``infra_error`` rows (rewritten atomically), so that a resume runs
+        exactly those tasks again; how many there were."""
+        rows = read_jsonl_prefix(self.paths.results, repair=True)
+        kept = [r for r in rows if r.get("status") != INFRA_ERROR]
+        if len(kept) < len(rows):
+            write_atomic(self.paths.results, b"".join(dumps(r) + b"\n" for r in kept))
+        return len(rows) - len(kept)
 
     def tasks_of(self, domain: str) -> list[Task]:
         tasks = self.data[domain].tasks
@@ -168,6 +224,7 @@ class Runner:
                 injection_log=self.paths.injections,
                 grpc=self.config.transport == "grpc",
                 seed=self.config.seed,
+                faults=self.config.faults,
             ) as stack:
                 if model is not None and model.scripted:
                     preflight(replace(model, base_url=stack.model_url))
@@ -185,6 +242,8 @@ class Runner:
         lock = threading.Lock()
         admin = GatewayClient(stack.gateway_url)
         failures: list[BaseException] = []
+        stopping = threading.Event()
+        live: dict[int, ManagedProcess] = {}  # each thread's current worker process
 
         def record(task: Task, trial: int, report: JSON) -> None:
             row = self._score(admin, stack.admin_token, task, trial, report)
@@ -195,19 +254,27 @@ class Runner:
 
         def work(index: int) -> None:
             try:
-                self._worker_loop(stack, index, jobs, record)
+                self._worker_loop(stack, index, jobs, record, stopping, live)
             except BaseException as error:  # surfaced in the main thread
-                failures.append(error)
+                if not stopping.is_set():
+                    failures.append(error)
 
         threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
         try:
             for thread in threads:
                 thread.start()
-            while any(t.is_alive() for t in threads):
-                for thread in threads:
-                    thread.join(0.2)
+            _join(threads, None)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the process group raises it)
+            stopping.set()
+            _drain(jobs, workers)
+            _join(threads, INTERRUPT_GRACE_S)
+            for worker in list(live.values()):  # still busy: stopped, its task interrupted
+                worker.stop(grace=1.0)
+            _join(threads, 10.0)
+            raise
         finally:
-            appender.close()
+            if not any(t.is_alive() for t in threads):  # never close under a writer
+                appender.close()
             admin.close()
         if failures:
             raise failures[0]
@@ -218,8 +285,10 @@ class Runner:
         index: int,
         jobs: queue.Queue[Attempt | None],
         record: Callable[[Task, int, JSON], None],
+        stopping: threading.Event,
+        live: dict[int, ManagedProcess],
     ) -> None:
-        worker = self._spawn_worker(stack, index)
+        worker = live[index] = self._spawn_worker(stack, index)
         while (attempt := jobs.get()) is not None:
             task, trial = attempt
             job = {
@@ -235,20 +304,24 @@ class Runner:
             if report is not None:
                 record(task, trial, report)
                 continue
-            # The worker died mid-task: the task is recorded as failed, a fresh worker goes on.
+            if stopping.is_set():  # stopped by the interrupt: resume runs the task again
+                self.interrupted.append(attempt)
+                return
+            # The worker died mid-task: an infrastructure error, a fresh worker goes on.
             record(
                 task,
                 trial,
                 {
                     "task_id": task.id,
                     "episode_id": None,
-                    "status": "failed",
+                    "status": INFRA_ERROR,
                     "error": f"agent worker exited: {worker.log_tail(5)}",
                 },
             )
             worker.stop()
-            worker = self._spawn_worker(stack, index)
+            worker = live[index] = self._spawn_worker(stack, index)
         worker.stop()
+        del live[index]
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
         gateway = stack.grpc_target if self.config.transport == "grpc" else stack.gateway_url
@@ -310,7 +383,8 @@ class Runner:
         domain_data = self.data[task.domain]
         trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
-        score = score_episode(domain_data.domain, task, trajectory, gold)
+        infra = report.get("error") or "failed" if report.get("status") == INFRA_ERROR else None
+        score = score_episode(domain_data.domain, task, trajectory, gold, infra)
         return {
             "task_id": task.id,
             "trial": trial,
@@ -318,10 +392,11 @@ class Runner:
             "agent": self.config.agent,
             "model": self.config.model,
             "episode_id": report.get("episode_id"),
-            "status": report.get("status"),
-            "error": report.get("error"),
+            "status": INFRA_ERROR if score.infra_error else report.get("status"),
+            "error": score.infra_error or report.get("error"),
             "elapsed_s": report.get("elapsed_s"),
             "llm_calls": report.get("llm_calls", []),
+            "trace_flushed": report.get("trace_flushed"),  # None: not traced
             "outputs": trajectory.outputs if trajectory else None,
             "gold_outputs": gold.outputs,
             "score": score.to_json(),
@@ -334,6 +409,7 @@ class Runner:
         trials; an episode with no result counts as incomplete."""
         rows = {(r["task_id"], r.get("trial", 0)): r for r in read_jsonl_prefix(self.paths.results)}
         scores, outcomes, missing = [], [], set()
+        infra: list[JSON] = []
         for trial in range(self.config.trials):
             for task in tasks:
                 row = rows.get((task.id, trial))
@@ -345,12 +421,44 @@ class Runner:
                     score = TaskScore(**row["score"])
                 scores.append(score)
                 outcomes.append(TrialOutcome(task.id, task.domain, trial, score.success))
+                if score.infra_error:
+                    infra.append({"task_id": task.id, "domain": task.domain, "trial": trial,
+                                  "cause": score.infra_error})  # fmt: skip
+        # pass^k needs every trial of a task: a task the infrastructure failed in any trial
+        # is left out of it (and listed under infra_failed)
+        failed = {(i["domain"], i["task_id"]) for i in infra}
+        outcomes = [o for o in outcomes if (o.domain, o.task_id) not in failed]
         summary = {
             "run_id": self.paths.root.name,
             "config": asdict(self.config),
             **summarize(scores),
+            "infra_failed": infra,
+            # episodes whose spans the trace receiver did not confirm (down, or too slow)
+            "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
         }
         write_atomic(self.paths.summary, dumps(summary))
         return summary
+
+
+def _join(threads: list[threading.Thread], within: float | None) -> None:
+    """Wait for the threads, at most ``within`` seconds (None: until they end), in short
+    slices so that Ctrl-C and SIGTERM reach the main thread at once."""
+    deadline = None if within is None else time.monotonic() + within
+    while any(t.is_alive() for t in threads):
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+        for thread in threads:
+            thread.join(0.05)
+
+
+def _drain(jobs: queue.Queue[Attempt | None], workers: int) -> None:
+    """Stop dispatch: take every queued job back and leave each worker its end marker."""
+    while True:
+        try:
+            jobs.get_nowait()
+        except queue.Empty:
+            break
+    for _ in range(workers):
+        jobs.put(None)

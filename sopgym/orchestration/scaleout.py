@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
+from sopgym.validation import SECONDS
 
 Observer = Callable[[JSON, JSON | None], None]
 TRACE_SETTLE_S = 5.0  # > OTEL_BSP_SCHEDULE_DELAY (1 s in compose/k8s) + the Collector's batch
@@ -196,7 +197,7 @@ def _write_report(run_dir: Path, data_root: Path | None) -> None:
 @click.option("--agent", default="fc", show_default=True)
 @click.option("--model", default="scripted", show_default=True)
 @click.option("--model-url", default=None, help="The model's /v1 base URL (with --gateway).")
-@click.option("--task-timeout", default=120.0, show_default=True)
+@click.option("--task-timeout", default=120.0, show_default=True, type=SECONDS)
 @click.option("--grace", default=30.0, show_default=True, help="Seconds in-flight episodes get.")
 @click.option("--no-warmup", is_flag=True, help="Count each worker's first episode too.")
 @click.option(

@@ -42,6 +42,7 @@ def embedded_stack(
     injection_log: Path | None = None,
     grpc: bool = False,
     seed: int = 0,
+    faults: str | None = None,
 ) -> Iterator[Stack]:
     """Start services (in parallel), then the gateway; stop everything on the way out.
 
@@ -53,7 +54,8 @@ def embedded_stack(
     simulator starts too and the gateway talks to it (``stack.user_sim_url``). Tool-free
     domains get no tool service: the gateway serves them itself. ``seed`` salts the gateway's
     distractor draws and, when not 0, the simulated users' wording (0 keeps each pack's own
-    seed, the one its gold conversations were made with).
+    seed, the one its gold conversations were made with). ``faults`` is the gateway's fault
+    injection spec (:mod:`sopgym.gateway.faults`), drawn from ``seed``.
     """
     with ProcessGroup() as group:
         stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24), seed=seed)
@@ -98,6 +100,8 @@ def embedded_stack(
             service_args += ["--grpc-port", str(grpc_port)]
         if stack.user_sim_url:
             service_args += ["--user-sim", stack.user_sim_url]
+        if faults:
+            service_args += ["--faults", faults]
         group.start(
             "gateway",
             sopgym_command(
