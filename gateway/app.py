@@ -47,9 +47,16 @@ class Gateway:
         metrics: GatewayMetrics | None = None,
         user_sim: str | None = None,
         seed: int = 0,
+        service_secret: str | None = None,
     ) -> None:
         self.core = GatewayCore(
-            catalog, default_distractors, admin_token, metrics, user_sim=user_sim, seed=seed
+            catalog,
+            default_distractors,
+            admin_token,
+            metrics,
+            user_sim=user_sim,
+            seed=seed,
+            service_secret=service_secret,
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self._grpc: Any = None

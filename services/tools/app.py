@@ -11,7 +11,9 @@ list and health endpoints stay a small FastAPI app behind it.
 
 Episodes (:mod:`.episodes`) are registered and closed by the gateway; a tool call carrying
 an ``x-sopgym-episode`` header acts on that registered episode, and one without acts on the
-shared read-only context, which stateful domains do not have.
+shared read-only context, which stateful domains do not have. Given the stack's secret
+(:mod:`sopgym.core.access`), the service takes tool calls and episode requests only from the
+gateway that sends it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sopgym.asgi import (
     respond,
 )
 from sopgym.core import dataset
+from sopgym.core.access import SECRET_HEADER, check_secret
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
@@ -78,12 +81,22 @@ class ToolService:
         episodes: EpisodeRegistry,
         shared: ToolContext | None,
         rest: ASGIApp,
+        secret: str | None = None,
     ) -> None:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
-        self.rest = rest
+        self.rest, self.secret = rest, secret
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
+        gateway_only = (method == "POST" and path.startswith((TOOL_PATH, EPISODES_PATH))) or (
+            method == "DELETE" and path.startswith(EPISODES_PATH + "/")
+        )
+        if gateway_only and self.secret:
+            try:
+                check_secret(self.secret, header(scope, SECRET_HEADER))
+            except ToolError as refusal:
+                await respond(send, refusal.status, dumps(refusal.to_body()))
+                return
         if method == "POST" and path.startswith(TOOL_PATH):
             scope["route"] = TOOL_ROUTE
             body = await _body(receive, send)
@@ -129,6 +142,11 @@ class ToolService:
             )
         return self.shared
 
+    @staticmethod
+    def _refusal(error: ToolError) -> tuple[int, bytes]:
+        record_tool_error(error)  # a span event with the code and field, when traced
+        return error.status, dumps(error.to_body())
+
     def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
         """Run one tool call; the status and the JSON reply, whatever the input."""
         tool = self.tools.get(name)
@@ -139,9 +157,11 @@ class ToolService:
             episode = header(scope, EPISODE_HEADER)
             context = self.context(episode.decode("latin-1") if episode else None)
             return 200, dumps({"result": tool(arguments, context)})
+        except OverflowError:  # a number past what the tool computes with: the caller's value
+            return self._refusal(ToolError("invalid_value", f"a number given to {name!r} is "
+                                           "out of the range it works with"))
         except ToolError as error:
-            record_tool_error(error)  # a span event with the code and field, when traced
-            return error.status, dumps(error.to_body())
+            return self._refusal(error)
         except Exception:  # a defect in the pack: report it structurally, log the traceback
             log.exception("tool %s failed", name)
             failure = ToolError("internal_error", f"tool {name!r} failed internally")
@@ -163,6 +183,7 @@ def create_app(
     domain: DomainPack,
     data_root: Path | None = None,
     episode_idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    secret: str | None = None,
 ) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
@@ -237,4 +258,4 @@ def create_app(
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
-    return ToolService(domain.name, tools, episodes, shared, app)
+    return ToolService(domain.name, tools, episodes, shared, app, secret)

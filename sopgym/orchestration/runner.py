@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.agents import uses_model
+from sopgym.agents import oracle, uses_model
 from sopgym.agents.client import GatewayClient
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.core import dataset
@@ -224,13 +224,14 @@ class Runner:
             task, trial = attempt
             job = {
                 "task": task.to_json(),
-                "data_dir": str(self.data[task.domain].path),
                 "distractors": self.config.distractors,
                 "sop_variant": self.config.sop_variant,
                 "run_id": self.paths.root.name,
                 "trial": trial,
                 "seed": trial_seed(self.config.seed, trial),
             }
+            if self.config.agent == oracle.NAME:  # it replays the gold; no other agent sees it
+                job["replay"] = oracle.replay_of(self.data[task.domain].gold[task.id])
             report = worker.exchange(job)
             if report is not None:
                 record(task, trial, report)
