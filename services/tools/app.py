@@ -157,9 +157,14 @@ class ToolService:
             episode = header(scope, EPISODE_HEADER)
             context = self.context(episode.decode("latin-1") if episode else None)
             return 200, dumps({"result": tool(arguments, context)})
-        except OverflowError:  # a number past what the tool computes with: the caller's value
-            return self._refusal(ToolError("invalid_value", f"a number given to {name!r} is "
-                                           "out of the range it works with"))
+        except (OverflowError, ValueError) as error:
+            # A value the schema admits but the tool cannot compute with: a number past a
+            # float, a database integer or Python's digit limit. The caller's value, not a
+            # defect of the service: refused as such.
+            log.warning("tool %s refused a value: %s", name, error)
+            return self._refusal(
+                ToolError("invalid_value", f"{name!r} cannot work with a value given: {error}")
+            )
         except ToolError as error:
             return self._refusal(error)
         except Exception:  # a defect in the pack: report it structurally, log the traceback

@@ -222,16 +222,7 @@ class Runner:
         worker = self._spawn_worker(stack, index)
         while (attempt := jobs.get()) is not None:
             task, trial = attempt
-            job = {
-                "task": task.to_json(),
-                "distractors": self.config.distractors,
-                "sop_variant": self.config.sop_variant,
-                "run_id": self.paths.root.name,
-                "trial": trial,
-                "seed": trial_seed(self.config.seed, trial),
-            }
-            if self.config.agent == oracle.NAME:  # it replays the gold; no other agent sees it
-                job["replay"] = oracle.replay_of(self.data[task.domain].gold[task.id])
+            job = self.job(task, trial)
             report = worker.exchange(job)
             if report is not None:
                 record(task, trial, report)
@@ -250,6 +241,21 @@ class Runner:
             worker.stop()
             worker = self._spawn_worker(stack, index)
         worker.stop()
+
+    def job(self, task: Task, trial: int) -> JSON:
+        """An agent worker's job: the task's inputs, never where its gold lives; the oracle
+        alone gets what it replays."""
+        job = {
+            "task": task.to_json(),
+            "distractors": self.config.distractors,
+            "sop_variant": self.config.sop_variant,
+            "run_id": self.paths.root.name,
+            "trial": trial,
+            "seed": trial_seed(self.config.seed, trial),
+        }
+        if self.config.agent == oracle.NAME:
+            job["replay"] = oracle.replay_of(self.data[task.domain].gold[task.id])
+        return job
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
         gateway = stack.grpc_target if self.config.transport == "grpc" else stack.gateway_url
