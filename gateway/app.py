@@ -27,6 +27,7 @@ from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
 from sopgym.gateway.metrics import GatewayMetrics
+from sopgym.gateway.openapi import gateway_openapi
 from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
 from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
@@ -59,6 +60,7 @@ class Gateway:
             service_secret=service_secret,
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
+        self.openapi = dumps(gateway_openapi(catalog))  # the HTTP API, for clients and fuzzers
         self._grpc: Any = None
         # Manual server spans (no auto-instrumentation): this is every tool call's path.
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)  # None when tracing is off
@@ -125,6 +127,8 @@ class Gateway:
                 return 200, {**core.health(), "grpc_port": self.grpc_port}
             if parts[0] == "metrics" and method == "GET":
                 return 200, core.metrics.exposition().decode()
+            if parts[0] == "openapi.json" and method == "GET":
+                return 200, self.openapi
         if parts[:1] != ["v1"]:
             raise ToolError("not_found", f"no route {scope['path']}")
         if parts[1:] == ["catalog"] and method == "GET":

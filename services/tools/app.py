@@ -48,6 +48,7 @@ from sopgym.core.tools import Tool, ToolContext
 from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S, EpisodeRegistry
+from sopgym.services.tools.openapi import tool_service_openapi
 from sopgym.types import JSON
 
 EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forwards
@@ -221,6 +222,7 @@ def create_app(
         title=f"sopgym tools: {domain.name}",
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # its own would not describe the tools: ours below does
         telemetry=fastapi_telemetry(),  # spans only when the process set up tracing
     )
 
@@ -234,6 +236,13 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def request_error(_: Request, exc: RequestValidationError) -> Response:
         return _error(ToolError("invalid_request", "malformed request"))
+
+    openapi = dumps(tool_service_openapi(domain.name, domain.all_tools()))
+
+    @app.get("/openapi.json")
+    async def openapi_document() -> Response:
+        """Every tool's arguments as its JSON Schema, for clients and fuzzers."""
+        return Response(openapi, media_type="application/json")
 
     @app.get("/healthz")
     async def healthz() -> Response:
