@@ -14,7 +14,7 @@ from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, sopgym
 
 def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> None:
     env = {HOME_ENV: str(tmp_path / "home"), TOOLS_LOG_ENV: str(tmp_path / "imports.log")}
-    for name in ("clean", "relayed_outputs"):
+    for name in ("clean", "relayed_outputs", "tools_returning_none"):
         done = sopgym(env, "import", "sop-bench", str(FIXTURES / name))
         assert done.returncode == 0, done.stdout + done.stderr
     refused = sopgym(
@@ -27,6 +27,7 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
         "run",
         "sopbench/clean",
         "sopbench/relayed_outputs",
+        "sopbench/tools_returning_none",
         "--agent",
         "baseline",
         "--runs-dir",
@@ -39,7 +40,7 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     summary = orjson.loads((tmp_path / "runs" / "base" / "summary.json").read_bytes())
-    assert (summary["tasks"], summary["completed"]) == (10, 10)
+    assert (summary["tasks"], summary["completed"]) == (15, 15)
     clean, relayed = (
         summary["domains"]["sopbench/clean"],
         summary["domains"]["sopbench/relayed_outputs"],
@@ -47,6 +48,11 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     # the clean SOP needs a decision no tool returns; the other benchmark relays the answer
     assert (clean["tsr"], relayed["tsr"]) == (0.0, 1.0)
     assert summary["tool_f1"] is None and clean["tool_recall"] is None  # no gold calls to fake
+    # a tool that returns None is the tool's failure: counted as such, in the run's summary
+    failing = summary["domains"]["sopbench/tools_returning_none"]
+    assert failing["errors"].get("tool_error", 0) >= 1, failing["errors"]
+    assert summary["errors"]["tool_error"] == failing["errors"]["tool_error"]
+    assert "tool_error" not in clean["errors"] and "tool_error" not in relayed["errors"]
 
     rows = [
         orjson.loads(line)

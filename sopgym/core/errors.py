@@ -40,6 +40,7 @@ VALIDATION_CODES = frozenset({
     "invalid_request",
 })
 TYPE_CODES = frozenset({"type_mismatch"})
+TOOL_FAILURE = "internal_error"  # the tool's own code failed: the evaluator's tool_error
 
 
 @dataclass
