@@ -90,6 +90,12 @@ def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -
         if defects(bench.problems):
             note = f" ({len(defects(bench.problems))} problem(s) in its files: run sopgym audit)"
         click.echo(f"imported {bench.domain_name}: {tasks} tasks, {len(domain.tools)} tools{note}")
+        if domain.unscorable:
+            rows = ", ".join(str(r) for r in sorted(domain.unscorable))
+            click.echo(
+                f"  {len(domain.unscorable)} row(s) unscorable (an empty expected output), "
+                f"left out: rows {rows}"
+            )
     if not entries:
         click.echo("nothing imported")
         sys.exit(1)
