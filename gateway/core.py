@@ -222,6 +222,7 @@ class GatewayCore:
                 result=result,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 distractor=name in episode.distractors,
+                warnings=_warnings(response),
             ),
             transport,
         )
@@ -370,6 +371,14 @@ def _stored(body: bytes) -> Any:
         return body.decode(errors="replace")
     head = body[:TRUNCATED_HEAD].decode(errors="replace")
     return {"truncated": True, "bytes": len(body), "head": head}
+
+
+def _warnings(answer: JSON) -> list[str]:
+    """The warnings a tool service sent with a result (strings only: they are recorded)."""
+    given = answer.get("warnings")
+    if not isinstance(given, list):
+        return []
+    return [w[:TRUNCATED_HEAD] for w in given if isinstance(w, str)]
 
 
 def _service_error(answer: JSON) -> ToolError:

@@ -157,7 +157,9 @@ class ToolService:
             arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
             context = self.context(episode.decode("latin-1") if episode else None)
-            return 200, dumps({"result": tool(arguments, context)})
+            result, warnings = tool.call(arguments, context)
+            return 200, dumps({"result": result, "warnings": warnings} if warnings else
+                              {"result": result})
         except (OverflowError, ValueError) as error:
             # A value the schema admits but the tool cannot compute with: a number past a
             # float, a database integer or Python's digit limit. The caller's value, not a

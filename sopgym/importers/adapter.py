@@ -35,7 +35,12 @@ class ImportedDomain(DomainPack):
         return self.source_digest
 
 
-def build_domain(bench: Benchmark, input_columns: list[str]) -> ImportedDomain:
+def build_domain(
+    bench: Benchmark, input_columns: list[str], strict_schemas: bool = False
+) -> ImportedDomain:
+    """The benchmark as a pack. SOP-Bench's own tool manager never validates arguments, and
+    its published schemas sometimes disagree with its own data, so by default a call that
+    breaks a toolspec reaches the tool with a warning; ``strict_schemas`` refuses it."""
     tasks, expected, unscorable = build_tasks(bench, input_columns)
     bridge = ToolsBridge(bench.folder, [s.name for s in bench.specs])
 
@@ -49,7 +54,7 @@ def build_domain(bench: Benchmark, input_columns: list[str]) -> ImportedDomain:
         name=bench.domain_name,
         title=f"SOP-Bench {bench.name} (imported from {bench.folder})",
         folder=bench.folder,
-        tools=[Tool(spec, _forward(bridge, spec.name)) for spec in bench.specs],
+        tools=[Tool(spec, _forward(bridge, spec.name), strict_schemas) for spec in bench.specs],
         generate=generate,
         solve=solve,
         input_schema=columns_schema(bench, input_columns),

@@ -61,7 +61,15 @@ def import_group() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @_INPUTS
 @_HOME
-def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -> None:
+@click.option(
+    "--strict-schemas",
+    is_flag=True,
+    help="Refuse tool calls that break toolspecs.json (default: pass them to the tools, as "
+    "SOP-Bench does, with a warning on the call).",
+)
+def import_sop_bench(
+    path: Path, input_columns: str | None, home: Path | None, strict_schemas: bool
+) -> None:
     """Import PATH: one SOP-Bench benchmark folder, a folder of them, or a SOP-Bench checkout.
 
     Each becomes the domain sopbench/<folder name>, runnable with `sopgym run`.
@@ -76,7 +84,7 @@ def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -
     for folder in _folders(path):
         try:
             bench = read_benchmark(folder)
-            domain = prepare(bench, given)
+            domain = prepare(bench, given, strict_schemas)
         except ImportProblem as error:
             click.echo(f"skipped {error}")  # the message starts with the benchmark's name
             continue
@@ -84,7 +92,7 @@ def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -
             click.echo(f"skipped {folder.name}: {type(error).__name__}: {error}")
             continue
         named = given if bench.input_columns is None else None
-        entries.append(ImportEntry(bench.domain_name, bench.folder, named))
+        entries.append(ImportEntry(bench.domain_name, bench.folder, named, strict_schemas))
         tasks = len(domain.generate(domain.seed, bench.folder).tasks)
         note = ""
         if defects(bench.problems):

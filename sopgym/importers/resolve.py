@@ -21,8 +21,11 @@ class ImportProblem(UnknownDomainError):
         return str(self.args[0])
 
 
-def prepare(bench: Benchmark, given_inputs: list[str] | None = None) -> ImportedDomain:
-    """The servable domain of a parsed benchmark, or :class:`ImportProblem` saying why not."""
+def prepare(
+    bench: Benchmark, given_inputs: list[str] | None = None, strict_schemas: bool = False
+) -> ImportedDomain:
+    """The servable domain of a parsed benchmark, or :class:`ImportProblem` saying why not;
+    unless ``strict_schemas``, its tools pass calls that break their specs through."""
     blocking = bench.blocking()
     if blocking:
         raise ImportProblem(f"{bench.name}: {blocking[0].message}")
@@ -30,7 +33,7 @@ def prepare(bench: Benchmark, given_inputs: list[str] | None = None) -> Imported
         inputs = input_columns_for(bench, given_inputs)
     except InputColumnsError as error:
         raise ImportProblem(str(error)) from None
-    domain = build_domain(bench, inputs)
+    domain = build_domain(bench, inputs, strict_schemas)
     if not domain.tools:
         raise ImportProblem(f"{bench.name}: toolspecs.json declares no usable tool")
     tasks = domain.generate(domain.seed, bench.folder)
@@ -58,7 +61,7 @@ def load_imported(name: str) -> ImportedDomain:
         )
     if not entry.path.is_dir():
         raise ImportProblem(f"{name}: folder {entry.path} no longer exists; import it again")
-    return prepare(read_benchmark(entry.path), entry.input_columns)
+    return prepare(read_benchmark(entry.path), entry.input_columns, entry.strict_schemas)
 
 
 def run_refusal(agent: str, domains: list[DomainPack]) -> str | None:
