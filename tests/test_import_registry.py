@@ -35,6 +35,11 @@ def test_import_registers_paths_without_copying(
     code, output = _import(str(FIXTURES))
     assert code == 0, output
     assert "imported sopbench/clean: 5 tasks, 2 tools" in output
+    uncallable = output.split("imported sopbench/uncallable_tools")[1].splitlines()[1]
+    assert uncallable == (
+        "  warning: tools.py cannot call escalateToManager (calls to them will fail and count "
+        "as tool_error)"
+    )
     for broken in ("bad_json", "bad_csv", "missing_columns", "missing_input_columns"):
         assert f"skipped {broken}: " in output  # reported, and the others still imported
     registry = json.loads((home / "imports.json").read_text())["imports"]
