@@ -4,12 +4,14 @@ The benchmark's tools.py may be imported by the tool service only."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from sopgym.importers.index import HOME_ENV
-from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, sopgym
+from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, copy_fixture, sopgym
 
 
 def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> None:
@@ -70,3 +72,26 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
 
     importers = (tmp_path / "imports.log").read_text().splitlines()
     assert importers and all(" serve-tools sopbench/" in line for line in importers), importers
+
+
+@pytest.mark.slow  # the hung worker's grace and the hung service's stop take ~20 s
+def test_task_timeout_holds_when_a_tool_hangs(tmp_path: Path) -> None:
+    hanging = copy_fixture("clean", tmp_path).rename(tmp_path / "hanging_tool")
+    (hanging / "tools.py").write_text(
+        "import runpy, time\n"
+        f"clean = runpy.run_path({str(FIXTURES / 'clean' / 'tools.py')!r})\n"
+        "class ReturnsManager(clean['ReturnsManager']):\n"
+        "    def getOrderDetails(self, order_id):\n"
+        "        time.sleep(3600)\n"
+    )
+    env = {HOME_ENV: str(tmp_path / "home")}
+    assert sopgym(env, "import", "sop-bench", str(hanging)).returncode == 0
+    started = time.monotonic()
+    done = sopgym(env, "run", "sopbench/hanging_tool", "--agent", "baseline", "--limit", "1",
+                  "--task-timeout", "2", "--runs-dir", str(tmp_path / "runs"), "--run-id", "hang",
+                  "--data-root", str(tmp_path / "data"))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 60, "bounded by the task timeout, not by the tool"
+    results = (tmp_path / "runs" / "hang" / "results.jsonl").read_bytes().splitlines()
+    (row,) = [orjson.loads(line) for line in results]
+    assert row["status"] == "failed" and row["error"] == "no answer within --task-timeout 2 s"

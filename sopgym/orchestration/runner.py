@@ -85,6 +85,7 @@ def trial_seed(seed: int, trial: int) -> int:
 
 
 Attempt = tuple[Task, int]  # a task and which trial of it
+WORKER_GRACE_S = 5.0  # past --task-timeout, how long a worker may take to report the timeout
 
 
 @dataclass
@@ -223,11 +224,21 @@ class Runner:
         while (attempt := jobs.get()) is not None:
             task, trial = attempt
             job = self.job(task, trial)
-            report = worker.exchange(job)
+            try:  # a worker stuck past the task's time (a hung tool, say) is stopped
+                report = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
+            except TimeoutError:
+                report, timed_out = None, True
+            else:
+                timed_out = False
             if report is not None:
                 record(task, trial, report)
                 continue
-            # The worker died mid-task: the task is recorded as failed, a fresh worker goes on.
+            why = (
+                f"no answer within --task-timeout {self.config.task_timeout:g} s"
+                if timed_out
+                else f"agent worker exited: {worker.log_tail(5)}"
+            )
+            # The worker died or hung mid-task: recorded as failed, a fresh worker goes on.
             record(
                 task,
                 trial,
@@ -235,7 +246,7 @@ class Runner:
                     "task_id": task.id,
                     "episode_id": None,
                     "status": "failed",
-                    "error": f"agent worker exited: {worker.log_tail(5)}",
+                    "error": why,
                 },
             )
             worker.stop()
