@@ -11,7 +11,13 @@ import orjson
 import pytest
 
 from sopgym.importers.index import HOME_ENV
-from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, copy_fixture, sopgym
+from tests.sopbench_helpers import (
+    FIXTURES,
+    TOOLS_LOG_ENV,
+    copy_fixture,
+    loaders_are_services_or_the_import,
+    sopgym,
+)
 
 
 def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> None:
@@ -71,7 +77,7 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     assert by_task["sopbench-clean-000"]["gold_outputs"] == {"refund_decision": "full"}
 
     importers = (tmp_path / "imports.log").read_text().splitlines()
-    assert importers and all(" serve-tools sopbench/" in line for line in importers), importers
+    assert loaders_are_services_or_the_import(importers), importers
 
 
 @pytest.mark.slow  # the hung worker's grace and the hung service's stop take ~20 s
