@@ -34,6 +34,7 @@ _WHY = {
     409: "the episode or conversation is over",
     413: "request body too large",
     422: "arguments that break the schema or a value the tool refuses",
+    502: "a tool service or the user simulator cannot be reached (upstream_unavailable)",
 }
 
 
