@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 from sopgym.client import Episode
@@ -15,7 +14,7 @@ from sopgym.types import JSON
 class AgentContext:
     """Per-task facts an agent may use beyond the episode itself."""
 
-    data_dir: Path | None = None  # the task set's folder; only the oracle reads gold from it
+    replay: JSON | None = None  # the gold the oracle replays (its jobs only: agents never see it)
     deadline: float | None = None  # time.monotonic() by which the task must end
     usage: list[JSON] = field(default_factory=list)  # per-LLM-call records, filled by agents
     seed: int | None = None  # the trial's seed, sent with every model call that takes one

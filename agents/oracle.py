@@ -3,44 +3,66 @@ the user, interleaved as the policy made them) through the gateway.
 
 It proves the whole path (agent process → gateway → service) and must score 100%: any
 disagreement between the live tools and the labels shows up as a failed oracle task.
+
+Agent workers never learn where gold lives: the runner, which scores and so holds the gold,
+puts what the oracle replays into the oracle's jobs (:func:`replay_of`), and nothing of it
+into any other agent's.
 """
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.client import Episode
-from sopgym.core.dataset import load_tasks
+from sopgym.core import dataset
 from sopgym.core.dialogue import AGENT
+from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
+
+NAME = "oracle"
 
 
 class OracleError(RuntimeError):
     pass
 
 
-@cache
-def _gold(data_dir: Path) -> dict[str, Gold]:
-    return load_tasks(data_dir)[1]
+def replay_of(gold: Gold) -> JSON:
+    """What the oracle replays of a task's gold: its calls, its agent turns, its outputs
+    (never the simulated user's private profile)."""
+    return {
+        "calls": [c.to_json() for c in gold.calls],
+        "messages": [m for m in gold.messages if m["role"] == AGENT],
+        "outputs": gold.outputs,
+    }
+
+
+def load_replays(domains: list[str], data_root: Path | None) -> dict[tuple[str, str], JSON]:
+    """Every task's replay, by (domain, task id), for drivers that read the task sets
+    locally (shards, the load test)."""
+    replays = {}
+    for name in domains:
+        data = dataset.load(load_domain(name), data_root)
+        replays.update({(name, task_id): replay_of(g) for task_id, g in data.gold.items()})
+    return replays
 
 
 class OracleAgent:
-    name = "oracle"
+    name = NAME
 
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
-        if context.data_dir is None:
-            raise OracleError("the oracle needs the task set's data_dir to read gold")
-        gold = _gold(context.data_dir)[task.id]
-        said = [m for m in gold.messages if m["role"] == AGENT]
-        for index, call in enumerate(gold.calls):
+        replay = context.replay
+        if replay is None:
+            raise OracleError("the oracle's job carries no replay of the task's gold")
+        said = list(replay["messages"])
+        for index, call in enumerate(replay["calls"]):
             said = _say(episode, said, index)
-            result = episode.call(call.name, call.arguments)
+            result = episode.call(call["name"], call["arguments"])
             if not result.ok:
-                raise OracleError(f"gold call {call.name} refused: {result.body}")
-        _say(episode, said, len(gold.calls))
-        return gold.outputs
+                raise OracleError(f"gold call {call['name']} refused: {result.body}")
+        _say(episode, said, len(replay["calls"]))
+        outputs: JSON = replay["outputs"]
+        return outputs
 
 
 def _say(episode: Episode, said: list[JSON], calls_made: int) -> list[JSON]:

@@ -1,13 +1,15 @@
 """An agent worker process: takes jobs on stdin, answers one JSON line per job on stdout.
 
-A job is ``{"task": {...}, "data_dir": "...", "distractors": N, "sop_variant": "clean"}``,
-with ``"trial"`` (which of the run's repeats, 0-based) and ``"seed"`` (that trial's seed, sent
-with the model calls) when the run sets them. The worker opens the episode at the gateway,
-lets its agent solve the task (one-shot kinds: one model call, :mod:`.oneshot`), finishes the
-episode and reports ``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``;
-``status`` is ``finished``, ``failed`` (the agent's doing) or ``infra_error`` (a service, the
-gateway or the model endpoint failed it).
-It never imports a tool implementation: tools exist for it only behind the gateway.
+A job is ``{"task": {...}, "distractors": N, "sop_variant": "clean"}``, with ``"trial"``
+(which of the run's repeats, 0-based) and ``"seed"`` (that trial's seed, sent with the model
+calls) when the run sets them, and for the oracle alone ``"replay"`` (the gold it replays,
+:func:`sopgym.agents.oracle.replay_of`): no job says where gold lives. The worker opens the
+episode at the gateway, lets its agent solve the task (one-shot kinds: one model call,
+:mod:`.oneshot`), finishes the episode and reports
+``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``; ``status`` is
+``finished``, ``failed`` (the agent's doing) or ``infra_error`` (a service, the gateway or the
+model endpoint failed it). It never imports a tool implementation: tools exist for it only
+behind the gateway.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import TextIO
 
 import orjson
@@ -62,7 +63,7 @@ def _run_episode(
         "error": None,
     }
     context = AgentContext(
-        data_dir=Path(job["data_dir"]) if job.get("data_dir") else None,
+        replay=job.get("replay"),
         deadline=started + task_timeout,
         seed=job.get("seed"),
     )

@@ -31,6 +31,7 @@ from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
 from sopgym.gateway.faults import FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
+from sopgym.gateway.openapi import gateway_openapi
 from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
 from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
@@ -53,12 +54,20 @@ class Gateway:
         user_sim: str | None = None,
         seed: int = 0,
         faults: FaultPlan | None = None,
+        service_secret: str | None = None,
     ) -> None:
         self.core = GatewayCore(
-            catalog, default_distractors, admin_token, metrics, user_sim=user_sim, seed=seed,
+            catalog,
+            default_distractors,
+            admin_token,
+            metrics,
+            user_sim=user_sim,
+            seed=seed,
             faults=faults,
-        )  # fmt: skip
+            service_secret=service_secret,
+        )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
+        self.openapi = dumps(gateway_openapi(catalog))  # the HTTP API, for clients and fuzzers
         self._grpc: Any = None
         self.mcp: Any = None  # the MCP door, once a request needed it
         self._mcp_starting = asyncio.Lock()
@@ -148,6 +157,8 @@ class Gateway:
                 return 200, {**core.health(), "grpc_port": self.grpc_port}
             if parts[0] == "metrics" and method == "GET":
                 return 200, core.metrics.exposition().decode()
+            if parts[0] == "openapi.json" and method == "GET":
+                return 200, self.openapi
         if parts[:1] != ["v1"]:
             raise ToolError("not_found", f"no route {scope['path']}")
         if parts[1:] == ["catalog"] and method == "GET":

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from sopgym.core.access import secret_line
 from sopgym.core.errors import DOWN_CODE, ToolError
 from sopgym.core.jsonio import dumps, loads_request
 from sopgym.core.trajectory import CallRecord
@@ -48,10 +49,21 @@ class CallOutcome:
     dropped: bool = False  # an injected fault: close the connection, answer nothing
 
 
+# An episode lives in memory until evicted, so what an agent can make it hold is bounded: its
+# ``meta`` is refused past MAX_META_BYTES, and a call's arguments past MAX_STORED_ARGUMENTS
+# bytes are recorded as a marker with their size and head (the call itself still goes on).
+MAX_META_BYTES = 4096
+MAX_STORED_ARGUMENTS = 16 * 1024
+TRUNCATED_HEAD = 256
+
+
 @dataclass
 class TaskList:
     payload: bytes  # the tool service's reply: {"domain", "tasks"}
     tasks: list[JSON]
+
+    def __post_init__(self) -> None:
+        self.ids = frozenset(t["id"] for t in self.tasks)  # episodes open on these only
 
 
 class GatewayCore:
@@ -64,9 +76,11 @@ class GatewayCore:
         user_sim: str | None = None,
         seed: int = 0,
         faults: FaultPlan | None = None,
+        service_secret: str | None = None,
     ) -> None:
         self.catalog = catalog
         self.faults = faults  # injected latency and failures (``--faults``), None: none
+        self._secret_line = secret_line(service_secret)  # proves to services it is us
         self.users = conversations.UserSimLink(user_sim) if user_sim else None
         self.seed = seed  # the run's seed: it salts each task's distractor draw
         self.default_distractors = default_distractors
@@ -128,9 +142,13 @@ class GatewayCore:
                 f"no SOP variant {variant!r}; have: {', '.join(service.sop)}",
                 "sop_variant",
             )
+        if task_id not in (await self.tasks(service.domain)).ids:
+            raise ToolError("not_found", f"no task {task_id!r} in {service.domain}", "task_id")
         meta = request.get("meta")
         if not isinstance(meta, dict):
             meta = {}
+        if len(dumps(meta)) > MAX_META_BYTES:
+            raise ToolError("invalid_value", f"meta is over {MAX_META_BYTES} bytes", "meta")
         episode = self.episodes.open(task_id, service.domain, routes, distractors, meta)
         try:
             await self._register(episode, service.domain)
@@ -174,9 +192,9 @@ class GatewayCore:
         try:
             arguments: Any = loads_request(body, "tool arguments") if body else {}
         except ToolError as invalid:
-            return self._refused(
-                episode, name, body.decode(errors="replace"), started, invalid, transport
-            )
+            return self._refused(episode, name, _stored(body), started, invalid, transport)
+        if len(body) > MAX_STORED_ARGUMENTS:
+            arguments = _stored(body)
         ref = episode.routes.get(name)
         if ref is None:
             unknown = ToolError("unknown_tool", f"no tool named {name!r} in this episode's catalog")
@@ -214,6 +232,7 @@ class GatewayCore:
                 result=result,
                 duration_ms=(time.perf_counter() - started) * 1000,
                 distractor=name in episode.distractors,
+                warnings=_warnings(response),
             ),
             transport,
         )
@@ -326,7 +345,9 @@ class GatewayCore:
         pool = self._pools.get(domain)
         if pool is None:
             service = self.catalog.services[domain]
-            pool = self._pools[domain] = UpstreamPool(service.host, service.port)
+            pool = self._pools[domain] = UpstreamPool(
+                service.host, service.port, headers=self._secret_line
+            )
         return pool
 
     def _refused(
@@ -364,6 +385,23 @@ class GatewayCore:
         self.metrics.call(
             episode.domain, call.error_code or "ok", transport, call.duration_ms / 1000
         )
+
+
+def _stored(body: bytes) -> Any:
+    """A body as a call record keeps it when it is no JSON or too large: the text, or past
+    ``MAX_STORED_ARGUMENTS`` a marker with its size and head."""
+    if len(body) <= MAX_STORED_ARGUMENTS:
+        return body.decode(errors="replace")
+    head = body[:TRUNCATED_HEAD].decode(errors="replace")
+    return {"truncated": True, "bytes": len(body), "head": head}
+
+
+def _warnings(answer: JSON) -> list[str]:
+    """The warnings a tool service sent with a result (strings only: they are recorded)."""
+    given = answer.get("warnings")
+    if not isinstance(given, list):
+        return []
+    return [w[:TRUNCATED_HEAD] for w in given if isinstance(w, str)]
 
 
 def _service_error(answer: JSON) -> ToolError:

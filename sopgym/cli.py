@@ -378,13 +378,15 @@ def serve_tools(
     domain: str, host: str, port: int, data_root: Path | None, idle_timeout: float
 ) -> None:
     """Serve one domain's tools over HTTP."""
+    from sopgym.core.access import SERVICE_SECRET_ENV
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.tools.app import create_app
     from sopgym.serving import serve
 
     setup_tracing("sopgym-tools", {"sopgym.domain": domain})
-    app = create_app(_domain(domain), data_root, idle_timeout)
+    secret = os.environ.get(SERVICE_SECRET_ENV)  # set: only the gateway may call
+    app = create_app(_domain(domain), data_root, idle_timeout, secret)
     serve(traced(app, "sopgym.tools"), host, port)
 
 
@@ -437,6 +439,7 @@ def gateway(
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
+    from sopgym.core.access import SERVICE_SECRET_ENV
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import DiscoveryError, discover
     from sopgym.gateway.local import with_local_domains
@@ -471,10 +474,18 @@ def gateway(
     from sopgym.gateway.faults import parse_faults
 
     plan = parse_faults(faults) if faults else None
+    secret = os.environ.get(SERVICE_SECRET_ENV)  # sent to the tool services on every request
     app = Gateway(
-        catalog, distractors, admin_token, grpc_port, host, user_sim=user_sim, seed=seed,
+        catalog,
+        distractors,
+        admin_token,
+        grpc_port,
+        host,
+        user_sim=user_sim,
+        seed=seed,
         faults=plan,
-    )  # fmt: skip
+        service_secret=secret,
+    )
     try:
         serve(app, host, port)
     except ServerError as error:

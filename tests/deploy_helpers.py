@@ -29,7 +29,9 @@ DOCKERFILES = {
     "observability": ROOT / "observability" / "Dockerfile",
 }
 KUSTOMIZE = ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone"]
-_VARIABLE = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
+_VARIABLE = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
+# What an operator exports before `docker compose up` (the file gives it no default).
+OPERATOR_ENV = {"SOPGYM_SERVICE_SECRET": "a-secret-the-operator-exported"}
 
 
 def env_file(path: Path) -> dict[str, str]:
@@ -45,7 +47,7 @@ def env_file(path: Path) -> dict[str, str]:
 def interpolate(value: Any, env: dict[str, str]) -> Any:
     """Compose's ``${VAR}`` / ``${VAR:-default}`` substitution over a loaded document."""
     if isinstance(value, str):
-        return _VARIABLE.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+        return _VARIABLE.sub(lambda m: _substitute(m, env), value)
     if isinstance(value, list):
         return [interpolate(v, env) for v in value]
     if isinstance(value, dict):
@@ -53,9 +55,20 @@ def interpolate(value: Any, env: dict[str, str]) -> Any:
     return value
 
 
-def compose(profile: str = "scripted") -> dict[str, Any]:
-    """The compose file with anchors merged and variables set from the profile's env file."""
-    return interpolate(yaml.safe_load(COMPOSE.read_text()), env_file(ENV_FILES[profile]))
+def _substitute(match: re.Match[str], env: dict[str, str]) -> str:
+    name, kind, rest = match.groups()
+    if env.get(name):
+        return env[name]
+    if kind == "?":  # ${VAR:?message}: compose refuses to start without it
+        raise KeyError(f"{name} is required: {rest}")
+    return rest or ""
+
+
+def compose(profile: str = "scripted", exported: dict[str, str] = OPERATOR_ENV) -> dict[str, Any]:
+    """The compose file with anchors merged and variables set from the profile's env file and
+    what the operator ``exported``."""
+    env = {**env_file(ENV_FILES[profile]), **exported}
+    return interpolate(yaml.safe_load(COMPOSE.read_text()), env)
 
 
 def sopgym_services(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

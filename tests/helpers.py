@@ -20,3 +20,8 @@ atexit.register(shutil.rmtree, DATA_ROOT, ignore_errors=True)
 def domain_data(name: str) -> DomainData:
     """The domain's generated data, cached for the session (generated on first use)."""
     return dataset.load(load_domain(name), DATA_ROOT)
+
+
+def task_id(domain: str, index: int) -> str:
+    """A real task's id: the gateway opens episodes on the tasks it lists, no others."""
+    return domain_data(domain).tasks[index].id

@@ -54,6 +54,14 @@ def copy_fixture(name: str, into: Path) -> Path:
     return target
 
 
+def loaders_are_services_or_the_import(logged: list[str]) -> bool:
+    """Whether every process that imported a tools.py (lines of the tools log) was a tool
+    service or the import's isolated probe: never a gateway, agent worker or model."""
+    return bool(logged) and all(
+        " serve-tools sopbench/" in line or " import sop-bench " in line for line in logged
+    )
+
+
 def sopgym(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI in a child process, as a user runs it (``env`` on top of ours)."""
     return subprocess.run(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 
+from sopgym.agents.oracle import replay_of
 from sopgym.orchestration.stack import embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
 
@@ -15,7 +16,7 @@ from tests.helpers import DATA_ROOT, domain_data
 def test_a_worker_answers_bad_job_lines_and_keeps_working(tmp_path: Path) -> None:
     data = domain_data("patient_intake")
     task = data.tasks[0]
-    good = {"task": task.to_json(), "data_dir": str(data.path)}
+    good = {"task": task.to_json(), "replay": replay_of(data.gold[task.id])}
     lines = [
         "not json",
         "[1, 2]",

@@ -9,6 +9,7 @@ processes themselves are started in tests/test_deploy_processes.py.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -22,6 +23,7 @@ from tests.deploy_helpers import (
     DOCKERFILES,
     ENV_FILES,
     KUSTOMIZE,
+    OPERATOR_ENV,
     OVERLAYS,
     ROOT,
     compose,
@@ -86,7 +88,7 @@ def test_compose_file_is_valid(profile: str) -> None:
     result = subprocess.run(
         ["docker-compose", "-f", str(COMPOSE), "--env-file", str(ENV_FILES[profile]), "config",
          "-q"],
-        capture_output=True, text=True,
+        capture_output=True, text=True, env={**os.environ, **OPERATOR_ENV},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
 
@@ -116,6 +118,23 @@ def test_compose_serves_every_domain_through_the_gateway() -> None:
     local = services["gateway"]["environment"].get("SOPGYM_GATEWAY_LOCAL_DOMAINS", "")
     assert sorted(select_domains(local.split())) == sorted(TOOL_FREE)
     assert set(services["gateway"]["depends_on"]) >= tools
+
+
+def test_compose_keeps_tools_and_gold_away_from_the_agents() -> None:
+    with pytest.raises(KeyError, match="SOPGYM_SERVICE_SECRET is required"):
+        compose(exported={})  # no secret exported: compose refuses to start
+    services = compose()["services"]
+    secret = OPERATOR_ENV["SOPGYM_SERVICE_SECRET"]
+    for name, service in services.items():
+        env = service.get("environment") or {}
+        holds_secret = name == "gateway" or name.startswith("tools-")
+        assert (env.get("SOPGYM_SERVICE_SECRET") == secret) is holds_secret, name
+        if name.startswith("tools-"):
+            assert "ports" not in service, f"{name}: a tool service is published"
+    gateway_env = services["gateway"]["environment"]
+    assert gateway_env["SOPGYM_ADMIN_TOKEN"] == "", "no default admin token on a published port"
+    worker = services["agent-worker"]
+    assert not any(v.startswith("data:") for v in worker["volumes"]), "gold mounted for agents"
 
 
 def test_compose_gpu_profile_replaces_the_scripted_model() -> None:
@@ -267,6 +286,24 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
     assert "prometheus.io/scrape" in deployments["gateway"]["spec"]["template"]["metadata"][
         "annotations"
     ]
+
+
+def test_only_the_gateway_may_reach_the_tool_services(overlay: tuple[str, list[dict]]) -> None:
+    _, docs = overlay
+    (policy,) = by_kind(docs, "NetworkPolicy").values()
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    (rule,) = policy["spec"]["ingress"]
+    (source,) = rule["from"]
+    deployments = by_kind(docs, "Deployment")
+    for name, deployment in deployments.items():
+        labels = deployment["spec"]["template"]["metadata"]["labels"]
+        chosen = all(labels.get(k) == v for k, v in selected.items())
+        assert chosen is name.startswith("tools-"), name
+        allowed = all(labels.get(k) == v for k, v in source["podSelector"]["matchLabels"].items())
+        assert allowed is (name == "gateway"), name
+    for name in ["gateway", *(f"tools-{slug(d)}" for d in SHIPPED)]:
+        container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
+        assert "SOPGYM_SERVICE_SECRET" in {e["name"] for e in container["env"]}, name
 
 
 def test_agent_workers_are_an_indexed_job_sharded_by_completion_index(

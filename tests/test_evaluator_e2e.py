@@ -196,8 +196,8 @@ def bad_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
         records: dict[str, Any] = {}
         try:
             for task in data.tasks[:4]:
-                job = {"task": task.to_json(), "data_dir": str(data.path), "distractors": 3,
-                       "sop_variant": "clean", "run_id": "bad"}  # fmt: skip
+                job = {"task": task.to_json(), "distractors": 3, "sop_variant": "clean",
+                       "run_id": "bad"}  # fmt: skip
                 report = run_job(BadAgent(stack.gateway_url), client, job, 60.0, model="none")
                 record = client.record(report["episode_id"], stack.admin_token)
                 records[task.id] = Trajectory.from_json(record)

@@ -15,8 +15,9 @@ from sopgym.client import GatewayClient
 from sopgym.gateway.catalog import DiscoveryError, discover
 from sopgym.orchestration.processes import free_port
 from sopgym.orchestration.stack import Stack, embedded_stack
-from tests.helpers import DATA_ROOT, domain_data
+from tests.helpers import DATA_ROOT, domain_data, task_id
 
+DOMAIN = "patient_intake"
 ARGS = {"patient_id": "P100000000", "smoking_status": "Current",
         "alcohol_consumption": "Heavy", "exercise_frequency": "None"}
 
@@ -37,7 +38,7 @@ def client(stack: Stack) -> Iterator[GatewayClient]:
 
 
 def test_episode_catalog_and_recorded_calls(stack: Stack, client: GatewayClient) -> None:
-    episode = client.open("t-1", "patient_intake")
+    episode = client.open(task_id(DOMAIN, 1), DOMAIN)
     assert sorted(t["name"] for t in episode.tools) == sorted(
         t.name for t in domain_data("patient_intake").domain.tools)
     assert "validate_insurance" in episode.sop and episode.output_schema["properties"]
@@ -60,7 +61,7 @@ def test_episode_catalog_and_recorded_calls(stack: Stack, client: GatewayClient)
 
 
 def test_tokens_are_required_and_scoped(stack: Stack, client: GatewayClient) -> None:
-    mine, other = client.open("t-2", "patient_intake"), client.open("t-3", "patient_intake")
+    mine, other = client.open(task_id(DOMAIN, 2), DOMAIN), client.open(task_id(DOMAIN, 3), DOMAIN)
     url = f"{stack.gateway_url}/v1/episodes/{mine.id}/tools/score_lifestyle"
     assert httpx.post(url, json=ARGS).status_code == 401
     forbidden = httpx.post(url, json=ARGS, headers={"authorization": f"Bearer {other.token}"})
@@ -81,7 +82,7 @@ def test_refusals_are_structured(stack: Stack, client: GatewayClient) -> None:
     missing = httpx.post(f"{base}/v1/episodes/ep-missing/finish", json={"outputs": {}},
                          headers={"authorization": "Bearer x"})
     assert (missing.status_code, missing.json()["error"]["code"]) == (404, "unknown_episode")
-    episode = client.open("t-4", "patient_intake")
+    episode = client.open(task_id(DOMAIN, 4), DOMAIN)
     headers = {"authorization": f"Bearer {episode.token}"}
     not_json = httpx.post(f"{base}/v1/episodes/{episode.id}/tools/score_lifestyle",
                           content=b"{bad", headers=headers)
@@ -99,7 +100,7 @@ def test_refusals_are_structured(stack: Stack, client: GatewayClient) -> None:
 
 
 def test_distractors_are_real_callable_tools(stack: Stack, client: GatewayClient) -> None:
-    episode = client.open("t-5", "patient_intake", distractors=3)
+    episode = client.open(task_id(DOMAIN, 5), DOMAIN, distractors=3)
     own = {t.name for t in domain_data("patient_intake").domain.tools}
     extra = [t["name"] for t in episode.tools if t["name"] not in own]
     assert len(extra) == 3
@@ -109,7 +110,7 @@ def test_distractors_are_real_callable_tools(stack: Stack, client: GatewayClient
     record = client.record(episode.id, stack.admin_token)
     assert record["calls"][0]["distractor"] is True
     # the same task always gets the same catalog, in the same order
-    assert [t["name"] for t in client.open("t-5", "patient_intake", distractors=3).tools] == [
+    assert [t["name"] for t in client.open(task_id(DOMAIN, 5), DOMAIN, distractors=3).tools] == [
         t["name"] for t in episode.tools]
 
 

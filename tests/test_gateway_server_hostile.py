@@ -27,7 +27,7 @@ from sopgym.gateway.catalog import discover
 from sopgym.gateway.server import MAX_HEAD, HttpServer
 from sopgym.services.tools import app as tools_app
 from sopgym.serving import CoalescingHttpToolsProtocol
-from tests.helpers import DATA_ROOT, domain_data
+from tests.helpers import DATA_ROOT, domain_data, task_id
 from tests.test_gateway_server import RAN, Responses, connect, post, running
 
 MAX_BODY = 1024  # the echo server's cap, small so that passing it is cheap
@@ -451,7 +451,7 @@ def request(method: str, path: str, body: bytes = b"", headers: str = "") -> byt
 
 
 def open_episode(stack: Services) -> tuple[str, str]:
-    body = json.dumps({"task_id": "hostile", "domain": DOMAIN}).encode()
+    body = json.dumps({"task_id": task_id(DOMAIN, 0), "domain": DOMAIN}).encode()
     status, _, reply = call(stack.gateway.port, request("POST", "/v1/episodes", body))
     assert status == 201, reply
     opened = json.loads(reply)

@@ -23,7 +23,7 @@ from sopgym.evaluation.sources import load_spans
 from sopgym.gateway.grpc_server import GRPC_STATUS
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.proto import gateway_v1
-from tests.helpers import DATA_ROOT
+from tests.helpers import DATA_ROOT, task_id
 
 DOMAIN = "patient_intake"
 TOOL = "score_lifestyle"
@@ -107,8 +107,8 @@ def test_catalog_and_tasks_are_the_same(stack: Stack, http: GatewayClient,
 
 
 def test_open_gives_the_same_episode_view(http: GatewayClient, rpc: GrpcGatewayClient) -> None:
-    a = http.open("T-parity", DOMAIN, distractors=2, sop_variant="noisy")
-    b = rpc.open("T-parity", DOMAIN, distractors=2, sop_variant="noisy")
+    a = http.open(task_id(DOMAIN, 0), DOMAIN, distractors=2, sop_variant="noisy")
+    b = rpc.open(task_id(DOMAIN, 0), DOMAIN, distractors=2, sop_variant="noisy")
     assert (a.sop, a.input_schema, a.output_schema, a.tools) == (
         b.sop, b.input_schema, b.output_schema, b.tools
     )  # fmt: skip
@@ -120,7 +120,8 @@ def test_tool_calls_give_the_same_results_and_error_codes(
     stack: Stack, http: GatewayClient, rpc: GrpcGatewayClient, name: str, arguments: Any,
     code: str | None,
 ) -> None:  # fmt: skip
-    over_http, over_grpc = http.open("T-call", DOMAIN), rpc.open("T-call", DOMAIN)
+    over_http = http.open(task_id(DOMAIN, 1), DOMAIN)
+    over_grpc = rpc.open(task_id(DOMAIN, 1), DOMAIN)
     status, body = http_call(stack, over_http, name, arguments)
     reply = grpc_call(rpc, over_grpc, name, arguments)
     if code is not None:
@@ -154,8 +155,8 @@ def test_tool_calls_give_the_same_results_and_error_codes(
 def test_episode_refusals_map_to_the_same_codes(stack: Stack, rpc: GrpcGatewayClient) -> None:
     pb2 = rpc.pb2
     base = stack.gateway_url
-    mine = rpc.open("T-auth", DOMAIN)
-    other = rpc.open("T-other", DOMAIN)
+    mine = rpc.open(task_id(DOMAIN, 2), DOMAIN)
+    other = rpc.open(task_id(DOMAIN, 3), DOMAIN)
     cases = [
         # (HTTP request, gRPC method, request, token)
         (("POST", "/v1/episodes", {"domain": "nope", "task_id": "x"}, None),
@@ -198,7 +199,7 @@ def test_episode_refusals_map_to_the_same_codes(stack: Stack, rpc: GrpcGatewayCl
 def test_finished_episodes_are_closed_on_both_transports(
     stack: Stack, http: GatewayClient, rpc: GrpcGatewayClient
 ) -> None:
-    episode = rpc.open("T-closed", DOMAIN)
+    episode = rpc.open(task_id(DOMAIN, 4), DOMAIN)
     episode.call(TOOL, GOOD)
     episode.finish({"registration_status": "x"})
     assert http.record(episode.id, episode.token)["finished"] is True
@@ -214,7 +215,7 @@ def test_finished_episodes_are_closed_on_both_transports(
 
 def test_one_core_serves_both_transports(stack: Stack, http: GatewayClient,
                                          rpc: GrpcGatewayClient) -> None:  # fmt: skip
-    opened = http.open("T-mixed", DOMAIN)
+    opened = http.open(task_id(DOMAIN, 5), DOMAIN)
     reply = grpc_call(rpc, opened, TOOL, GOOD)
     assert reply.http_status == 200
     record = rpc.record(opened.id, stack.admin_token)  # the admin token works over gRPC too
@@ -226,7 +227,7 @@ def test_one_core_serves_both_transports(stack: Stack, http: GatewayClient,
 
 
 def test_trace_context_travels_in_grpc_metadata(stack: Stack, rpc: GrpcGatewayClient) -> None:
-    episode = rpc.open("T-traced", DOMAIN)
+    episode = rpc.open(task_id(DOMAIN, 6), DOMAIN)
     trace_id, parent = "ab" * 16, "cd" * 8
     _, stubs = gateway_v1()
     stub = stubs.GatewayStub(grpc.insecure_channel(grpc_target(stack)))

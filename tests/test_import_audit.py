@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,22 @@ def test_cli_writes_json_and_markdown_per_benchmark(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())["benchmarks"]
     assert summary["clean"]["defects"] == 0 and summary["unknown_input_ids"]["defects"] == 1
     assert "| [clean](clean.md) | 5 | 0 | 0 | - |" in (out / "summary.md").read_text()
+
+
+def test_a_hanging_tools_py_costs_its_benchmark_its_time_limit_only(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    copy_fixture("clean", suite)
+    hanging = copy_fixture("clean", tmp_path).rename(suite / "hanging")
+    (hanging / "tools.py").write_text("import time\ntime.sleep(3600)\n")
+    out = tmp_path / "audit"
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        audit_group, ["sop-bench", str(suite), "--out", str(out), "--timeout", "3"]
+    )
+    assert time.monotonic() - started < 30
+    assert result.exit_code == 0, result.output
+    assert "hanging: audit failed: IsolatedTimeout: no answer within 3 s (killed)" in result.output
+    assert "clean: 0 defect(s), 0 info  [clean]" in result.output, "the others are audited"
 
 
 def test_cli_refuses_a_path_with_no_benchmark_in_one_line(tmp_path: Path) -> None:

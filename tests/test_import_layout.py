@@ -51,13 +51,22 @@ def test_malformed_rows_are_counted_not_shifted(tmp_path: Path) -> None:
 def test_tasks_carry_exactly_the_input_columns() -> None:
     bench = read_benchmark(FIXTURES / "clean")
     inputs = input_columns_for(bench)
-    tasks, expected = build_tasks(bench, inputs)
+    tasks, expected, unscorable = build_tasks(bench, inputs)
     assert [t.id for t in tasks][:2] == ["sopbench-clean-000", "sopbench-clean-001"]
+    assert unscorable == {}
     assert tasks[0].domain == "sopbench/clean"
     assert tasks[0].inputs == {"order_id": "A-100", "customer_tier": "standard"}
     assert expected["sopbench-clean-000"] == {"refund_decision": "full"}
     schema = columns_schema(bench, inputs)
     assert schema["properties"]["order_id"] == {"type": "string"}
+
+
+def test_rows_with_an_empty_expected_output_are_left_out_as_unscorable() -> None:
+    bench = read_benchmark(FIXTURES / "empty_expected_outputs")
+    tasks, expected, unscorable = build_tasks(bench, input_columns_for(bench))
+    assert unscorable == {3: ["refund_decision"], 4: ["refund_decision"]}
+    assert [t.id for t in tasks] == [f"sopbench-empty_expected_outputs-00{r}" for r in (0, 1, 2)]
+    assert all(None not in e.values() for e in expected.values()), "no null to match a null"
 
 
 def test_bad_files_become_findings_and_never_raise() -> None:

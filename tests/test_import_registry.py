@@ -9,12 +9,14 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from sopgym.client import GatewayClient
 from sopgym.core.registry import UnknownDomainError
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import aggregate, score_episode
 from sopgym.importers.cli import import_group
 from sopgym.importers.resolve import load_imported
+from sopgym.orchestration.stack import embedded_stack
 from sopgym.services.tools.app import create_app
 from tests.scoring_helpers import pack
 from tests.sopbench_helpers import FIXTURES, copy_fixture, isolated_home
@@ -33,10 +35,17 @@ def test_import_registers_paths_without_copying(
     code, output = _import(str(FIXTURES))
     assert code == 0, output
     assert "imported sopbench/clean: 5 tasks, 2 tools" in output
+    uncallable = output.split("imported sopbench/uncallable_tools")[1].splitlines()[1]
+    assert uncallable == (
+        "  warning: tools.py cannot call escalateToManager (calls to them will fail and count "
+        "as tool_error)"
+    )
     for broken in ("bad_json", "bad_csv", "missing_columns", "missing_input_columns"):
         assert f"skipped {broken}: " in output  # reported, and the others still imported
     registry = json.loads((home / "imports.json").read_text())["imports"]
-    assert registry["sopbench/clean"] == {"path": str(FIXTURES / "clean"), "input_columns": None}
+    assert registry["sopbench/clean"] == {
+        "path": str(FIXTURES / "clean"), "input_columns": None, "strict_schemas": False
+    }  # fmt: skip
     assert "sopbench/bad_json" not in registry
     assert sorted(p.name for p in home.iterdir()) == ["imports.json"]  # nothing copied
 
@@ -109,6 +118,42 @@ def test_the_standard_tool_service_serves_an_imported_benchmark(
     args = {"order_id": "A-104", "customer_tier": "gold", "days_since_purchase": 70}
     status, body = call(none, "checkReturnWindow", args)
     assert status == 500 and "returned None" in body["error"]["message"]
+
+
+def test_calls_breaking_the_published_schema_reach_the_tools_unless_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolated_home(tmp_path, monkeypatch)
+    assert _import(str(FIXTURES / "schema_mismatches"))[0] == 0
+    # toolspecs.json types days_since_purchase as a string; the data (and the tool) use ints
+    args = {"order_id": "A-100", "customer_tier": "standard", "days_since_purchase": 10}
+    lenient = TestClient(create_app(load_imported("sopbench/schema_mismatches"), tmp_path / "d"))
+    answer = lenient.post("/v1/tools/checkReturnWindow", json=args)
+    assert answer.status_code == 200, answer.text
+    (warning,) = answer.json()["warnings"]
+    assert "schema disagreement (days_since_purchase): type_mismatch" in warning
+    assert answer.json()["result"]["within_window"] is True
+    assert _import("--strict-schemas", str(FIXTURES / "schema_mismatches"))[0] == 0
+    strict = TestClient(create_app(load_imported("sopbench/schema_mismatches"), tmp_path / "d"))
+    refused = strict.post("/v1/tools/checkReturnWindow", json=args)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (422, "type_mismatch")
+    assert lenient.post("/v1/tools/checkReturnWindow", content=b"[1]").status_code == 400
+
+
+def test_the_gateway_records_the_warning_of_a_passed_through_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolated_home(tmp_path, monkeypatch)  # in the environment: the stack's processes read it
+    assert _import(str(FIXTURES / "schema_mismatches"))[0] == 0
+    name = "sopbench/schema_mismatches"
+    args = {"order_id": "A-100", "customer_tier": "standard", "days_since_purchase": 10}
+    with embedded_stack([name], tmp_path / "logs", tmp_path / "data") as stack:
+        client = GatewayClient(stack.gateway_url)
+        episode = client.open("sopbench-schema_mismatches-000", name)
+        assert episode.call("checkReturnWindow", args).ok
+        (call,) = client.record(episode.id, stack.admin_token)["calls"]
+        client.close()
+    assert call["status"] == 200 and call["warnings"][0].startswith("schema disagreement")
 
 
 def test_tool_metrics_are_not_applicable_without_reference_calls() -> None:

@@ -4,17 +4,25 @@ The benchmark's tools.py may be imported by the tool service only."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from sopgym.importers.index import HOME_ENV
-from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, sopgym
+from tests.sopbench_helpers import (
+    FIXTURES,
+    TOOLS_LOG_ENV,
+    copy_fixture,
+    loaders_are_services_or_the_import,
+    sopgym,
+)
 
 
 def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> None:
     env = {HOME_ENV: str(tmp_path / "home"), TOOLS_LOG_ENV: str(tmp_path / "imports.log")}
-    for name in ("clean", "relayed_outputs"):
+    for name in ("clean", "relayed_outputs", "tools_returning_none"):
         done = sopgym(env, "import", "sop-bench", str(FIXTURES / name))
         assert done.returncode == 0, done.stdout + done.stderr
     refused = sopgym(
@@ -27,6 +35,7 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
         "run",
         "sopbench/clean",
         "sopbench/relayed_outputs",
+        "sopbench/tools_returning_none",
         "--agent",
         "baseline",
         "--runs-dir",
@@ -39,7 +48,7 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
     summary = orjson.loads((tmp_path / "runs" / "base" / "summary.json").read_bytes())
-    assert (summary["tasks"], summary["completed"]) == (10, 10)
+    assert (summary["tasks"], summary["completed"]) == (15, 15)
     clean, relayed = (
         summary["domains"]["sopbench/clean"],
         summary["domains"]["sopbench/relayed_outputs"],
@@ -47,6 +56,11 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     # the clean SOP needs a decision no tool returns; the other benchmark relays the answer
     assert (clean["tsr"], relayed["tsr"]) == (0.0, 1.0)
     assert summary["tool_f1"] is None and clean["tool_recall"] is None  # no gold calls to fake
+    # a tool that returns None is the tool's failure: counted as such, in the run's summary
+    failing = summary["domains"]["sopbench/tools_returning_none"]
+    assert failing["errors"].get("tool_error", 0) >= 1, failing["errors"]
+    assert summary["errors"]["tool_error"] == failing["errors"]["tool_error"]
+    assert "tool_error" not in clean["errors"] and "tool_error" not in relayed["errors"]
 
     rows = [
         orjson.loads(line)
@@ -63,4 +77,27 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     assert by_task["sopbench-clean-000"]["gold_outputs"] == {"refund_decision": "full"}
 
     importers = (tmp_path / "imports.log").read_text().splitlines()
-    assert importers and all(" serve-tools sopbench/" in line for line in importers), importers
+    assert loaders_are_services_or_the_import(importers), importers
+
+
+@pytest.mark.slow  # the hung worker's grace and the hung service's stop take ~20 s
+def test_task_timeout_holds_when_a_tool_hangs(tmp_path: Path) -> None:
+    hanging = copy_fixture("clean", tmp_path).rename(tmp_path / "hanging_tool")
+    (hanging / "tools.py").write_text(
+        "import runpy, time\n"
+        f"clean = runpy.run_path({str(FIXTURES / 'clean' / 'tools.py')!r})\n"
+        "class ReturnsManager(clean['ReturnsManager']):\n"
+        "    def getOrderDetails(self, order_id):\n"
+        "        time.sleep(3600)\n"
+    )
+    env = {HOME_ENV: str(tmp_path / "home")}
+    assert sopgym(env, "import", "sop-bench", str(hanging)).returncode == 0
+    started = time.monotonic()
+    done = sopgym(env, "run", "sopbench/hanging_tool", "--agent", "baseline", "--limit", "1",
+                  "--task-timeout", "2", "--runs-dir", str(tmp_path / "runs"), "--run-id", "hang",
+                  "--data-root", str(tmp_path / "data"))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 60, "bounded by the task timeout, not by the tool"
+    results = (tmp_path / "runs" / "hang" / "results.jsonl").read_bytes().splitlines()
+    (row,) = [orjson.loads(line) for line in results]
+    assert row["status"] == "failed" and row["error"] == "no answer within --task-timeout 2 s"

@@ -28,7 +28,13 @@ from sopgym.importers.resolve import load_imported
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
 from sopgym.types import JSON
-from tests.sopbench_helpers import FIXTURES, TOOLS_LOG_ENV, isolated_home, sopgym
+from tests.sopbench_helpers import (
+    FIXTURES,
+    TOOLS_LOG_ENV,
+    isolated_home,
+    loaders_are_services_or_the_import,
+    sopgym,
+)
 
 NAMES = ("clean", "relayed_outputs")
 DOMAINS = [f"sopbench/{n}" for n in NAMES]
@@ -221,4 +227,4 @@ def test_scripted_llm_agents_score_what_the_baseline_scores(
         assert row["outputs"] == base_results[task_id]["outputs"], task_id
     _, root = stack_env
     importers = (root / "imports.log").read_text().splitlines()
-    assert importers and all(" serve-tools sopbench/" in x for x in importers), importers
+    assert loaders_are_services_or_the_import(importers), importers

@@ -86,10 +86,11 @@ def test_figures_rates_and_percentiles() -> None:
 
 def test_job_feed_cycles_the_tasks_up_to_the_limit_and_stops() -> None:
     tasks = [{"id": "a", "domain": "d"}, {"id": "b", "domain": "d"}]
-    feed = JobFeed(tasks, 5, {"d": "/data/d"})
+    feed = JobFeed(tasks, 5, {("d", "a"): {"calls": []}})
     jobs = [feed.next() for _ in range(6)]
     assert [j["task"]["id"] for j in jobs[:5] if j] == ["a", "b", "a", "b", "a"] and jobs[5] is None
-    assert jobs[0] is not None and jobs[0]["data_dir"] == "/data/d"
+    assert jobs[0] is not None and jobs[0]["replay"] == {"calls": []}
+    assert jobs[1] is not None and jobs[1]["replay"] is None  # no replay for task b
     stopped = JobFeed(tasks, 100, {})
     stopped.stop()
     assert stopped.next() is None

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from sopgym.agents.oracle import OracleAgent
+from sopgym.agents.oracle import OracleAgent, replay_of
 from sopgym.agents.worker import run_job
 from sopgym.client import GatewayClient, connect
 from sopgym.client.over_mcp import McpGatewayClient
@@ -163,8 +163,9 @@ def test_oracle_episodes_are_identical_over_http_grpc_and_mcp(stack: Stack) -> N
             client = connect(address, transport, retries=0)
             try:
                 for task in tasks:
-                    job = {"task": task.to_json(), "data_dir": str(data.path), "distractors": 2,
-                           "sop_variant": "clean", "run_id": f"parity-{transport}"}  # fmt: skip
+                    job = {"task": task.to_json(), "distractors": 2, "sop_variant": "clean",
+                           "run_id": f"parity-{transport}",
+                           "replay": replay_of(data.gold[task.id])}  # fmt: skip
                     report = run_job(OracleAgent(), client, job, 60.0, model="none")
                     assert report["status"] == "finished", report
                     episodes[transport][task.id] = report["episode_id"]

@@ -87,6 +87,8 @@ def test_errors_scorer_counts_the_taxonomy() -> None:
     assert score.metrics == {"validation": 1, "wrong_value": 1} and score.value == 0.0
     assert errors()(case({}, [CallRecord("lookup", {"id": 1}, 200)])).value == 1.0
     assert errors()(case({}, [])).metrics == {"blank": 1}
+    failed = errors()(case({}, [CallRecord("lookup", {}, 500, "internal_error")]))
+    assert failed.metrics == {"tool_error": 1} and failed.value == 0.0, "a tool failure counts"
 
 
 # ---- order against the dependency graph ----

@@ -20,6 +20,7 @@ import pytest
 
 from sopgym.client import GatewayClient
 from sopgym.client.over_grpc import GrpcGatewayClient
+from sopgym.core.access import SECRET_HEADER
 from sopgym.core.dataset import DomainData
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
 from sopgym.core.trajectory import Trajectory
@@ -33,6 +34,11 @@ from tests.helpers import DATA_ROOT, domain_data
 
 REPO = Path(__file__).resolve().parent.parent
 EPISODE = "x-sopgym-episode"
+
+
+def gateway_like(stack: Stack) -> httpx.Client:
+    """A client sending the stack's service secret, as the gateway does."""
+    return httpx.Client(headers={SECRET_HEADER.decode(): stack.service_secret})
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -142,35 +148,36 @@ def test_concurrent_episodes_keep_to_their_own_state(stack: Stack) -> None:
 def test_services_refuse_episodes_they_were_not_told_of(stack: Stack) -> None:
     tools = {d: f"{url}/v1/tools/get_account" for d, url in stack.services.items()}
     args = {"account_id": "ACC-0001"}
-    outside = httpx.post(tools["ledger"], json=args)
+    sent = gateway_like(stack)  # requests as the gateway's, with its secret
+    outside = sent.post(tools["ledger"], json=args)
     assert (outside.status_code, outside.json()["error"]["code"]) == (400, "episode_required")
-    assert httpx.post(tools["crm"], json=args).status_code == 200, "stateless: still served"
+    assert sent.post(tools["crm"], json=args).status_code == 200, "stateless: still served"
     for url in tools.values():
-        unknown = httpx.post(url, json=args, headers={EPISODE: "ep-made-up"})
+        unknown = sent.post(url, json=args, headers={EPISODE: "ep-made-up"})
         assert (unknown.status_code, unknown.json()["error"]["code"]) == (404, "unknown_episode")
-    registering = httpx.post(f"{stack.services['ledger']}/v1/episodes",
+    registering = sent.post(f"{stack.services['ledger']}/v1/episodes",
                              json={"episode_id": "ep-x", "task_id": "ledger-999"})
     assert registering.status_code == 404
     assert registering.json()["error"] == {
         "code": "not_found", "message": "no task 'ledger-999' in ledger", "field": "task_id"}
-    before = httpx.get(f"{stack.gateway_url}/readyz").json()["episodes"]
-    opened = httpx.post(f"{stack.gateway_url}/v1/episodes",
+    before = sent.get(f"{stack.gateway_url}/readyz").json()["episodes"]
+    opened = sent.post(f"{stack.gateway_url}/v1/episodes",
                         json={"domain": "ledger", "task_id": "ledger-999"})
     assert (opened.status_code, opened.json()["error"]["field"]) == (404, "task_id")
-    assert httpx.get(f"{stack.gateway_url}/readyz").json()["episodes"] == before
-    closing = httpx.delete(f"{stack.services['ledger']}/v1/episodes/ep-never")
+    assert sent.get(f"{stack.gateway_url}/readyz").json()["episodes"] == before
+    closing = sent.delete(f"{stack.services['ledger']}/v1/episodes/ep-never")
     assert (closing.status_code, closing.json()["error"]["code"]) == (404, "unknown_episode")
     register = f"{stack.services['ledger']}/v1/episodes"
-    garbage = httpx.post(register, content=b"{oops")
+    garbage = sent.post(register, content=b"{oops")
     assert (garbage.status_code, garbage.json()["error"]["code"]) == (400, "invalid_json")
-    missing = httpx.post(register, json={"task_id": "ledger-000"})
+    missing = sent.post(register, json={"task_id": "ledger-000"})
     assert (missing.status_code, missing.json()["error"]["field"]) == (422, "episode_id")
     first = {"episode_id": "ep-twice", "task_id": "ledger-000"}
-    assert httpx.post(register, json=first).status_code == 201
-    assert httpx.post(register, json=first).status_code == 200, "a retried registration"
-    other = httpx.post(register, json={**first, "task_id": "ledger-001"})
+    assert sent.post(register, json=first).status_code == 201
+    assert sent.post(register, json=first).status_code == 200, "a retried registration"
+    other = sent.post(register, json={**first, "task_id": "ledger-001"})
     assert (other.status_code, other.json()["error"]["field"]) == (422, "episode_id")
-    closed = httpx.delete(f"{register}/ep-twice").json()
+    closed = sent.delete(f"{register}/ep-twice").json()
     assert closed["final_state"] == initial_state("ledger-000"), "no call: as it started"
 
 

@@ -11,7 +11,9 @@ list and health endpoints stay a small FastAPI app behind it.
 
 Episodes (:mod:`.episodes`) are registered and closed by the gateway; a tool call carrying
 an ``x-sopgym-episode`` header acts on that registered episode, and one without acts on the
-shared read-only context, which stateful domains do not have.
+shared read-only context, which stateful domains do not have. Given the stack's secret
+(:mod:`sopgym.core.access`), the service takes tool calls and episode requests only from the
+gateway that sends it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sopgym.asgi import (
     respond,
 )
 from sopgym.core import dataset
+from sopgym.core.access import SECRET_HEADER, check_secret
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
@@ -45,6 +48,7 @@ from sopgym.core.tools import Tool, ToolContext
 from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S, EpisodeRegistry
+from sopgym.services.tools.openapi import tool_service_openapi
 from sopgym.types import JSON
 
 EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forwards
@@ -78,12 +82,22 @@ class ToolService:
         episodes: EpisodeRegistry,
         shared: ToolContext | None,
         rest: ASGIApp,
+        secret: str | None = None,
     ) -> None:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
-        self.rest = rest
+        self.rest, self.secret = rest, secret
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
+        gateway_only = (method == "POST" and path.startswith((TOOL_PATH, EPISODES_PATH))) or (
+            method == "DELETE" and path.startswith(EPISODES_PATH + "/")
+        )
+        if gateway_only and self.secret:
+            try:
+                check_secret(self.secret, header(scope, SECRET_HEADER))
+            except ToolError as refusal:
+                await respond(send, refusal.status, dumps(refusal.to_body()))
+                return
         if method == "POST" and path.startswith(TOOL_PATH):
             scope["route"] = TOOL_ROUTE
             body = await _body(receive, send)
@@ -129,6 +143,11 @@ class ToolService:
             )
         return self.shared
 
+    @staticmethod
+    def _refusal(error: ToolError) -> tuple[int, bytes]:
+        record_tool_error(error)  # a span event with the code and field, when traced
+        return error.status, dumps(error.to_body())
+
     def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
         """Run one tool call; the status and the JSON reply, whatever the input."""
         tool = self.tools.get(name)
@@ -138,10 +157,19 @@ class ToolService:
             arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
             context = self.context(episode.decode("latin-1") if episode else None)
-            return 200, dumps({"result": tool(arguments, context)})
+            result, warnings = tool.call(arguments, context)
+            return 200, dumps({"result": result, "warnings": warnings} if warnings else
+                              {"result": result})
+        except (OverflowError, ValueError) as error:
+            # A value the schema admits but the tool cannot compute with: a number past a
+            # float, a database integer or Python's digit limit. The caller's value, not a
+            # defect of the service: refused as such.
+            log.warning("tool %s refused a value: %s", name, error)
+            return self._refusal(
+                ToolError("invalid_value", f"{name!r} cannot work with a value given: {error}")
+            )
         except ToolError as error:
-            record_tool_error(error)  # a span event with the code and field, when traced
-            return error.status, dumps(error.to_body())
+            return self._refusal(error)
         except Exception:  # a defect in the pack: report it structurally, log the traceback
             log.exception("tool %s failed", name)
             failure = ToolError("internal_error", f"tool {name!r} failed internally")
@@ -163,6 +191,7 @@ def create_app(
     domain: DomainPack,
     data_root: Path | None = None,
     episode_idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    secret: str | None = None,
 ) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
@@ -195,6 +224,7 @@ def create_app(
         title=f"sopgym tools: {domain.name}",
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # its own would not describe the tools: ours below does
         telemetry=fastapi_telemetry(),  # spans only when the process set up tracing
     )
 
@@ -208,6 +238,13 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def request_error(_: Request, exc: RequestValidationError) -> Response:
         return _error(ToolError("invalid_request", "malformed request"))
+
+    openapi = dumps(tool_service_openapi(domain.name, domain.all_tools()))
+
+    @app.get("/openapi.json")
+    async def openapi_document() -> Response:
+        """Every tool's arguments as its JSON Schema, for clients and fuzzers."""
+        return Response(openapi, media_type="application/json")
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -237,4 +274,4 @@ def create_app(
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
-    return ToolService(domain.name, tools, episodes, shared, app)
+    return ToolService(domain.name, tools, episodes, shared, app, secret)

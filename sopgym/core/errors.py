@@ -46,6 +46,7 @@ VALIDATION_CODES = frozenset({
     "invalid_request",
 })
 TYPE_CODES = frozenset({"type_mismatch"})
+TOOL_FAILURE = "internal_error"  # the tool's own code failed: the evaluator's tool_error
 
 # Faults the gateway injects (``--faults``): transient, so agents retry them.
 FAULT_CODES = frozenset({

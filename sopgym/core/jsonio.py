@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,14 @@ _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
 def dumps(value: Any) -> bytes:
-    return orjson.dumps(value, option=_OPTIONS)
+    """``value`` as JSON. An integer past 64 bits is valid JSON that orjson cannot write (a
+    tool fed "Fiber 99999999999999999999999" returns one): the standard library writes it."""
+    try:
+        return orjson.dumps(value, option=_OPTIONS)
+    except orjson.JSONEncodeError as error:
+        if "64-bit" not in str(error):
+            raise
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
 
 
 # How deep a request's JSON may nest. Far past any tool's arguments, and below the 255 levels

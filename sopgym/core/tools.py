@@ -113,22 +113,43 @@ Implementation = Callable[[JSON, ToolContext], JSON]
 
 
 class Tool:
-    """A spec bound to its implementation; calling it validates first, then runs."""
+    """A spec bound to its implementation; calling it validates first, then runs.
 
-    def __init__(self, spec: ToolSpec, implementation: Implementation) -> None:
+    A ``strict=False`` tool (an imported benchmark's, by default) runs even when an argument
+    object breaks its schema, as the benchmark's own harness would: the published schema may
+    disagree with the benchmark's own data, and refusing would make tasks unsolvable that the
+    source does not. The disagreement comes back as a warning with the result.
+    """
+
+    def __init__(self, spec: ToolSpec, implementation: Implementation, strict: bool = True) -> None:
         self.spec = spec
         self.name = spec.name
+        self.strict = strict
         self._implementation = implementation
         self._validator = ArgumentValidator(spec.input_schema)
 
     def __call__(self, arguments: Any, ctx: ToolContext) -> JSON:
-        self._validator.validate(arguments)
+        return self.call(arguments, ctx)[0]
+
+    def call(self, arguments: Any, ctx: ToolContext) -> tuple[JSON, list[str]]:
+        """The result, and the schema disagreements a lenient tool passed through."""
+        warnings = self._check(arguments)
         result = self._implementation(arguments, ctx)
         if not isinstance(result, dict):
             # A tool that returns None (or a bare value) is a defect of the domain pack,
             # never something an agent should have to guess about.
             raise TypeError(f"tool {self.name!r} returned {type(result).__name__}, not an object")
-        return result
+        return result, warnings
+
+    def _check(self, arguments: Any) -> list[str]:
+        try:
+            self._validator.validate(arguments)
+        except ToolError as disagreement:
+            if self.strict or not isinstance(arguments, dict):  # never a non-object through
+                raise
+            where = f" ({disagreement.field})" if disagreement.field else ""
+            return [f"schema disagreement{where}: {disagreement.code}: {disagreement.message}"]
+        return []
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

@@ -23,13 +23,14 @@ class CallRecord:
     duration_ms: float = 0.0
     in_catalog: bool = True
     distractor: bool = False
+    warnings: list[str] = field(default_factory=list)  # e.g. a schema disagreement let through
 
     @property
     def ok(self) -> bool:
         return self.error_code is None
 
     def to_json(self) -> JSON:
-        return {
+        record = {
             "name": self.name,
             "arguments": self.arguments,
             "status": self.status,
@@ -40,6 +41,9 @@ class CallRecord:
             "in_catalog": self.in_catalog,
             "distractor": self.distractor,
         }
+        if self.warnings:
+            record["warnings"] = self.warnings
+        return record
 
     @classmethod
     def from_json(cls, data: JSON) -> CallRecord:
@@ -53,6 +57,7 @@ class CallRecord:
             duration_ms=data.get("duration_ms", 0.0),
             in_catalog=data.get("in_catalog", True),
             distractor=data.get("distractor", False),
+            warnings=data.get("warnings", []),
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
@@ -20,7 +20,7 @@ from sopgym.importers.bridge import ToolsBridge
 from sopgym.importers.layout import LAYOUT_FILES, SOP, Benchmark
 from sopgym.importers.tasks import build_tasks, columns_schema
 
-ADAPTER_VERSION = "1"  # bump when the materialised tasks or gold change shape
+ADAPTER_VERSION = "2"  # bump when the materialised tasks or gold change shape
 
 
 @dataclass
@@ -28,13 +28,20 @@ class ImportedDomain(DomainPack):
     """A DomainPack whose data is a published folder rather than a generator."""
 
     source_digest: str = ""
+    # data rows left out as unscorable (an empty expected output), with the empty columns
+    unscorable: dict[int, list[str]] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         return self.source_digest
 
 
-def build_domain(bench: Benchmark, input_columns: list[str]) -> ImportedDomain:
-    tasks, expected = build_tasks(bench, input_columns)
+def build_domain(
+    bench: Benchmark, input_columns: list[str], strict_schemas: bool = False
+) -> ImportedDomain:
+    """The benchmark as a pack. SOP-Bench's own tool manager never validates arguments, and
+    its published schemas sometimes disagree with its own data, so by default a call that
+    breaks a toolspec reaches the tool with a warning; ``strict_schemas`` refuses it."""
+    tasks, expected, unscorable = build_tasks(bench, input_columns)
     bridge = ToolsBridge(bench.folder, [s.name for s in bench.specs])
 
     def generate(seed: int, files_dir: Path) -> GeneratedData:
@@ -47,7 +54,7 @@ def build_domain(bench: Benchmark, input_columns: list[str]) -> ImportedDomain:
         name=bench.domain_name,
         title=f"SOP-Bench {bench.name} (imported from {bench.folder})",
         folder=bench.folder,
-        tools=[Tool(spec, _forward(bridge, spec.name)) for spec in bench.specs],
+        tools=[Tool(spec, _forward(bridge, spec.name), strict_schemas) for spec in bench.specs],
         generate=generate,
         solve=solve,
         input_schema=columns_schema(bench, input_columns),
@@ -55,6 +62,7 @@ def build_domain(bench: Benchmark, input_columns: list[str]) -> ImportedDomain:
         sop_files={"clean": SOP},
         reference_policy=False,
         source_digest=_digest(bench.folder, input_columns),
+        unscorable=unscorable,
     )
 
 

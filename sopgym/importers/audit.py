@@ -21,6 +21,7 @@ from sopgym.importers.bridge import NOT_FOUND, ToolsBridge, ToolsLoadError, json
 from sopgym.importers.findings import KINDS, Finding, defects
 from sopgym.importers.layout import CSV, TOOLS, Benchmark, read_benchmark
 from sopgym.importers.policy import flatten, key
+from sopgym.importers.tasks import empty_outputs
 from sopgym.types import JSON
 
 Row = dict[str, Any]
@@ -106,8 +107,7 @@ def _key_column(columns: list[str]) -> str | None:
 def _empty_outputs(bench: Benchmark, rows: dict[int, Row]) -> list[Finding]:
     empty: dict[int, list[str]] = {}
     for index, row in rows.items():
-        blank = [c for c in bench.output_columns if c in row and row[c] in (None, "")]
-        if blank:
+        if blank := empty_outputs(bench, row):
             empty[index] = blank
     if not empty:
         return []
@@ -115,7 +115,8 @@ def _empty_outputs(bench: Benchmark, rows: dict[int, Row]) -> list[Finding]:
     return [
         Finding(
             "empty_expected_outputs",
-            f"{len(empty)} row(s) have an empty expected output",
+            f"{len(empty)} row(s) have an empty expected output: unscorable, left out of the "
+            "task set",
             rows=sorted(empty),
             columns=columns,
             file=CSV,

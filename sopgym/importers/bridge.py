@@ -143,6 +143,14 @@ class ToolsBridge:
         return result_object(name, raw)
 
 
+def unimplemented(folder: Path, tool_names: list[str]) -> list[str]:
+    """The spec tools ``folder``'s tools.py neither implements nor dispatches (it is loaded
+    here: call this in an isolated child); :class:`ToolsLoadError` when it cannot load."""
+    bridge = ToolsBridge(folder, tool_names)
+    bridge.load()
+    return [name for name in tool_names if not bridge.implements(name)]
+
+
 def result_object(name: str, raw: Any) -> JSON:
     """A tool's return value as a JSON object; a bare value is wrapped as ``{"value": ...}``."""
     if raw is None:

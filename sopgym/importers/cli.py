@@ -14,6 +14,7 @@ from typing import NoReturn
 import click
 
 from sopgym.importers.index import HOME_ENV, ImportEntry, ImportIndexError, read_index, register
+from sopgym.importers.isolated import DEFAULT_TIMEOUT_S
 
 # The parsing, audit and report modules load pandas and jsonschema: they are imported inside
 # the commands, so every other sopgym command (workers, gateway) starts without them.
@@ -29,6 +30,13 @@ _INPUTS = click.option(
     default=None,
     metavar="A,B,C",
     help="Task input columns for benchmarks whose metadata.json names none.",
+)
+_TIMEOUT = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds one benchmark's tools.py may take (it runs in a child process, killed then).",
 )
 
 
@@ -53,6 +61,23 @@ def _folders(path: Path) -> list[Path]:
     return folders
 
 
+def _warn_uncallable(folder: Path, tool_names: list[str], timeout: float) -> None:
+    """Load tools.py in a child with a time limit and warn about spec tools it cannot call."""
+    from sopgym.importers.bridge import unimplemented
+    from sopgym.importers.isolated import run_isolated
+
+    try:
+        missing = run_isolated(unimplemented, (folder, tool_names), timeout)
+    except Exception as error:  # a tools.py that hangs or fails: every call would fail
+        click.echo(f"  warning: tools.py did not load: {error} (every tool call will fail)")
+        return
+    if missing:
+        click.echo(
+            f"  warning: tools.py cannot call {', '.join(missing)} "
+            "(calls to them will fail and count as tool_error)"
+        )
+
+
 @click.group("import")
 def import_group() -> None:
     """Register published benchmarks as domains (by path: nothing is copied)."""
@@ -62,7 +87,16 @@ def import_group() -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @_INPUTS
 @_HOME
-def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -> None:
+@click.option(
+    "--strict-schemas",
+    is_flag=True,
+    help="Refuse tool calls that break toolspecs.json (default: pass them to the tools, as "
+    "SOP-Bench does, with a warning on the call).",
+)
+@_TIMEOUT
+def import_sop_bench(
+    path: Path, input_columns: str | None, home: Path | None, strict_schemas: bool, timeout: float
+) -> None:
     """Import PATH: one SOP-Bench benchmark folder, a folder of them, or a SOP-Bench checkout.
 
     Each becomes the domain sopbench/<folder name>, runnable with `sopgym run`.
@@ -77,7 +111,7 @@ def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -
     for folder in _folders(path):
         try:
             bench = read_benchmark(folder)
-            domain = prepare(bench, given)
+            domain = prepare(bench, given, strict_schemas)
         except ImportProblem as error:
             click.echo(f"skipped {error}")  # the message starts with the benchmark's name
             continue
@@ -85,12 +119,19 @@ def import_sop_bench(path: Path, input_columns: str | None, home: Path | None) -
             click.echo(f"skipped {folder.name}: {type(error).__name__}: {error}")
             continue
         named = given if bench.input_columns is None else None
-        entries.append(ImportEntry(bench.domain_name, bench.folder, named))
+        entries.append(ImportEntry(bench.domain_name, bench.folder, named, strict_schemas))
         tasks = len(domain.generate(domain.seed, bench.folder).tasks)
         note = ""
         if defects(bench.problems):
             note = f" ({len(defects(bench.problems))} problem(s) in its files: run sopgym audit)"
         click.echo(f"imported {bench.domain_name}: {tasks} tasks, {len(domain.tools)} tools{note}")
+        _warn_uncallable(bench.folder, [t.name for t in domain.tools], timeout)
+        if domain.unscorable:
+            rows = ", ".join(str(r) for r in sorted(domain.unscorable))
+            click.echo(
+                f"  {len(domain.unscorable)} row(s) unscorable (an empty expected output), "
+                f"left out: rows {rows}"
+            )
     if not entries:
         click.echo("nothing imported")
         sys.exit(1)
@@ -199,19 +240,24 @@ def audit_group() -> None:
 )
 @click.option("--max-rows", type=click.IntRange(1), default=None, help="Call tools on N rows.")
 @_INPUTS
-def audit_sop_bench(path: Path, out: Path, max_rows: int | None, input_columns: str | None) -> None:
+@_TIMEOUT
+def audit_sop_bench(
+    path: Path, out: Path, max_rows: int | None, input_columns: str | None, timeout: float
+) -> None:
     """Audit PATH (a benchmark folder, a folder of them, or a SOP-Bench checkout).
 
-    Loads each benchmark's tools.py in this process and calls every tool on every row.
+    Loads each benchmark's tools.py in a child process of its own, with a time limit, and
+    calls every tool on every row.
     """
     from sopgym.importers.audit import AuditReport, audit_benchmark
+    from sopgym.importers.isolated import run_isolated
     from sopgym.importers.report import write_reports
 
     given = _columns(input_columns)
     reports: list[AuditReport] = []
     for folder in _folders(path):
         try:
-            report = audit_benchmark(folder, given, max_rows)
+            report = run_isolated(audit_benchmark, (folder, given, max_rows), timeout)
         except Exception as error:  # the audit of one benchmark must not stop the others
             click.echo(f"{folder.name}: audit failed: {type(error).__name__}: {error}")
             continue

@@ -29,7 +29,8 @@ KINDS: dict[str, tuple[Severity, str]] = {
     "unknown_input_ids": ("defect", "task ids that the tools do not know"),
     "schema_mismatches": (
         "defect",
-        "row values that a tool's own input schema rejects (the tool service enforces it)",
+        "row values that a tool's own input schema rejects (passed to the tool with a warning; "
+        "refused when imported with --strict-schemas)",
     ),
     "target_invalid": (
         "defect",

@@ -29,9 +29,14 @@ class ImportEntry:
     name: str  # "sopbench/<folder name>"
     path: Path
     input_columns: list[str] | None = None  # only when given with --input-columns
+    strict_schemas: bool = False  # refuse calls that break toolspecs.json (--strict-schemas)
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "input_columns": self.input_columns}
+        return {
+            "path": str(self.path),
+            "input_columns": self.input_columns,
+            "strict_schemas": self.strict_schemas,
+        }
 
 
 def home() -> Path:
@@ -50,7 +55,12 @@ def read_index() -> dict[str, ImportEntry]:
         data = json.loads(path.read_bytes())
         imports = data["imports"]
         return {
-            name: ImportEntry(name, Path(item["path"]), item.get("input_columns"))
+            name: ImportEntry(
+                name,
+                Path(item["path"]),
+                item.get("input_columns"),
+                bool(item.get("strict_schemas", False)),
+            )
             for name, item in imports.items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as error:

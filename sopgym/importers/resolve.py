@@ -25,8 +25,11 @@ class ImportProblem(UnknownDomainError):
         return str(self.args[0])
 
 
-def prepare(bench: Benchmark, given_inputs: list[str] | None = None) -> ImportedDomain:
-    """The servable domain of a parsed benchmark, or :class:`ImportProblem` saying why not."""
+def prepare(
+    bench: Benchmark, given_inputs: list[str] | None = None, strict_schemas: bool = False
+) -> ImportedDomain:
+    """The servable domain of a parsed benchmark, or :class:`ImportProblem` saying why not;
+    unless ``strict_schemas``, its tools pass calls that break their specs through."""
     blocking = bench.blocking()
     if blocking:
         raise ImportProblem(f"{bench.name}: {blocking[0].message}")
@@ -34,7 +37,7 @@ def prepare(bench: Benchmark, given_inputs: list[str] | None = None) -> Imported
         inputs = input_columns_for(bench, given_inputs)
     except InputColumnsError as error:
         raise ImportProblem(str(error)) from None
-    domain = build_domain(bench, inputs)
+    domain = build_domain(bench, inputs, strict_schemas)
     if not domain.tools:
         raise ImportProblem(f"{bench.name}: toolspecs.json declares no usable tool")
     tasks = domain.generate(domain.seed, bench.folder)
@@ -76,7 +79,7 @@ def load_imported(name: str) -> DomainPack:
             return build_abcd(entry.path)
         except AbcdError as error:
             raise ImportProblem(f"{name}: {error}") from None
-    return prepare(read_benchmark(entry.path), entry.input_columns)
+    return prepare(read_benchmark(entry.path), entry.input_columns, entry.strict_schemas)
 
 
 def _load_maze(name: str, path: Path) -> ImportedDomain:

@@ -45,12 +45,26 @@ def task_id(name: str, row: int) -> str:
     return f"sopbench-{name}-{row:03d}"
 
 
-def build_tasks(bench: Benchmark, inputs: list[str]) -> tuple[list[Task], dict[str, JSON]]:
-    """One task per well-formed row, and its expected outputs keyed by task id."""
+def empty_outputs(bench: Benchmark, row: JSON) -> list[str]:
+    """The output columns whose expected value is empty in ``row``."""
+    return [c for c in bench.output_columns if c in row and row[c] in (None, "")]
+
+
+def build_tasks(
+    bench: Benchmark, inputs: list[str]
+) -> tuple[list[Task], dict[str, JSON], dict[int, list[str]]]:
+    """One task per well-formed row, its expected outputs keyed by task id, and the rows left
+    out as unscorable (with their empty output columns): an empty expected output would be
+    "matched" by an answer that says nothing (null), so such a row could only inflate a
+    score."""
     tasks: list[Task] = []
     expected: dict[str, JSON] = {}
+    unscorable: dict[int, list[str]] = {}
     rows = bench.table.rows if bench.table else {}
     for row_index, row in sorted(rows.items()):
+        if blank := empty_outputs(bench, row):
+            unscorable[row_index] = blank
+            continue
         task = Task(
             id=task_id(bench.name, row_index),
             domain=bench.domain_name,
@@ -58,7 +72,7 @@ def build_tasks(bench: Benchmark, inputs: list[str]) -> tuple[list[Task], dict[s
         )
         tasks.append(task)
         expected[task.id] = {c: row.get(c) for c in bench.output_columns}
-    return tasks, expected
+    return tasks, expected, unscorable
 
 
 def columns_schema(bench: Benchmark, columns: list[str]) -> JSON:

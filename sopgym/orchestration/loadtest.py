@@ -135,10 +135,12 @@ class Stats:
 class JobFeed:
     """Hands out up to ``limit`` jobs, cycling the task list, until ``stop()``."""
 
-    def __init__(self, tasks: list[JSON], limit: int, data_dirs: dict[str, str]) -> None:
+    def __init__(
+        self, tasks: list[JSON], limit: int, replays: dict[tuple[str, str], JSON]
+    ) -> None:
         self._tasks: Iterator[JSON] = itertools.islice(itertools.cycle(tasks), limit)
         self._lock = threading.Lock()
-        self._data_dirs = data_dirs
+        self._replays = replays  # the oracle's, by (domain, task id)
         self.stopped = False
 
     def next(self) -> JSON | None:
@@ -146,7 +148,8 @@ class JobFeed:
             task = None if self.stopped else next(self._tasks, None)
         if task is None:
             return None
-        return {"task": task, "data_dir": self._data_dirs.get(task["domain"]), "run_id": "loadtest"}
+        replay = self._replays.get((task["domain"], task["id"]))
+        return {"task": task, "replay": replay, "run_id": "loadtest"}
 
     def stop(self) -> None:
         with self._lock:
@@ -213,25 +216,24 @@ class Loadtest:
         logs: Path,
         display: Display | None,
     ) -> Outcome:
-        from sopgym.agents import uses_model
+        from sopgym.agents.oracle import NAME, load_replays
         from sopgym.client import connect
-        from sopgym.orchestration.shards import _data_dirs
 
         config = self.config
         client = connect(address, config.transport)
         try:
             tasks = [t for d in config.domains for t in client.tasks(d)]
-            data_dirs = {}
-            if not uses_model(config.agent):  # the oracle replays gold it reads locally
-                data_dirs = _data_dirs(config.domains, self.data_root)
+            replays = {}
+            if config.agent == NAME:  # the oracle replays gold read locally
+                replays = load_replays(config.domains, self.data_root)
             workers = [
                 self._spawn(group, env, address, model_url, logs, i)
                 for i in range(config.concurrency)
             ]
             warm = Stats()
             if config.warmup:
-                self._warm_up(workers, tasks, data_dirs, client, warm)
-            stats, feed = Stats(), JobFeed(tasks, config.tasks, data_dirs)
+                self._warm_up(workers, tasks, replays, client, warm)
+            stats, feed = Stats(), JobFeed(tasks, config.tasks, replays)
             timeline: list[tuple[float, int]] = []
             cut = self._phase(workers, feed, client, stats, display, timeline)
         finally:
@@ -268,7 +270,7 @@ class Loadtest:
         self,
         workers: list[ManagedProcess],
         tasks: list[JSON],
-        data_dirs: dict[str, str],
+        replays: dict[tuple[str, str], JSON],
         client: Any,
         stats: Stats,
     ) -> None:
@@ -276,7 +278,7 @@ class Loadtest:
         a busy machine can outlast a short loadtest) but by the task timeout plus the grace.
         A worker that dies or hangs here would leave the measurement a worker short, so it
         ends the loadtest with its log instead."""
-        feed = JobFeed(tasks, len(workers), data_dirs)
+        feed = JobFeed(tasks, len(workers), replays)
         answered: set[str] = set()  # workers that answered their job (a set's add is atomic)
 
         def warm(worker: ManagedProcess, job: JSON) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -77,17 +78,23 @@ class ManagedProcess:
                 time.sleep(0.05)
         raise StartupError(f"{self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
 
-    def exchange(self, message: dict) -> dict | None:
+    def exchange(self, message: dict, timeout: float | None = None) -> dict | None:
         """Send one JSON line to a piped child and read its one-line JSON answer; ``None``
-        when the child has exited or exits before answering (agent workers, one job each)."""
+        when the child has exited or exits before answering (agent workers, one job each);
+        :class:`TimeoutError` when no answer begins within ``timeout`` seconds."""
         if self.popen.poll() is not None:
             return None
         try:
             self.popen.stdin.write(orjson.dumps(message).decode() + "\n")  # type: ignore[union-attr]
             self.popen.stdin.flush()  # type: ignore[union-attr]
-            line = self.popen.stdout.readline()  # type: ignore[union-attr]
+            answer = self.popen.stdout
+            assert answer is not None  # started with pipes
+            waiting = timeout is not None and not select.select([answer], [], [], timeout)[0]
+            line = "" if waiting else answer.readline()
         except (BrokenPipeError, OSError, ValueError):  # ValueError: pipe closed by stop()
             return None
+        if waiting:  # raised here: a TimeoutError is an OSError, which means "exited" above
+            raise TimeoutError(f"{self.name} gave no answer within {timeout:g} s")
         return orjson.loads(line) if line else None
 
     def log_tail(self, lines: int = 20) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.agents import uses_model
+from sopgym.agents import oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient
 from sopgym.core import dataset
@@ -95,6 +95,7 @@ def trial_seed(seed: int, trial: int) -> int:
 
 
 Attempt = tuple[Task, int]  # a task and which trial of it
+WORKER_GRACE_S = 5.0  # past --task-timeout, how long a worker may take to report the timeout
 
 # After Ctrl-C/SIGTERM, how long in-flight tasks may still finish (and be recorded).
 INTERRUPT_GRACE_S = 2.0
@@ -291,37 +292,55 @@ class Runner:
         worker = live[index] = self._spawn_worker(stack, index)
         while (attempt := jobs.get()) is not None:
             task, trial = attempt
-            job = {
-                "task": task.to_json(),
-                "data_dir": str(self.data[task.domain].path),
-                "distractors": self.config.distractors,
-                "sop_variant": self.config.sop_variant,
-                "run_id": self.paths.root.name,
-                "trial": trial,
-                "seed": trial_seed(self.config.seed, trial),
-            }
-            report = worker.exchange(job)
+            job = self.job(task, trial)
+            try:  # a worker stuck past the task's time (a hung tool, say) is stopped
+                report = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
+            except TimeoutError:
+                report, timed_out = None, True
+            else:
+                timed_out = False
             if report is not None:
                 record(task, trial, report)
                 continue
             if stopping.is_set():  # stopped by the interrupt: resume runs the task again
                 self.interrupted.append(attempt)
                 return
-            # The worker died mid-task: an infrastructure error, a fresh worker goes on.
+            # A worker past the task's time (a hung tool, a stuck agent) failed the task; one
+            # that died is an infrastructure error. Either way a fresh worker goes on.
+            status, why = (
+                ("failed", f"no answer within --task-timeout {self.config.task_timeout:g} s")
+                if timed_out
+                else (INFRA_ERROR, f"agent worker exited: {worker.log_tail(5)}")
+            )
             record(
                 task,
                 trial,
                 {
                     "task_id": task.id,
                     "episode_id": None,
-                    "status": INFRA_ERROR,
-                    "error": f"agent worker exited: {worker.log_tail(5)}",
+                    "status": status,
+                    "error": why,
                 },
             )
             worker.stop()
             worker = live[index] = self._spawn_worker(stack, index)
         worker.stop()
         del live[index]
+
+    def job(self, task: Task, trial: int) -> JSON:
+        """An agent worker's job: the task's inputs, never where its gold lives; the oracle
+        alone gets what it replays."""
+        job = {
+            "task": task.to_json(),
+            "distractors": self.config.distractors,
+            "sop_variant": self.config.sop_variant,
+            "run_id": self.paths.root.name,
+            "trial": trial,
+            "seed": trial_seed(self.config.seed, trial),
+        }
+        if self.config.agent == oracle.NAME:
+            job["replay"] = oracle.replay_of(self.data[task.domain].gold[task.id])
+        return job
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
         gateway = stack.grpc_target if self.config.transport == "grpc" else stack.gateway_url

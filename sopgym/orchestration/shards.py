@@ -144,6 +144,7 @@ def run_shard(
 ) -> int:
     """Work one shard of the run's tasks; returns how many tasks this call worked."""
     from sopgym.agents import make_agent, uses_model
+    from sopgym.agents.oracle import NAME, load_replays
     from sopgym.agents.worker import run_job
     from sopgym.client import GatewayError, connect
     from sopgym.observability import tracing
@@ -181,13 +182,13 @@ def run_shard(
         if model_based and todo:
             _until(deadline, lambda: _model_ready(settings), "model endpoint")
         agent = make_agent(settings.agent, **options)
-        data_dirs = _data_dirs(settings.domains, data_root) if not model_based else {}
+        replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
         appender = JsonlAppender(results)
         try:
             for task in todo:
                 job = {
                     "task": task,
-                    "data_dir": data_dirs.get(task["domain"]),
+                    "replay": replays.get((task["domain"], task["id"])),
                     "distractors": settings.distractors,
                     "sop_variant": settings.sop_variant,
                     "run_id": run_dir.name,
@@ -215,14 +216,6 @@ def _model_ready(settings: ShardSettings) -> None:
     from sopgym.agents.models import parse_model_spec, preflight
 
     preflight(parse_model_spec(settings.model, settings.base_url))
-
-
-def _data_dirs(domains: list[str], data_root: Path | None) -> dict[str, str]:
-    """The local task-set folders, for the oracle only (it replays the gold it reads there)."""
-    from sopgym.core import dataset
-    from sopgym.core.registry import load_domain
-
-    return {d: str(dataset.load(load_domain(d), data_root).path) for d in domains}
 
 
 # ---- merge ----

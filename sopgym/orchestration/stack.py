@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
+from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
@@ -29,6 +30,7 @@ class Stack:
     user_sim_url: str | None = None  # the user simulator, when a dialogue domain needs one
     local_domains: list[str] = field(default_factory=list)  # tool-free: the gateway serves them
     seed: int = 0  # the run's seed, for every part of the stack that draws at random
+    service_secret: str = ""  # the gateway's proof to the tool services, fresh per stack
 
 
 @contextmanager
@@ -58,7 +60,13 @@ def embedded_stack(
     injection spec (:mod:`sopgym.gateway.faults`), drawn from ``seed``.
     """
     with ProcessGroup() as group:
-        stack = Stack(group=group, logs=logs, admin_token=secrets.token_urlsafe(24), seed=seed)
+        stack = Stack(
+            group=group,
+            logs=logs,
+            admin_token=secrets.token_urlsafe(24),
+            seed=seed,
+            service_secret=new_secret(),
+        )
         if traces is not None:
             from sopgym.observability.embedded import start_collector
 
@@ -77,7 +85,7 @@ def embedded_stack(
                     f"tools-{domain}",
                     sopgym_command("serve-tools", domain, "--port", str(port), *data_args),
                     logs / f"tools-{domain.replace('/', '__')}.log",
-                    env=stack.env,
+                    env={**stack.env, SERVICE_SECRET_ENV: stack.service_secret},
                     ready_url=f"{url}/readyz",
                 )
             )
@@ -115,7 +123,11 @@ def embedded_stack(
                 *service_args,
             ),
             logs / "gateway.log",
-            env={**stack.env, ADMIN_TOKEN_ENV: stack.admin_token},
+            env={
+                **stack.env,
+                ADMIN_TOKEN_ENV: stack.admin_token,
+                SERVICE_SECRET_ENV: stack.service_secret,
+            },
             ready_url=f"{stack.gateway_url}/readyz",
         ).wait_ready()
         yield stack
