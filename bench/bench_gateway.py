@@ -136,7 +136,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, \
             embedded_stack(["patient_intake"], Path(tmp) / "logs", Path(tmp) / "data") as stack:
         opener = GatewayClient(stack.gateway_url)
-        episode = opener.open("bench", "patient_intake")
+        episode = opener.open(opener.tasks("patient_intake")[0]["id"], "patient_intake")
         opener.close()
         service = stack.services["patient_intake"]
         via = f"/v1/episodes/{episode.id}/tools/{TOOL}"

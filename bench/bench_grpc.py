@@ -68,8 +68,9 @@ def main() -> None:
         target = stack.grpc_target
         assert target is not None  # started with grpc=True
         http, grpc = connect(stack.gateway_url), connect(target, "grpc")
-        episode = http.open("bench", "patient_intake")
-        grpc_episode = grpc.open("bench-grpc", "patient_intake")
+        task = http.tasks("patient_intake")[0]["id"]  # episodes open on listed tasks only
+        episode = http.open(task, "patient_intake")
+        grpc_episode = grpc.open(task, "patient_intake")
         pb2, stubs = gateway_v1()
         import grpc as grpc_lib
 
@@ -99,7 +100,7 @@ def main() -> None:
 
         def client_call(transport: str, address: str) -> Callable[[], object]:
             client = connect(address, transport)
-            opened = client.open(f"bench-{transport}-{threading.get_ident()}", "patient_intake")
+            opened = client.open(task, "patient_intake")
             return lambda: opened.call(TOOL, ARGS)
 
         http_rps = throughput(

@@ -68,7 +68,7 @@ def target(
     traces = root / "traces" if traced else None
     with embedded_stack(["patient_intake"], root / "logs", traces=traces) as stack:
         opener = GatewayClient(stack.gateway_url)
-        episode = opener.open("bench", "patient_intake")
+        episode = opener.open(opener.tasks("patient_intake")[0]["id"], "patient_intake")
         headers = {"Authorization": f"Bearer {episode.token}"}
         if traced:
             headers["traceparent"] = PARENT

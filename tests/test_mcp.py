@@ -30,7 +30,7 @@ from sopgym.gateway.mcp_server import FINISH_TOOL, SOP_URI, TASK_PROMPT, TASK_UR
 from sopgym.observability import semconv as sc
 from sopgym.observability import tracing
 from sopgym.orchestration.stack import Stack, embedded_stack
-from tests.helpers import DATA_ROOT, domain_data
+from tests.helpers import DATA_ROOT, domain_data, task_id
 from tests.test_grpc import CALLS, DOMAIN, GOOD, TOOL
 
 TRANSPORTS = ("http", "grpc", "mcp")
@@ -138,7 +138,8 @@ def test_tool_calls_give_the_same_outcomes_as_http(
     stack: Stack, http: GatewayClient, door: McpGatewayClient, name: str, arguments: Any,
     code: str | None,
 ) -> None:  # fmt: skip
-    over_http, over_mcp = http.open("T-call", DOMAIN), door.open("T-call", DOMAIN)
+    task = task_id(DOMAIN, 0)
+    over_http, over_mcp = http.open(task, DOMAIN), door.open(task, DOMAIN)
     a, b = over_http.call(name, arguments), over_mcp.call(name, arguments)
     assert (a.status, a.body) == (b.status, b.body)
     if code is not None:
@@ -273,6 +274,6 @@ def test_requests_arriving_together_open_one_episode(stack: Stack, door: McpGate
                                         client.read_resource(TASK_URI))  # fmt: skip
 
     before = httpx.get(f"{stack.gateway_url}/healthz").json()["episodes"]
-    _, first, second = asyncio.run(together(door.task_url("T-together", DOMAIN)))
+    _, first, second = asyncio.run(together(door.task_url(task_id(DOMAIN, 1), DOMAIN)))
     assert first.contents[0].text == second.contents[0].text
     assert httpx.get(f"{stack.gateway_url}/healthz").json()["episodes"] == before + 1
