@@ -55,6 +55,7 @@ class Episode:
             catalog=list(self.tools),
             messages=list(self.messages),
             final_state=self.final_state,
+            state_error=self.close_errors.get(self.domain),
         )
 
     def record(self) -> JSON:

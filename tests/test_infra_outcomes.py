@@ -4,6 +4,7 @@ test_infra_faults.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,19 @@ def test_a_dead_service_is_an_infra_error_not_a_success() -> None:
     assert not result.success and not result.completed
     assert result.infra_error == "b: service_unavailable"
     assert result.errors == {} and result.tool_recall is None
+
+
+def test_a_scored_state_its_service_could_not_hand_over_is_an_infra_error() -> None:
+    """The service holding the episode's state died before the gateway's close: the state is
+    unknown, so the state scorer must not fail the agent for it."""
+    calls = [CallRecord("a", {"x": 1}, 200), CallRecord("b", {"y": "z"}, 200)]
+    lost = replace(trajectory(calls, ANSWER), state_error="service_unavailable: down")
+    stateful = replace(GOLD, final_state={"balance": 3})
+    result = score_episode(PACK, task("tool_use"), lost, stateful)
+    assert not result.success
+    assert result.infra_error == "final state lost: service_unavailable: down"
+    # where no state is scored, a close that failed after the answer changes nothing
+    assert score_episode(PACK, task("tool_use"), lost, GOLD).success
 
 
 def test_retried_faults_are_no_agent_calls() -> None:

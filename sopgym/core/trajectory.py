@@ -73,6 +73,8 @@ class Trajectory:
     messages: list[JSON] = field(default_factory=list)
     # Stateful domains: the episode's state as its tool service held it at finish
     final_state: JSON | None = None
+    # Why the own domain's service could not hand the final state over (the state is unknown)
+    state_error: str | None = None
 
     def to_json(self) -> JSON:
         return {
@@ -84,6 +86,7 @@ class Trajectory:
             "catalog": self.catalog,
             "messages": self.messages,
             "final_state": self.final_state,
+            "state_error": self.state_error,
         }
 
     @classmethod
@@ -97,4 +100,5 @@ class Trajectory:
             catalog=data.get("catalog", []),
             messages=data.get("messages", []),
             final_state=data.get("final_state"),
+            state_error=data.get("state_error"),
         )

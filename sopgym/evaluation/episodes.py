@@ -125,6 +125,7 @@ class EpisodeSpans:
             catalog=_string_list(self.open.attributes.get(sc.CATALOG) if self.open else None),
             messages=messages if isinstance(messages, list) else [],
             final_state=_json(finish.get(sc.FINAL_STATE)),
+            state_error=finish.get(sc.FINAL_STATE_ERROR),
         )
 
     def llm_usage(self) -> tuple[int, int, int]:

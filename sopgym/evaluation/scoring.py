@@ -69,8 +69,9 @@ def score_episode(
     Success: the episode completed and every gating score passed. The error counts are the
     ``errors`` scorer's call taxonomy plus ``wrong_final`` (completed, not a success) or
     ``incomplete`` (no trajectory). An episode the infrastructure failed (``infra_error``, or
-    a call answered ``service_unavailable`` in the trajectory) is no success and no agent
-    error: it carries its cause and the metrics leave it out.
+    a call answered ``service_unavailable`` in the trajectory, or a scored final state its
+    service could not hand over) is no success and no agent error: it carries its cause and
+    the metrics leave it out.
     """
     applicable = gold.reference_calls
     faults = 0
@@ -80,6 +81,9 @@ def score_episode(
         down = next((c for c in infra if c.error_code == DOWN_CODE), None)
         if infra_error is None and down is not None:
             infra_error = f"{down.name}: {DOWN_CODE}"
+        if infra_error is None and trajectory.state_error and gold.final_state is not None:
+            # the service that held the scored state failed to hand it over: no verdict on it
+            infra_error = f"final state lost: {trajectory.state_error}"
         if infra:
             trajectory = replace(
                 trajectory, calls=[c for c in trajectory.calls if c.error_code not in INFRA_CODES]
