@@ -31,12 +31,11 @@ from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
     case_message,
     final_request,
-    message_action_spec,
     observation,
     tool_free_prompt,
 )
 from sopgym.client import Episode
-from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer
+from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer, message_action_spec
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task
 

@@ -106,25 +106,6 @@ def case_message(sop: str, inputs: JSON, conversation: list[JSON] | None = None)
     )
 
 
-def message_action_spec() -> JSON:
-    """The built-in action of dialogue episodes, offered like a tool."""
-    return {
-        "name": MESSAGE_ACTION,
-        "description": (
-            "Send a message to the user you are serving and wait for the reply. Use it to ask "
-            "for information only the user has and to tell the user the outcome. The result "
-            'is {"reply": <what the user said>, "done": <true once the user ended the '
-            "conversation>}."
-        ),
-        "input_schema": {
-            "type": "object",
-            "properties": {"content": {"type": "string", "description": "your message"}},
-            "required": ["content"],
-            "additionalProperties": False,
-        },
-    }
-
-
 DIALOGUE_GUIDE = (
     f"You are in a conversation with a user. Talk to them only through {MESSAGE_ACTION}: ask "
     "them for what the SOP needs that only they know, and tell them the outcome before you "

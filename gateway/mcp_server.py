@@ -42,9 +42,8 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, StreamableH
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from sopgym.agents.prompts import message_action_spec
 from sopgym.asgi import Receive, Scope, Send, header, respond
-from sopgym.core.answers import MESSAGE_ACTION
+from sopgym.core.answers import MESSAGE_ACTION, message_action_spec
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps

@@ -139,3 +139,23 @@ def parse_react(text: str, fields: list[str] | None = None) -> ReactStep:
 def _thought(text: str) -> str:
     match = re.search(r"thought\s*:\s*(.*?)(?:\n\s*(?:action|final)|$)", text, re.I | re.S)
     return match.group(1).strip() if match else ""
+
+
+def message_action_spec() -> JSON:
+    """The built-in action of dialogue episodes, offered like a tool (by the agents and the
+    gateway's MCP door alike)."""
+    return {
+        "name": MESSAGE_ACTION,
+        "description": (
+            "Send a message to the user you are serving and wait for the reply. Use it to ask "
+            "for information only the user has and to tell the user the outcome. The result "
+            'is {"reply": <what the user said>, "done": <true once the user ended the '
+            "conversation>}."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"content": {"type": "string", "description": "your message"}},
+            "required": ["content"],
+            "additionalProperties": False,
+        },
+    }

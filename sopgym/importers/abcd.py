@@ -32,10 +32,11 @@ from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
 from sopgym.core.tasks import Solution, Task
 from sopgym.evaluation.scorers import Case, Score, Scorer, schema_valid
 from sopgym.evaluation.scorers.fields import values_match
+from sopgym.importers import ABCD_PREFIX
 from sopgym.importers.adapter import ImportedDomain
 from sopgym.types import JSON
 
-PREFIX: Final = "abcd/"
+PREFIX: Final = ABCD_PREFIX
 DOMAIN_NAME: Final = "abcd/next-action"
 FILES: Final = ("guidelines.json", "ontology.json", "kb.json")
 SPLITS: Final = ("train", "dev", "test")
