@@ -18,6 +18,7 @@ from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
+from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
 from sopgym.orchestration.scaleout import (
@@ -41,6 +42,7 @@ def main() -> None:
 
 main.add_command(import_group)  # sopgym import sop-bench ...
 main.add_command(audit_group)  # sopgym audit sop-bench ...
+main.add_command(generate_command)  # sopgym generate "<business task>" ...
 # sopgym collector / eval / report / compare
 for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
     main.add_command(_command)

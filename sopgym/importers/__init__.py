@@ -1,7 +1,8 @@
 """Importers: published benchmarks that users already hold, served and scored by sopgym.
 
 SOP-Bench (``sopbench/<name>``), SOP-Maze (``sopmaze/<name>``, one per published file:
-:mod:`.sopmaze`) and ABCD (``abcd/<name>``: :mod:`.abcd`). Nothing here copies the user's
+:mod:`.sopmaze`) and ABCD (``abcd/<name>``: :mod:`.abcd`); the packs ``sopgym generate`` writes
+(``generated/<name>``) are registered the same way. Nothing here copies the user's
 files: the import registry remembers where each benchmark folder lives, and every process that
 needs it (the runner, the tool service, the audit) reads the folder in place.
 """
@@ -9,4 +10,6 @@ needs it (the runner, the tool service, the audit) reads the folder in place.
 PREFIX = "sopbench/"
 MAZE_PREFIX = "sopmaze/"
 ABCD_PREFIX = "abcd/"
-PREFIXES = (PREFIX, MAZE_PREFIX, ABCD_PREFIX)  # every imported domain's name starts with one
+GENERATED_PREFIX = "generated/"  # packs written by `sopgym generate` (sopgym.generation)
+# every imported domain's name starts with one
+PREFIXES = (PREFIX, MAZE_PREFIX, ABCD_PREFIX, GENERATED_PREFIX)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
-from sopgym.importers import ABCD_PREFIX, MAZE_PREFIX
+from sopgym.importers import ABCD_PREFIX, GENERATED_PREFIX, MAZE_PREFIX
 from sopgym.importers.adapter import ImportedDomain, build_domain
 from sopgym.importers.index import ImportIndexError, read_index
 from sopgym.importers.layout import Benchmark, read_benchmark
@@ -65,13 +65,23 @@ def load_imported(name: str) -> DomainPack:
             if name.startswith(MAZE_PREFIX)
             else "abcd <folder>"
             if name.startswith(ABCD_PREFIX)
+            else None
+            if name.startswith(GENERATED_PREFIX)
             else "sop-bench <folder>"
         )
-        raise ImportProblem(f"{name} is not imported (imported: {known}); run: sopgym import {how}")
+        run = f"sopgym import {how}" if how else "sopgym generate ... --out <folder>"
+        raise ImportProblem(f"{name} is not imported (imported: {known}); run: {run}")
     if name.startswith(MAZE_PREFIX):
         return _load_maze(name, entry.path)
     if not entry.path.is_dir():
         raise ImportProblem(f"{name}: folder {entry.path} no longer exists; import it again")
+    if name.startswith(GENERATED_PREFIX):
+        from sopgym.generation.pack import load_pack
+
+        try:
+            return load_pack(entry.path)
+        except Exception as error:  # generated code that no longer loads: one line, no traceback
+            raise ImportProblem(f"{name}: {type(error).__name__}: {error}") from None
     if name.startswith(ABCD_PREFIX):
         from sopgym.importers.abcd import AbcdError, build_abcd
 
