@@ -45,6 +45,7 @@ _STATUS = {
 )
 @click.option("--from-stage", default=None, help="Run this stage and every later one again.")
 @click.option("--only-stage", default=None, help="Run only this stage again.")
+@click.option("--to-stage", default=None, help="Stop after this stage.")
 @click.option(
     "--retries",
     type=click.IntRange(0, 10),
@@ -81,6 +82,7 @@ def generate_command(
     name: str | None,
     from_stage: str | None,
     only_stage: str | None,
+    to_stage: str | None,
     retries: int,
     timeout: float,
     oracle_timeout: float,
@@ -138,7 +140,7 @@ def generate_command(
 
         pipeline = Pipeline(out, request, generation_model, settings, retries, show)
         try:
-            outcome = pipeline.run(from_stage, only_stage)
+            outcome = pipeline.run(from_stage, only_stage, to_stage)
         except GenerationError as error:
             raise click.UsageError(str(error)) from None
     _summary(outcome.stages)

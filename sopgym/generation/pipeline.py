@@ -12,7 +12,8 @@ The output folder holds everything a reviewer needs::
 
 A stage is marked passed only once all its gates passed, so a run that crashed or was stopped
 resumes at the first stage not passed. ``from_stage`` runs that stage and all after it again;
-``only_stage`` runs just that one (its predecessors must have passed).
+``only_stage`` runs just that one (its predecessors must have passed); ``to_stage`` stops
+after that one.
 """
 
 from __future__ import annotations
@@ -24,21 +25,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opentelemetry import trace
-
 from sopgym.core.jsonio import write_atomic
 from sopgym.generation.model import GenerationModel
 from sopgym.generation.pack import pack_name_for, write_scaffold
 from sopgym.generation.prompts import SYSTEM, parse_files, stage_prompt
 from sopgym.generation.stages import STAGE_NAMES, GateFailure, Settings, Stage, stage
+from sopgym.observability.tracing import tracer
 
 REQUEST_FILE = "request.json"
 STATE_FILE = "state.json"
 REPORT_FILE = "report.json"
 PACK_DIR = "pack"
 CONTEXT_INPUT = "context-input"
-
-_tracer = trace.get_tracer("sopgym.generation")
+GENERATION_SCOPE = "sopgym.generation"
 
 
 class GenerationError(RuntimeError):
@@ -116,12 +115,20 @@ class Pipeline:
         write_atomic(self.out / STATE_FILE, _dump(body))
 
     # ---- running ----
-    def run(self, from_stage: str | None = None, only_stage: str | None = None) -> Outcome:
-        for name in (from_stage, only_stage):
+    def run(
+        self,
+        from_stage: str | None = None,
+        only_stage: str | None = None,
+        to_stage: str | None = None,
+    ) -> Outcome:
+        """Run the stages due; ``to_stage`` stops after that one (the rest stay pending)."""
+        for name in (from_stage, only_stage, to_stage):
             if name is not None and name not in STAGE_NAMES:
                 raise GenerationError(f"unknown stage {name!r} (stages: {', '.join(STAGE_NAMES)})")
         self._prepare()
         todo = self._todo(from_stage, only_stage)
+        if to_stage is not None:
+            todo = [n for n in todo if STAGE_NAMES.index(n) <= STAGE_NAMES.index(to_stage)]
         for name in todo:  # what will run again starts from scratch
             self.records[name] = StageRecord()
         self._save()
@@ -157,7 +164,8 @@ class Pipeline:
         self.listener(current.name, "running", record)
         started = time.perf_counter()
         redo, feedback, tries = current, None, 0
-        with _tracer.start_as_current_span(f"generate {current.name}") as span:
+        # the stage's span parents its model calls' ``chat`` spans
+        with tracer(GENERATION_SCOPE).start_as_current_span(f"generate {current.name}") as span:
             span.set_attribute("sopgym.generation.stage", current.name)
             while True:
                 tries += 1

@@ -31,7 +31,7 @@ from sopgym.generation.pack import (
     read_json,
     register_pack,
 )
-from sopgym.importers.isolated import run_isolated
+from sopgym.importers.isolated import IsolatedTimeout, run_isolated
 
 SPEC_KEYS = {"description", "input_schema", "output_schema"}
 IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
@@ -94,14 +94,21 @@ def _schema_problem(schema: Any, where: str) -> str | None:
 
 
 def _children(
-    folder: Path, settings: Settings, check: Callable[[Path], list[checks.Problem]]
+    folder: Path,
+    settings: Settings,
+    check: Callable[[Path], list[checks.Problem]],
+    artifact: str,
+    stage: str,
 ) -> GateFailure | None:
-    """Run ``check`` on the folder in a child process; its first problem, if any."""
+    """Run ``check`` on the folder in a child process; its first problem, if any. Code that
+    hangs (the child is killed) or kills its process is the defect of ``stage``'s
+    ``artifact``."""
     try:
         problems = run_isolated(check, (folder,), settings.timeout_s)
-    except Exception as error:  # a hang (killed) or a crash of the child itself
-        gate = check.__name__.removeprefix("check_")
-        return _fail(f"{gate}_child", str(folder), f"{type(error).__name__}: {error}", None)
+    except IsolatedTimeout as error:
+        return _fail(f"{stage}_timeout", artifact, f"generated code hung: {error}", stage)
+    except Exception as error:  # the child died (exit, segfault) or its answer was lost
+        return _fail(f"{stage}_crash", artifact, f"{type(error).__name__}: {error}", stage)
     if not problems:
         return None
     first = problems[0]
@@ -259,19 +266,19 @@ def gate_contract_json(folder: Path, settings: Settings) -> GateFailure | None:
 
 
 def gate_tools(folder: Path, settings: Settings) -> GateFailure | None:
-    return _children(folder, settings, checks.check_tools)
+    return _children(folder, settings, checks.check_tools, "tools/implementations.py", "tools")
 
 
 def gate_policy(folder: Path, settings: Settings) -> GateFailure | None:
-    return _children(folder, settings, checks.check_policy)
+    return _children(folder, settings, checks.check_policy, "policy.py", "policy")
 
 
 def gate_generator(folder: Path, settings: Settings) -> GateFailure | None:
-    return _children(folder, settings, checks.check_generator)
+    return _children(folder, settings, checks.check_generator, "generator.py", "generator")
 
 
 def gate_tasks(folder: Path, settings: Settings) -> GateFailure | None:
-    return _children(folder, settings, checks.check_tasks)
+    return _children(folder, settings, checks.check_tasks, "generator.py", "generator")
 
 
 def gate_variants(folder: Path, settings: Settings) -> GateFailure | None:
@@ -297,7 +304,9 @@ def gate_distractors(folder: Path, settings: Settings) -> GateFailure | None:
             problem = f"distractors without input_schema.examples: {unexemplified}"
     if problem:
         return _fail("distractors_valid", DISTRACTORS_FILE, problem, "complexity")
-    return _children(folder, settings, checks.check_distractors)
+    return _children(
+        folder, settings, checks.check_distractors, "tools/distractors.py", "complexity"
+    )
 
 
 ORACLE_RUN = "oracle"
