@@ -98,7 +98,7 @@ def test_replayed_session_passes_every_gate_before_the_oracle(
     # each model call is a GenAI chat span (purpose: the stage) inside its stage's span
     spans = {s.name: s for s in memory.get_finished_spans()}
     chat = [s for s in memory.get_finished_spans() if s.name.startswith("chat ")]
-    assert [s.attributes["sopgym.llm.purpose"] for s in chat] == [
+    assert [(s.attributes or {})["sopgym.llm.purpose"] for s in chat] == [
         n for n in STAGE_NAMES if n not in ("tasks", "oracle")
     ]
     assert chat[0].parent is not None
@@ -193,6 +193,7 @@ def test_each_gate_catches_its_corrupted_cassette(
     assert (outcome.failure.gate, outcome.failure.artifact.split("/out/")[-1]) == (gate, artifact)
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["failure"]["gate"] == gate and report["failure"]["stage"] == outcome.failed_stage
+    assert outcome.failed_stage is not None
     assert outcome.stages[outcome.failed_stage].status == "failed"
 
 

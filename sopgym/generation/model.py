@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -43,7 +44,13 @@ class ReplayChat(BaseChatModel):
     def _llm_type(self) -> str:
         return "sopgym-replay"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, **_: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         path = cassette_file(self.cassette, self.stage, self.attempt)
         if path is None:
             raise CassetteMissing(f"{self.cassette} has no {self.stage}.md")
