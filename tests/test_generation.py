@@ -301,3 +301,20 @@ def test_cli_reports_the_failed_gate_and_exits_1(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "gate sop_names_outputs failed on sop.md" in result.output
     assert "report:" in result.output
+
+
+def test_record_writes_a_cassette_that_replays(tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded"
+    pipeline = Pipeline(
+        tmp_path / "out",
+        Request(TASK, "", NAME),
+        GenerationModel.from_spec(f"replay:{CASSETTE}", record=recorded),
+        Settings(timeout_s=60, oracle_timeout_s=60),
+    )
+    assert pipeline.run(to_stage="sop").failure is None
+    assert sorted(p.name for p in recorded.iterdir()) == [
+        "context.md", "schema.md", "sop.md", "usage.json"
+    ]  # fmt: skip
+    assert (recorded / "sop.md").read_text() == (CASSETTE / "sop.md").read_text()
+    replayed = run_pipeline(tmp_path / "again", recorded, to_stage="sop")
+    assert replayed.failure is None
