@@ -92,14 +92,14 @@ def generate_command(
     run code; the pack lands in OUT/pack and is registered as generated/<name>."""
     from sopgym.agents.models import ModelUnavailable, parse_model_spec, preflight
     from sopgym.generation.model import REPLAY, GenerationModel
-    from sopgym.generation.pack import IDENTIFIER_SLUG, pack_name_for
+    from sopgym.generation.pack import SNAKE_NAME, pack_name_for
     from sopgym.generation.pipeline import GenerationError, Pipeline, Request, default_name
     from sopgym.generation.stages import STAGES, Settings
     from sopgym.observability.tracing import setup_tracing
 
     if from_stage and only_stage:
         raise click.UsageError("--from-stage or --only-stage, not both")
-    if name is not None and not IDENTIFIER_SLUG.match(name):
+    if name is not None and not SNAKE_NAME.match(name):
         raise click.UsageError("--name: lowercase letters, digits and _ only")
     setup_tracing("sopgym-generate")
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from sopgym.generation.pack import (
     DISTRACTORS_FILE,
     GRAPH_FILE,
     SCHEMA_FILE,
+    SNAKE_NAME,
     SPECS_FILE,
     read_json,
     register_pack,
@@ -34,7 +34,6 @@ from sopgym.generation.pack import (
 from sopgym.importers.isolated import IsolatedTimeout, run_isolated
 
 SPEC_KEYS = {"description", "input_schema", "output_schema"}
-IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 
 
 @dataclass(frozen=True)
@@ -201,7 +200,7 @@ def gate_graph(folder: Path, settings: Settings) -> GateFailure | None:
     if len(set(names)) != len(names) or not names:
         return bad("tool names must be unique and at least one")
     for name in names:
-        if not IDENTIFIER.match(str(name)):
+        if not SNAKE_NAME.match(str(name)):
             return bad(f"tool name {name!r} is not snake_case")
     unknown = {d for k, v in dependencies.items() for d in [k, *v]} - set(names)
     if unknown:
