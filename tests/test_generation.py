@@ -203,7 +203,7 @@ def test_tool_code_that_hangs_is_killed_and_reported(tmp_path: Path) -> None:
         tmp_path / "out",
         Request(TASK, "", NAME),
         GenerationModel.from_spec(f"replay:{folder}"),
-        Settings(timeout_s=2, oracle_timeout_s=300),
+        Settings(timeout_s=1, oracle_timeout_s=300),
         retries=0,
     )
     outcome = pipeline.run(to_stage="tools")

@@ -58,7 +58,7 @@ Write `graph.json`, the API dependency graph of the SOP's tools:
 must come after>", ...]}}. Use exactly the tool names of the SOP, in SOP order. A dependency
 means: when both are called, the dependency is called first. No cycles.""",
     "specs": """\
-Write `specs.json`: the contract of every tool of the graph, as
+Write `specs.json`: the contract of every tool of the graph, in the graph's order, as
 {"<tool>": {"description": "...", "input_schema": {...}, "output_schema": {...}}}.
 Input schemas: type object, properties, required, additionalProperties false. Output schemas:
 type object with properties and required; a field that can be absent is typed with null too.
@@ -92,7 +92,8 @@ Write four files that make the benchmark harder without changing any outcome.
 `sop_noisy.md`: the same SOP with documentation noise (history, cross-references, notes that
 change no rule). `sop_abstract.md`: the same SOP written at a higher level (goals and rules,
 fewer step-by-step hints), still naming every output field and its values. `distractors.json`:
-2 or 3 tools the SOP never needs, with names close to the real tools or plausibly useful,
+2 or 3 tools the SOP never needs, named unlike any SOP tool but close to them or plausibly
+useful,
 formatted like specs.json, each input schema with `"examples": [<valid arguments>]` using
 keys that exist in the data. `distractors.py`: their implementations.
 {TOOL_RULES}""",
