@@ -12,7 +12,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,7 @@ from sopgym.generation.pipeline import (
     Pipeline,
     Request,
 )
+from sopgym.generation.prompts import STAGES as STAGE_REQUESTS
 from sopgym.generation.stages import STAGE_NAMES, Settings
 from sopgym.observability import tracing
 
@@ -318,3 +321,82 @@ def test_record_writes_a_cassette_that_replays(tmp_path: Path) -> None:
     assert (recorded / "sop.md").read_text() == (CASSETTE / "sop.md").read_text()
     replayed = run_pipeline(tmp_path / "again", recorded, to_stage="sop")
     assert replayed.failure is None
+
+
+class _CassetteServer(ThreadingHTTPServer):
+    """An OpenAI-compatible endpoint on loopback answering each stage from the cassette: the
+    stage is the one whose request the prompt carries."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _CassetteHandler)
+        self.requests: list[dict] = []
+
+
+class _CassetteHandler(BaseHTTPRequestHandler):
+    server: _CassetteServer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _reply(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # the preflight's /models probe
+        self._reply({"object": "list", "data": [{"id": "cassette", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.server.requests.append(request)
+        prompt = request["messages"][-1]["content"]
+        stage = next(s for s, text in STAGE_REQUESTS.items() if text in prompt)
+        self._reply(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": request["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {
+                            "role": "assistant",
+                            "content": (CASSETTE / f"{stage}.md").read_text(),
+                        },
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt) // 4,
+                    "completion_tokens": 100,
+                    "total_tokens": 0,
+                },
+            }
+        )
+
+
+def test_generate_through_an_openai_compatible_endpoint(tmp_path: Path) -> None:
+    from sopgym.cli import main
+
+    server = _CassetteServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = CliRunner().invoke(
+            main,
+            ["generate", TASK, "--model", "openai:cassette", "--base-url",
+             f"http://127.0.0.1:{server.server_port}/v1", "--out", str(tmp_path / "out"),
+             "--name", "refunds", "--to-stage", "sop"],
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert result.exit_code == 0, result.output
+    assert [r["model"] for r in server.requests] == ["cassette"] * 3
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [report["stages"][s]["status"] for s in ("context", "schema", "sop")] == ["passed"] * 3
+    assert report["stages"]["schema"]["output_tokens"] == 100
+    assert report["totals"]["input_tokens"] > 0
