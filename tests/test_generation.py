@@ -400,3 +400,13 @@ def test_generate_through_an_openai_compatible_endpoint(tmp_path: Path) -> None:
     assert [report["stages"][s]["status"] for s in ("context", "schema", "sop")] == ["passed"] * 3
     assert report["stages"]["schema"]["output_tokens"] == 100
     assert report["totals"]["input_tokens"] > 0
+
+
+def test_a_model_that_cannot_answer_stops_the_run_with_a_report(tmp_path: Path) -> None:
+    folder = cassette(tmp_path)
+    (folder / "sop.md").unlink()
+    outcome = run_pipeline(tmp_path, folder, to_stage="graph")
+    assert outcome.failure is not None
+    assert (outcome.failed_stage, outcome.failure.gate) == ("sop", "model_call")
+    assert "has no sop.md" in outcome.failure.message
+    assert outcome.stages["schema"].status == "passed"

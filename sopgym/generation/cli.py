@@ -15,6 +15,7 @@ from sopgym.terminal import console
 _STATUS = {
     "queued": "[dim]queued[/]",
     "skipped": "[dim]passed earlier[/]",
+    "pending": "[dim]not run[/]",
     "running": "[cyan]running[/]",
     "answered": "[cyan]checking[/]",
     "retrying": "[yellow]gate failed, asking again[/]",

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sopgym.agents.llm import ModelCallError
 from sopgym.core.jsonio import write_atomic
 from sopgym.generation.model import GenerationModel
 from sopgym.generation.pack import pack_name_for, write_scaffold
@@ -133,7 +134,9 @@ class Pipeline:
             self.records[name] = StageRecord()
         self._save()
         for name in STAGE_NAMES:
-            self.listener(name, "skipped" if name not in todo else "queued", self.records[name])
+            status = self.records[name].status
+            event = "queued" if name in todo else "skipped" if status == "passed" else status
+            self.listener(name, event, self.records[name])
         ran: list[str] = []
         for name in todo:
             ran.append(name)
@@ -214,7 +217,10 @@ class Pipeline:
             retry = (previous.read_text(), feedback.feedback())
         prompt = stage_prompt(current.name, self.request.task, self._shown(current), retry)
         (transcripts / f"attempt-{record.attempts}.prompt.md").write_text(prompt)
-        reply = self.model.complete(current.name, record.attempts, SYSTEM, prompt)
+        try:
+            reply = self.model.complete(current.name, record.attempts, SYSTEM, prompt)
+        except ModelCallError as error:  # already retried where transient: stop and report
+            return GateFailure("model_call", str(transcripts), str(error), None)
         (transcripts / f"attempt-{record.attempts}.answer.md").write_text(reply.text)
         record.input_tokens += reply.input_tokens
         record.output_tokens += reply.output_tokens
