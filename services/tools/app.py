@@ -14,12 +14,21 @@ an ``x-sopgym-episode`` header acts on that registered episode, and one without 
 shared read-only context, which stateful domains do not have. Given the stack's secret
 (:mod:`sopgym.core.access`), the service takes tool calls and episode requests only from the
 gateway that sends it.
+
+A tool implementation runs in a thread of the service's own pool, bounded by a per-call timeout
+(``--tool-timeout``, ``$SOPGYM_TOOL_TIMEOUT``): a tool that hangs is answered 504
+``tool_timeout`` (the evaluator's ``tool_error``) while the service goes on answering every
+other call. Python cannot stop a thread, so a hung call keeps its thread; the pool is sized so
+that a few hung tools leave the others room.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -44,7 +53,7 @@ from sopgym.core.access import SECRET_HEADER, check_secret
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
-from sopgym.core.tools import Tool, ToolContext
+from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S, Tool, ToolContext
 from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S, EpisodeRegistry
@@ -55,6 +64,7 @@ EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forw
 TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 EPISODES_PATH = "/v1/episodes"
+TOOL_THREADS = 32
 EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
 EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
 log = logging.getLogger("sopgym.services")
@@ -83,9 +93,11 @@ class ToolService:
         shared: ToolContext | None,
         rest: ASGIApp,
         secret: str | None = None,
+        tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
-        self.rest, self.secret = rest, secret
+        self.rest, self.secret, self.tool_timeout_s = rest, secret, tool_timeout_s
+        self._threads = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="tool")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
@@ -102,7 +114,7 @@ class ToolService:
             scope["route"] = TOOL_ROUTE
             body = await _body(receive, send)
             if body is not None:
-                await respond(send, *self.call(path[len(TOOL_PATH) :], scope, body))
+                await respond(send, *await self.call(path[len(TOOL_PATH) :], scope, body))
         elif method == "POST" and path == EPISODES_PATH:
             scope["route"] = EPISODES_ROUTE
             body = await _body(receive, send)
@@ -148,8 +160,10 @@ class ToolService:
         record_tool_error(error)  # a span event with the code and field, when traced
         return error.status, dumps(error.to_body())
 
-    def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
-        """Run one tool call; the status and the JSON reply, whatever the input."""
+    async def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
+        """Run one tool call; the status and the JSON reply, whatever the input. The call is
+        resolved here, on the event loop (the episode registry is not shared with threads);
+        the tool's own code runs in the pool, at most :attr:`tool_timeout_s` seconds."""
         tool = self.tools.get(name)
         try:
             if tool is None:
@@ -157,9 +171,31 @@ class ToolService:
             arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
             context = self.context(episode.decode("latin-1") if episode else None)
+        except ToolError as error:
+            return self._refusal(error)
+        running = asyncio.get_running_loop().run_in_executor(  # in the request's trace
+            self._threads, contextvars.copy_context().run, self._run, tool, arguments, context
+        )
+        try:
+            return await asyncio.wait_for(running, self.tool_timeout_s)
+        except TimeoutError:  # the thread runs on; its answer, if any, is dropped
+            log.error("tool %s did not answer within %g s", name, self.tool_timeout_s)
+            return self._refusal(
+                ToolError(
+                    "tool_timeout",
+                    f"tool {name!r} did not answer within {self.tool_timeout_s:g} s",
+                )
+            )
+
+    def _run(self, tool: Tool, arguments: JSON, context: ToolContext) -> tuple[int, bytes]:
+        """A tool's own code, in a pool thread: its answer, or its failure as a structured
+        error."""
+        name = tool.spec.name
+        try:
             result, warnings = tool.call(arguments, context)
-            return 200, dumps({"result": result, "warnings": warnings} if warnings else
-                              {"result": result})
+            return 200, dumps(
+                {"result": result, "warnings": warnings} if warnings else {"result": result}
+            )
         except (OverflowError, ValueError) as error:
             # A value the schema admits but the tool cannot compute with: a number past a
             # float, a database integer or Python's digit limit. The caller's value, not a
@@ -192,6 +228,7 @@ def create_app(
     data_root: Path | None = None,
     episode_idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     secret: str | None = None,
+    tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
 ) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
@@ -274,4 +311,4 @@ def create_app(
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
-    return ToolService(domain.name, tools, episodes, shared, app, secret)
+    return ToolService(domain.name, tools, episodes, shared, app, secret, tool_timeout_s)
