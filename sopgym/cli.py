@@ -440,6 +440,14 @@ def serve_tools(
     callback=fault_spec,
     help="Inject latency and failures into tool calls (docs/reliability.md), drawn from --seed.",
 )
+@click.option(
+    "--keep-episodes",
+    default=100_000,
+    show_default=True,
+    envvar="SOPGYM_GATEWAY_KEEP_EPISODES",
+    type=click.IntRange(1),
+    help="Episodes whose records the gateway holds (open and finished; the oldest go first).",
+)
 def gateway(
     host: str,
     port: int,
@@ -451,6 +459,7 @@ def gateway(
     grpc_port: int | None,
     user_sim: str | None,
     faults: str | None,
+    keep_episodes: int,
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
@@ -500,6 +509,7 @@ def gateway(
         seed=seed,
         faults=plan,
         service_secret=secret,
+        keep_episodes=keep_episodes,
     )
     try:
         serve(app, host, port)
