@@ -19,16 +19,20 @@ A tool implementation runs in a thread of the service's own pool, bounded by a p
 (``--tool-timeout``, ``$SOPGYM_TOOL_TIMEOUT``): a tool that hangs is answered 504
 ``tool_timeout`` (the evaluator's ``tool_error``) while the service goes on answering every
 other call. Python cannot stop a thread, so a hung call keeps its thread; the pool is sized so
-that a few hung tools leave the others room.
+that a few hung tools leave the others room, and its threads are daemons, so that a hung one
+never keeps the service from exiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -97,7 +101,7 @@ class ToolService:
     ) -> None:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
         self.rest, self.secret, self.tool_timeout_s = rest, secret, tool_timeout_s
-        self._threads = ThreadPoolExecutor(TOOL_THREADS, thread_name_prefix="tool")
+        self._threads = ToolThreads(TOOL_THREADS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
@@ -173,9 +177,8 @@ class ToolService:
             context = self.context(episode.decode("latin-1") if episode else None)
         except ToolError as error:
             return self._refusal(error)
-        running = asyncio.get_running_loop().run_in_executor(  # in the request's trace
-            self._threads, contextvars.copy_context().run, self._run, tool, arguments, context
-        )
+        in_trace = contextvars.copy_context()  # the tool's spans join the request's trace
+        running = self._threads.run(partial(in_trace.run, self._run, tool, arguments, context))
         try:
             return await asyncio.wait_for(running, self.tool_timeout_s)
         except TimeoutError:  # the thread runs on; its answer, if any, is dropped
@@ -210,6 +213,56 @@ class ToolService:
             log.exception("tool %s failed", name)
             failure = ToolError("internal_error", f"tool {name!r} failed internally")
             return failure.status, dumps(failure.to_body())
+
+
+Reply = tuple[int, bytes]
+
+
+class ToolThreads:
+    """At most ``size`` daemon threads running tool implementations, started as needed. Not
+    the standard pool: its threads are joined when the interpreter exits, so one hung tool
+    would keep a stopped service alive."""
+
+    def __init__(self, size: int) -> None:
+        self._size, self._started, self._idle = size, 0, 0
+        self._jobs: queue.SimpleQueue[
+            tuple[Callable[[], Reply], asyncio.Future[Reply], asyncio.AbstractEventLoop]
+        ] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+
+    def run(self, job: Callable[[], Reply]) -> asyncio.Future[Reply]:
+        """``job``'s answer, as a future of the running loop."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Reply] = loop.create_future()
+        with self._lock:
+            if self._idle == 0 and self._started < self._size:
+                self._started += 1
+                threading.Thread(target=self._work, name="tool", daemon=True).start()
+            else:
+                self._idle -= 1  # an idle thread takes this job
+        self._jobs.put((job, answer, loop))
+        return answer
+
+    def _work(self) -> None:
+        while True:
+            job, answer, loop = self._jobs.get()
+            try:
+                outcome: Reply | BaseException = job()
+            except BaseException as error:  # handed to the caller, never lost in a thread
+                outcome = error
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one waits
+                loop.call_soon_threadsafe(_settle, answer, outcome)
+            with self._lock:
+                self._idle += 1
+
+
+def _settle(answer: asyncio.Future[Reply], outcome: Reply | BaseException) -> None:
+    if answer.done():  # timed out meanwhile: the caller was answered tool_timeout
+        return
+    if isinstance(outcome, BaseException):
+        answer.set_exception(outcome)
+    else:
+        answer.set_result(outcome)
 
 
 async def _body(receive: Receive, send: Send) -> bytes | None:
