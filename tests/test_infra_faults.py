@@ -114,8 +114,9 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
         ("model-server", "ModelUnreachable", "the model endpoint is down"),
         ("gateway", "InfraError: gateway", "the gateway is down"),
     ],
+    ids=["model_server", "gateway"],
 )
-def test_killed_model_server_or_gateway_fails_the_rest_at_once_and_retry_infra_recovers(
+def test_a_dead_endpoint_fails_the_rest_at_once_and_retry_infra_recovers(
     tmp_path: Path, uninterrupted: dict, victim: str, cause: str, down: str
 ) -> None:
     """Every task needs the gateway and the model: once one is dead, the task in flight is an

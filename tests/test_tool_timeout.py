@@ -70,11 +70,11 @@ def test_a_hung_tool_times_out_while_the_service_answers_other_calls() -> None:
 
         # the client gives a tool_timeout to the agent as the tool's answer, not retried
         # (the same call would hang again) and not an infrastructure error
-        client = GatewayClient(url, retries=4, backoff=0.5)
+        sdk = GatewayClient(url, retries=4, backoff=0.5)
         started = time.monotonic()
-        answer = client.request("POST", "/v1/tools/settle_batch", json={})
-        assert answer.status == 504 and time.monotonic() - started < TIMEOUT_S + 0.4
-        client.close()
+        reply = sdk.request("POST", "/v1/tools/settle_batch", json={})
+        assert reply.status == 504 and time.monotonic() - started < TIMEOUT_S + 0.4
+        sdk.close()
     released.set()
 
 
