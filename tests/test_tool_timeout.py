@@ -78,6 +78,37 @@ def test_a_hung_tool_times_out_while_the_service_answers_other_calls() -> None:
     released.set()
 
 
+def test_an_episodes_calls_wait_for_its_hung_call_while_other_episodes_go_on() -> None:
+    """Calls of one episode act on its state one at a time, as the agent made them: behind a
+    hung call, the episode's next call times out too; another episode is not held up."""
+    crm = load_domain("crm")
+    pack = replace(crm, tools=[*crm.tools, settle_batch])
+    account = {"account_id": domain_data("crm").gold["crm-000"].calls[0].arguments["account_id"]}
+    released.clear()
+    with (
+        uvicorn_serving(create_app(pack, DATA_ROOT, tool_timeout_s=TIMEOUT_S)) as url,
+        httpx.Client(base_url=url, timeout=5) as client,
+    ):
+        for episode in ("ep-a", "ep-b"):
+            opened = client.post("/v1/episodes", json={"episode_id": episode, "task_id": "crm-000"})
+            assert opened.status_code == 201, opened.text
+        hung = threading.Thread(
+            target=client.post,
+            args=("/v1/tools/settle_batch",),
+            kwargs={"json": {}, "headers": {"x-sopgym-episode": "ep-a"}},
+        )
+        hung.start()
+        time.sleep(0.1)
+        other = client.post("/v1/tools/get_account", json=account,
+                            headers={"x-sopgym-episode": "ep-b"})  # fmt: skip
+        assert other.status_code == 200, other.text
+        behind = client.post("/v1/tools/get_account", json=account,
+                             headers={"x-sopgym-episode": "ep-a"})  # fmt: skip
+        assert behind.status_code == 504 and behind.json()["error"]["code"] == "tool_timeout"
+        hung.join(10)
+    released.set()
+
+
 def test_a_timed_out_call_is_the_evaluators_tool_error() -> None:
     gold = domain_data("crm").gold["crm-000"]
     timed_out = CallRecord("get_account", {}, 504, error_code="tool_timeout")

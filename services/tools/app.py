@@ -174,11 +174,14 @@ class ToolService:
                 raise ToolError("unknown_tool", f"no tool named {name!r} in {self.domain}")
             arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
-            context = self.context(episode.decode("latin-1") if episode else None)
+            episode_id = episode.decode("latin-1") if episode else None
+            context = self.context(episode_id)
         except ToolError as error:
             return self._refusal(error)
+        turn = self.episodes.turn(episode_id) if episode_id is not None else None
         in_trace = contextvars.copy_context()  # the tool's spans join the request's trace
-        running = self._threads.run(partial(in_trace.run, self._run, tool, arguments, context))
+        job = partial(in_trace.run, self._run, tool, arguments, context, turn)
+        running = self._threads.run(job)
         try:
             return await asyncio.wait_for(running, self.tool_timeout_s)
         except TimeoutError:  # the thread runs on; its answer, if any, is dropped
@@ -190,10 +193,16 @@ class ToolService:
                 )
             )
 
-    def _run(self, tool: Tool, arguments: JSON, context: ToolContext) -> tuple[int, bytes]:
-        """A tool's own code, in a pool thread: its answer, or its failure as a structured
-        error."""
+    def _run(
+        self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None
+    ) -> tuple[int, bytes]:
+        """A tool's own code, in a pool thread, after the episode's calls before it (``turn``):
+        its answer, or its failure as a structured error."""
         name = tool.spec.name
+        if turn is not None and not turn.acquire(timeout=self.tool_timeout_s):
+            # a call before it still holds the episode (it hung): this one was answered
+            # tool_timeout already, and gives its thread back
+            return self._refusal(ToolError("tool_timeout", f"episode busy: {name!r} never ran"))
         try:
             result, warnings = tool.call(arguments, context)
             return 200, dumps(
@@ -213,6 +222,9 @@ class ToolService:
             log.exception("tool %s failed", name)
             failure = ToolError("internal_error", f"tool {name!r} failed internally")
             return failure.status, dumps(failure.to_body())
+        finally:
+            if turn is not None:
+                turn.release()
 
 
 Reply = tuple[int, bytes]

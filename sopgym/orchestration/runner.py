@@ -257,7 +257,7 @@ class Runner:
             if progress:
                 progress(row)
             if row["status"] == INFRA_ERROR and watch.down is None:
-                watch.check()  # a dead gateway or model endpoint would fail every task left
+                watch.check(row["error"] or "")  # a dead gateway or model fails all the rest
 
         def work(index: int) -> None:
             try:
