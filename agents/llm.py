@@ -22,6 +22,9 @@ from sopgym.observability.genai import traced_model_call
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable", "overloaded")
+# An endpoint that refuses connections is down, not slow: one quick retry (a restart), then the
+# task is an infrastructure error at once instead of after the whole backoff budget.
+REFUSED_RETRIES = 1
 
 
 class ModelCallError(RuntimeError):
@@ -100,7 +103,8 @@ def invoke_model(
             break
         except Exception as error:
             delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
-            if not is_retryable(error) or attempt > llm.retries or _too_late(context, delay):
+            budget = REFUSED_RETRIES if is_refused(error) else llm.retries
+            if not is_retryable(error) or attempt > budget or _too_late(context, delay):
                 _record(llm, context, purpose, started, attempt, None, error)
                 failure = ModelUnreachable if is_retryable(error) else ModelCallError
                 raise failure(
@@ -154,15 +158,26 @@ def is_retryable(error: BaseException) -> bool:
             status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     if isinstance(status, int):
         return status in RETRY_STATUSES
-    chain: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and len(chain) < 5:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
+    chain = _causes(error)
     names = " ".join(type(e).__name__.lower() for e in chain)
     return any(word in names for word in _TRANSIENT_NAMES) or any(
         isinstance(e, (ConnectionError, TimeoutError)) for e in chain
     )
+
+
+def is_refused(error: BaseException) -> bool:
+    """Whether the endpoint refused the connection (nothing listens there)."""
+    return any(isinstance(e, ConnectionRefusedError) for e in _causes(error))
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """``error`` and what caused it, a few levels deep (SDKs wrap transport errors)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def _check_deadline(context: AgentContext) -> None:

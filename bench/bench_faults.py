@@ -1,12 +1,12 @@
 """What a run does when one part of its stack dies mid-way: kill it after a few tasks and
 report how the remaining tasks were recorded and how long they took.
 
-    SOPGYM_DOMAIN_PACKAGES=tests.testpacks python bench/bench_faults.py tools|worker|collector|model
+    SOPGYM_DOMAIN_PACKAGES=tests.testpacks python bench/bench_faults.py VICTIM
 
-``tools`` kills the ledger tool service, ``worker`` the agent worker, ``collector`` the trace
-receiver, ``model`` the scripted model server, each in a one-worker run of the ledger test
-pack (16 tasks, react on the scripted model) with traces on; the figures are the ones in
-docs/reliability.md.
+VICTIM is ``tools`` (the ledger tool service), ``worker`` (the agent worker), ``collector``
+(the trace receiver), ``model`` (the scripted model server) or ``gateway``, killed in a
+one-worker run of the ledger test pack (16 tasks, react on the scripted model) with traces on;
+the figures are the ones in docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from pathlib import Path
 import orjson
 
 VICTIMS = {"tools": ("serve-tools", "ledger"), "worker": ("agent-worker",),
-           "collector": ("collector",), "model": ("model-server",)}  # fmt: skip
+           "collector": ("collector",), "model": ("model-server",),
+           "gateway": ("gateway",)}  # fmt: skip
 
 
 def children(parent: int) -> list[int]:
@@ -80,6 +81,7 @@ def main() -> None:
     if infra:
         print(f"an infra_error task took {max(infra):.3f} s at most (worker-side elapsed)")
     print(f"successes among tasks after the kill: {sum(r['score']['success'] for r in after)}")
+    print(f"causes: {dict(Counter((r['error'] or '')[:60] for r in after))}")
     print(f"summary: infra_errors={summary['infra_errors']} tsr={summary['tsr']:.3f} "
           f"trace_loss={summary['trace_loss']}")  # fmt: skip
 

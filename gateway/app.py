@@ -29,6 +29,7 @@ from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
+from sopgym.gateway.episodes import DEFAULT_KEEP_EPISODES
 from sopgym.gateway.faults import FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.openapi import gateway_openapi
@@ -55,6 +56,7 @@ class Gateway:
         seed: int = 0,
         faults: FaultPlan | None = None,
         service_secret: str | None = None,
+        keep_episodes: int = DEFAULT_KEEP_EPISODES,
     ) -> None:
         self.core = GatewayCore(
             catalog,
@@ -65,6 +67,7 @@ class Gateway:
             seed=seed,
             faults=faults,
             service_secret=service_secret,
+            keep_episodes=keep_episodes,
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self.openapi = dumps(gateway_openapi(catalog))  # the HTTP API, for clients and fuzzers

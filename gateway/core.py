@@ -29,7 +29,7 @@ from sopgym.core.jsonio import dumps, loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway import conversations
 from sopgym.gateway.catalog import Catalog, ServiceEntry
-from sopgym.gateway.episodes import Episode, EpisodeStore
+from sopgym.gateway.episodes import DEFAULT_KEEP_EPISODES, Episode, EpisodeStore
 from sopgym.gateway.faults import DROP, TIMEOUT_HOLD_S, FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
@@ -77,6 +77,7 @@ class GatewayCore:
         seed: int = 0,
         faults: FaultPlan | None = None,
         service_secret: str | None = None,
+        keep_episodes: int = DEFAULT_KEEP_EPISODES,
     ) -> None:
         self.catalog = catalog
         self.faults = faults  # injected latency and failures (``--faults``), None: none
@@ -85,7 +86,7 @@ class GatewayCore:
         self.seed = seed  # the run's seed: it salts each task's distractor draw
         self.default_distractors = default_distractors
         self.admin_token = admin_token
-        self.episodes = EpisodeStore()
+        self.episodes = EpisodeStore(keep_episodes)
         self.metrics = metrics or GatewayMetrics()
         self._pools: dict[str, UpstreamPool] = {}
         self._tasks: dict[str, TaskList] = {}

@@ -70,10 +70,13 @@ class Episode:
         }
 
 
+DEFAULT_KEEP_EPISODES = 100_000
+
+
 class EpisodeStore:
     """Open episodes plus the most recent finished ones (oldest evicted past ``keep``)."""
 
-    def __init__(self, keep: int = 100_000) -> None:
+    def __init__(self, keep: int = DEFAULT_KEEP_EPISODES) -> None:
         self._episodes: OrderedDict[str, Episode] = OrderedDict()
         self._keep = keep
 

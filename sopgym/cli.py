@@ -17,6 +17,7 @@ from rich.table import Column, Table
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
+from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
@@ -376,8 +377,22 @@ def _progress() -> Progress:
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds after its last use that an episode the gateway never closed is freed.",
 )
+@click.option(
+    "--tool-timeout",
+    default=DEFAULT_TOOL_TIMEOUT_S,
+    show_default=True,
+    envvar="SOPGYM_TOOL_TIMEOUT",
+    type=SECONDS,
+    help="Seconds a tool may take on one call before it is answered 504 tool_timeout "
+    "($SOPGYM_TOOL_TIMEOUT; keep it under the gateway's 30 s upstream limit).",
+)
 def serve_tools(
-    domain: str, host: str, port: int, data_root: Path | None, idle_timeout: float
+    domain: str,
+    host: str,
+    port: int,
+    data_root: Path | None,
+    idle_timeout: float,
+    tool_timeout: float,
 ) -> None:
     """Serve one domain's tools over HTTP."""
     from sopgym.core.access import SERVICE_SECRET_ENV
@@ -388,7 +403,7 @@ def serve_tools(
 
     setup_tracing("sopgym-tools", {"sopgym.domain": domain})
     secret = os.environ.get(SERVICE_SECRET_ENV)  # set: only the gateway may call
-    app = create_app(_domain(domain), data_root, idle_timeout, secret)
+    app = create_app(_domain(domain), data_root, idle_timeout, secret, tool_timeout)
     serve(traced(app, "sopgym.tools"), host, port)
 
 
@@ -427,6 +442,14 @@ def serve_tools(
     callback=fault_spec,
     help="Inject latency and failures into tool calls (docs/reliability.md), drawn from --seed.",
 )
+@click.option(
+    "--keep-episodes",
+    default=100_000,
+    show_default=True,
+    envvar="SOPGYM_GATEWAY_KEEP_EPISODES",
+    type=click.IntRange(1),
+    help="Episodes whose records the gateway holds (open and finished; the oldest go first).",
+)
 def gateway(
     host: str,
     port: int,
@@ -438,6 +461,7 @@ def gateway(
     grpc_port: int | None,
     user_sim: str | None,
     faults: str | None,
+    keep_episodes: int,
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
@@ -487,6 +511,7 @@ def gateway(
         seed=seed,
         faults=plan,
         service_secret=secret,
+        keep_episodes=keep_episodes,
     )
     try:
         serve(app, host, port)

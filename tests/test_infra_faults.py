@@ -1,5 +1,6 @@
-"""Every failure counted, nothing lost: real runs whose tool service, agent worker or runner is
-killed mid-way, a second runner on the same run, a corrupt row, and seeded fault injection."""
+"""Every failure counted, nothing lost: real runs whose tool service, model server, gateway,
+agent worker or runner is killed mid-way, a second runner on the same run, a corrupt row, and
+seeded fault injection."""
 
 from __future__ import annotations
 
@@ -95,6 +96,57 @@ def test_killed_tool_service_gives_infra_errors_and_retry_infra_recovers(tmp_pat
     assert keyed(resumed) == keyed(rows(tmp_path / "straight")), "no row lost or doubled"
     straight, after = summary(tmp_path / "straight"), summary(tmp_path / "killed")
     assert {k: after[k] for k in FIGURES} == {k: straight[k] for k in FIGURES}
+    assert after["infra_failed"] == [] and after["tsr"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The summary of a two-domain run (react on the scripted model) nothing interrupted."""
+    runs = tmp_path_factory.mktemp("uninterrupted")
+    finish(sopgym(*run_args(runs, "--run-id", "u", "--limit", "8", domains=("ledger", "crm"))))
+    return summary(runs / "u")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("victim", "cause", "down"),
+    [
+        ("model-server", "ModelUnreachable", "the model endpoint is down"),
+        ("gateway", "InfraError: gateway", "the gateway is down"),
+    ],
+    ids=["model_server", "gateway"],
+)
+def test_a_dead_endpoint_fails_the_rest_at_once_and_retry_infra_recovers(
+    tmp_path: Path, uninterrupted: dict, victim: str, cause: str, down: str
+) -> None:
+    """Every task needs the gateway and the model: once one is dead, the task in flight is an
+    infra_error after one quick retry (no 7 s of backoff per task), and the runner records the
+    tasks it has not dispatched as infra_error at once, naming the endpoint."""
+    domains = ("ledger", "crm")
+    killed = sopgym(*run_args(tmp_path, "--run-id", "k", "--workers", "1", "--limit", "8",
+                              domains=domains))  # fmt: skip
+    wait_for_rows(tmp_path / "k", 3)
+    os.kill(child(killed.pid, victim), signal.SIGKILL)
+    started = time.monotonic()
+    finish(killed)
+    assert time.monotonic() - started < 10, "the dead endpoint is noticed at once"
+    recorded = rows(tmp_path / "k")
+    assert len(recorded) == 16 == len(set(keyed(recorded)))
+    infra = [r for r in recorded if r["status"] == "infra_error"]
+    assert len(infra) >= 16 - 4, "every task after the kill"  # at most one was in flight
+    assert {r["domain"] for r in infra} == set(domains)
+    for row in recorded:  # a task either played in full before the kill, or is infra
+        assert row["score"]["success"] or row["status"] == "infra_error", row
+    for row in infra:
+        assert not row["score"]["success"] and row["score"]["errors"] == {}
+        assert row["error"].startswith(cause) or row["error"].startswith(f"not run: {down}"), row
+    assert any(r["error"].startswith(f"not run: {down}") for r in infra)
+    partial = summary(tmp_path / "k")
+    assert partial["infra_errors"] == len(infra) and partial["scored"] == 16 - len(infra)
+
+    finish(sopgym(*run_args(tmp_path, "--resume", "k", "--retry-infra", domains=())))
+    after = summary(tmp_path / "k")
+    assert {k: after[k] for k in FIGURES} == {k: uninterrupted[k] for k in FIGURES}
     assert after["infra_failed"] == [] and after["tsr"] == 1.0
 
 

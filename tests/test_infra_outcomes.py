@@ -4,17 +4,24 @@ test_infra_faults.py)."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from sopgym.agents.models import parse_model_spec
 from sopgym.cli import main as cli
+from sopgym.client import REFUSED_RETRIES, GatewayClient, InfraError
 from sopgym.core.jsonio import CorruptRow, read_jsonl_prefix
 from sopgym.core.trajectory import CallRecord
 from sopgym.evaluation.scoring import score_episode, summarize
 from sopgym.gateway.faults import FaultSpecError, parse_faults
+from sopgym.orchestration.liveness import EndpointWatch
 from tests.test_scoring import GOLD, PACK, task, trajectory
 
 ANSWER = {"decision": "approve", "amount": 12.5}
@@ -144,3 +151,48 @@ def test_a_runs_folder_that_cannot_be_written_is_one_line(tmp_path: Path) -> Non
     result = CliRunner().invoke(cli, ["run", "ledger", "--runs-dir", str(runs), "--no-trace"])
     assert result.exit_code == 2, result.output
     assert "cannot use run folder" in result.output and "Traceback" not in result.output
+
+
+def test_a_gateway_refusing_connections_is_an_infra_error_after_one_retry() -> None:
+    """Nothing listens (the gateway died): one retry, not the whole backoff budget (~3 s)."""
+    client = GatewayClient(closed_port_url(), retries=4, backoff=0.2)
+    started = time.monotonic()
+    with pytest.raises(InfraError, match="unreachable"):
+        client.open("ledger-000", "ledger")
+    assert time.monotonic() - started < 0.2 * 2**REFUSED_RETRIES
+    client.close()
+
+
+def test_the_watch_names_a_dead_endpoint_and_probes_the_model_only_for_its_failures() -> None:
+    class Healthy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    gateway = ThreadingHTTPServer(("127.0.0.1", 0), Healthy)
+    threading.Thread(target=gateway.serve_forever, daemon=True).start()
+    up = f"http://127.0.0.1:{gateway.server_address[1]}"
+    dead = closed_port_url()
+    model = parse_model_spec("scripted", f"{dead}/v1")
+    try:
+        assert EndpointWatch(up, model).check("InfraError: ... service_unavailable") is None
+        down = EndpointWatch(up, model).check("ModelUnreachable: scripted: Connection error.")
+        assert down is not None and down.startswith("the model endpoint is down (scripted:")
+    finally:
+        gateway.shutdown()
+        gateway.server_close()
+    down = EndpointWatch(dead, model).check("InfraError: gateway unreachable")
+    assert down is not None and down.startswith(f"the gateway is down ({dead}/healthz")
+
+
+def closed_port_url() -> str:
+    """The URL of a loopback port nothing listens on."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    return f"http://127.0.0.1:{port}"

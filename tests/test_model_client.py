@@ -5,6 +5,7 @@ expect them. The server here is a real loopback HTTP server scripted per test.""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +17,13 @@ from openai._utils._transform import maybe_transform
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
 from sopgym.agents.base import AgentContext
-from sopgym.agents.llm import LLM, ModelCallError, invoke_model
+from sopgym.agents.llm import (
+    LLM,
+    REFUSED_RETRIES,
+    ModelCallError,
+    ModelUnreachable,
+    invoke_model,
+)
 from sopgym.agents.models import PlainChatCompletions, build_chat_model, parse_model_spec
 
 TOOLS = [
@@ -178,3 +185,21 @@ def test_a_reply_that_is_not_json_is_a_clear_model_error(
 ) -> None:
     with pytest.raises(ModelCallError, match="not json"):
         invoke_model(llm_for(endpoint, monkeypatch), MESSAGES, AgentContext())
+
+
+def test_an_endpoint_refusing_connections_is_unreachable_after_one_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing listens there (the model server died): one quick retry, not the whole backoff
+    budget, then an infrastructure error."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens on the port now
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    spec = parse_model_spec("openai:some-model", f"http://127.0.0.1:{port}/v1")
+    llm = LLM(spec, build_chat_model(spec, 0.0, timeout=10.0), retries=8, backoff=0.05)
+    context = AgentContext()
+    with pytest.raises(ModelUnreachable, match="Connection"):
+        invoke_model(llm, MESSAGES, context)
+    assert context.usage[-1]["attempts"] == 1 + REFUSED_RETRIES < 1 + llm.retries

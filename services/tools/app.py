@@ -14,12 +14,25 @@ an ``x-sopgym-episode`` header acts on that registered episode, and one without 
 shared read-only context, which stateful domains do not have. Given the stack's secret
 (:mod:`sopgym.core.access`), the service takes tool calls and episode requests only from the
 gateway that sends it.
+
+A tool implementation runs in a thread of the service's own pool, bounded by a per-call timeout
+(``--tool-timeout``, ``$SOPGYM_TOOL_TIMEOUT``): a tool that hangs is answered 504
+``tool_timeout`` (the evaluator's ``tool_error``) while the service goes on answering every
+other call. Python cannot stop a thread, so a hung call keeps its thread; the pool is sized so
+that a few hung tools leave the others room, and its threads are daemons, so that a hung one
+never keeps the service from exiting.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import logging
+import queue
+import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -44,7 +57,7 @@ from sopgym.core.access import SECRET_HEADER, check_secret
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
-from sopgym.core.tools import Tool, ToolContext
+from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S, Tool, ToolContext
 from sopgym.observability.asgi import RouteTemplate, fastapi_telemetry
 from sopgym.observability.episode_spans import record_tool_error
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S, EpisodeRegistry
@@ -55,6 +68,7 @@ EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forw
 TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 EPISODES_PATH = "/v1/episodes"
+TOOL_THREADS = 32
 EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
 EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
 log = logging.getLogger("sopgym.services")
@@ -83,9 +97,11 @@ class ToolService:
         shared: ToolContext | None,
         rest: ASGIApp,
         secret: str | None = None,
+        tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
-        self.rest, self.secret = rest, secret
+        self.rest, self.secret, self.tool_timeout_s = rest, secret, tool_timeout_s
+        self._threads = ToolThreads(TOOL_THREADS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
@@ -102,7 +118,7 @@ class ToolService:
             scope["route"] = TOOL_ROUTE
             body = await _body(receive, send)
             if body is not None:
-                await respond(send, *self.call(path[len(TOOL_PATH) :], scope, body))
+                await respond(send, *await self.call(path[len(TOOL_PATH) :], scope, body))
         elif method == "POST" and path == EPISODES_PATH:
             scope["route"] = EPISODES_ROUTE
             body = await _body(receive, send)
@@ -148,18 +164,50 @@ class ToolService:
         record_tool_error(error)  # a span event with the code and field, when traced
         return error.status, dumps(error.to_body())
 
-    def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
-        """Run one tool call; the status and the JSON reply, whatever the input."""
+    async def call(self, name: str, scope: Scope, payload: bytes) -> tuple[int, bytes]:
+        """Run one tool call; the status and the JSON reply, whatever the input. The call is
+        resolved here, on the event loop (the episode registry is not shared with threads);
+        the tool's own code runs in the pool, at most :attr:`tool_timeout_s` seconds."""
         tool = self.tools.get(name)
         try:
             if tool is None:
                 raise ToolError("unknown_tool", f"no tool named {name!r} in {self.domain}")
             arguments = loads_object(payload)  # a malformed body is refused as such anywhere
             episode = header(scope, EPISODE_HEADER)
-            context = self.context(episode.decode("latin-1") if episode else None)
+            episode_id = episode.decode("latin-1") if episode else None
+            context = self.context(episode_id)
+        except ToolError as error:
+            return self._refusal(error)
+        turn = self.episodes.turn(episode_id) if episode_id is not None else None
+        in_trace = contextvars.copy_context()  # the tool's spans join the request's trace
+        job = partial(in_trace.run, self._run, tool, arguments, context, turn)
+        running = self._threads.run(job)
+        try:
+            return await asyncio.wait_for(running, self.tool_timeout_s)
+        except TimeoutError:  # the thread runs on; its answer, if any, is dropped
+            log.error("tool %s did not answer within %g s", name, self.tool_timeout_s)
+            return self._refusal(
+                ToolError(
+                    "tool_timeout",
+                    f"tool {name!r} did not answer within {self.tool_timeout_s:g} s",
+                )
+            )
+
+    def _run(
+        self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None
+    ) -> tuple[int, bytes]:
+        """A tool's own code, in a pool thread, after the episode's calls before it (``turn``):
+        its answer, or its failure as a structured error."""
+        name = tool.spec.name
+        if turn is not None and not turn.acquire(timeout=self.tool_timeout_s):
+            # a call before it still holds the episode (it hung): this one was answered
+            # tool_timeout already, and gives its thread back
+            return self._refusal(ToolError("tool_timeout", f"episode busy: {name!r} never ran"))
+        try:
             result, warnings = tool.call(arguments, context)
-            return 200, dumps({"result": result, "warnings": warnings} if warnings else
-                              {"result": result})
+            return 200, dumps(
+                {"result": result, "warnings": warnings} if warnings else {"result": result}
+            )
         except (OverflowError, ValueError) as error:
             # A value the schema admits but the tool cannot compute with: a number past a
             # float, a database integer or Python's digit limit. The caller's value, not a
@@ -174,6 +222,59 @@ class ToolService:
             log.exception("tool %s failed", name)
             failure = ToolError("internal_error", f"tool {name!r} failed internally")
             return failure.status, dumps(failure.to_body())
+        finally:
+            if turn is not None:
+                turn.release()
+
+
+Reply = tuple[int, bytes]
+
+
+class ToolThreads:
+    """At most ``size`` daemon threads running tool implementations, started as needed. Not
+    the standard pool: its threads are joined when the interpreter exits, so one hung tool
+    would keep a stopped service alive."""
+
+    def __init__(self, size: int) -> None:
+        self._size, self._started, self._idle = size, 0, 0
+        self._jobs: queue.SimpleQueue[
+            tuple[Callable[[], Reply], asyncio.Future[Reply], asyncio.AbstractEventLoop]
+        ] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+
+    def run(self, job: Callable[[], Reply]) -> asyncio.Future[Reply]:
+        """``job``'s answer, as a future of the running loop."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Reply] = loop.create_future()
+        with self._lock:
+            if self._idle == 0 and self._started < self._size:
+                self._started += 1
+                threading.Thread(target=self._work, name="tool", daemon=True).start()
+            else:
+                self._idle -= 1  # an idle thread takes this job
+        self._jobs.put((job, answer, loop))
+        return answer
+
+    def _work(self) -> None:
+        while True:
+            job, answer, loop = self._jobs.get()
+            try:
+                outcome: Reply | BaseException = job()
+            except BaseException as error:  # handed to the caller, never lost in a thread
+                outcome = error
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one waits
+                loop.call_soon_threadsafe(_settle, answer, outcome)
+            with self._lock:
+                self._idle += 1
+
+
+def _settle(answer: asyncio.Future[Reply], outcome: Reply | BaseException) -> None:
+    if answer.done():  # timed out meanwhile: the caller was answered tool_timeout
+        return
+    if isinstance(outcome, BaseException):
+        answer.set_exception(outcome)
+    else:
+        answer.set_result(outcome)
 
 
 async def _body(receive: Receive, send: Send) -> bytes | None:
@@ -192,6 +293,7 @@ def create_app(
     data_root: Path | None = None,
     episode_idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     secret: str | None = None,
+    tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
 ) -> ToolService:
     data = dataset.load(domain, data_root)
     tools = domain.tool_map()
@@ -274,4 +376,4 @@ def create_app(
         """The task inputs, never the gold: sharded agent workers take their tasks from here."""
         return Response(task_list, media_type="application/json")
 
-    return ToolService(domain.name, tools, episodes, shared, app, secret)
+    return ToolService(domain.name, tools, episodes, shared, app, secret, tool_timeout_s)

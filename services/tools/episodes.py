@@ -10,10 +10,11 @@ freed at the service's next request, so memory stays bounded by the episodes in 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sopgym.core.errors import ToolError
 from sopgym.core.tools import ToolContext
@@ -28,6 +29,8 @@ class _Open:
     task_id: str
     context: ToolContext
     last_used: float
+    # held by the call acting on the episode: its calls run one at a time, as the agent made them
+    turn: threading.Lock = field(default_factory=threading.Lock)
 
 
 class EpisodeRegistry:
@@ -77,6 +80,10 @@ class EpisodeRegistry:
             raise self._unknown(episode_id)
         self._touch(episode_id, known)
         return known.context
+
+    def turn(self, episode_id: str) -> threading.Lock:
+        """The lock a call of this open episode holds while it acts on the episode's state."""
+        return self._open[episode_id].turn
 
     def close(self, episode_id: str) -> JSON | None:
         """Free the episode and answer its final state (``None`` on stateless domains)."""

@@ -10,8 +10,9 @@ from sopgym.core.tools import Tool
 from sopgym.types import JSON
 
 # A tool call's refusals: malformed, not from the gateway (a service given a secret), no such
-# tool or record, a tool's own conflict, body too large, arguments refused.
-CALL_REFUSALS = (400, 401, 403, 404, 409, 413, 422)
+# tool or record, a tool's own conflict, body too large, arguments refused; and 504
+# tool_timeout, a tool that did not answer within the service's per-call limit.
+CALL_REFUSALS = (400, 401, 403, 404, 409, 413, 422, 504)
 SECRET: JSON = {"ServiceSecret": []}
 EPISODE_HEADER: JSON = {
     "name": "x-sopgym-episode",

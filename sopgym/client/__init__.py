@@ -9,8 +9,9 @@ agent never knows which one it was given. See the README for a complete example.
 Tool refusals (4xx) are returned, not raised: an agent shows them to its model as the tool's
 result, exactly as a real API would answer. Transport failures, 429 and 502/503/504 are
 retried with exponential backoff; when the retries are spent, or the gateway says a service is
-down (``service_unavailable``: nothing to wait for), :class:`InfraError` ends the episode, so
-the run records an infrastructure error instead of an agent mistake.
+down (``service_unavailable``: nothing to wait for), or the gateway itself refuses connections
+again after one retry, :class:`InfraError` ends the episode, so the run records an
+infrastructure error instead of an agent mistake.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from opentelemetry.propagate import inject
 
 from sopgym.client.keepalive import HttpTransport, Reply, TransportError
 from sopgym.core.answers import MESSAGE_ACTION
-from sopgym.core.errors import DOWN_CODE
+from sopgym.core.errors import DOWN_CODE, TOOL_FAILURES
 from sopgym.core.outcomes import InfraFailure
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+REFUSED_RETRIES = 1  # after a refused connection: a restarting gateway gets one more try
 
 
 class GatewayError(RuntimeError):
@@ -73,12 +75,14 @@ class GatewayClient:
             try:
                 response = self._http.request(method, path, headers, json)
             except TransportError as error:
-                if attempt == self._retries:
+                # a refused connection is a gateway that is down, not slow: one retry only
+                down = isinstance(error, ConnectionRefusedError) and attempt >= REFUSED_RETRIES
+                if down or attempt == self._retries:
                     raise InfraError(f"gateway {self.base_url} unreachable: {error}") from error
             else:
-                if response.status not in RETRY_STATUSES:
-                    return response
-                code = _error_code(response)
+                code = _error_code(response) if response.status in RETRY_STATUSES else None
+                if response.status not in RETRY_STATUSES or code in TOOL_FAILURES:
+                    return response  # a tool that hung (504 tool_timeout) would hang again
                 if code == DOWN_CODE or attempt == self._retries:
                     raise InfraError(
                         f"{method} {path}: {response.status} {code or 'no error code'} "

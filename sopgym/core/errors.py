@@ -29,6 +29,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "conversation_over": 409,  # a message after the simulated user ended the conversation
     "upstream_unavailable": 502,
     "internal_error": 500,
+    "tool_timeout": 504,  # the tool's code did not answer within the service's per-call limit
     # infrastructure: a service the gateway cannot reach, and the faults it injects on purpose
     "service_unavailable": 503,
     "rate_limited": 429,
@@ -46,7 +47,9 @@ VALIDATION_CODES = frozenset({
     "invalid_request",
 })
 TYPE_CODES = frozenset({"type_mismatch"})
-TOOL_FAILURE = "internal_error"  # the tool's own code failed: the evaluator's tool_error
+# The tool's own code failed (raised, or hung past the tool service's per-call timeout): the
+# evaluator's tool_error. Not retried by clients: the same call would fail the same way.
+TOOL_FAILURES = frozenset({"internal_error", "tool_timeout"})
 
 # Faults the gateway injects (``--faults``): transient, so agents retry them.
 FAULT_CODES = frozenset({

@@ -35,6 +35,7 @@ _WHY = {
     413: "request body too large",
     422: "arguments that break the schema or a value the tool refuses",
     502: "a tool service or the user simulator cannot be reached (upstream_unavailable)",
+    504: "the tool did not answer within the per-call limit (tool_timeout)",
 }
 
 

@@ -19,6 +19,11 @@ if TYPE_CHECKING:  # pandas stays out of the gateway, which renders specs from h
     from sopgym.core.tables import Tables
 
 
+# How long a tool service lets one call's implementation run before it answers 504
+# ``tool_timeout``: under the gateway's 30 s upstream limit, so the service's answer wins.
+DEFAULT_TOOL_TIMEOUT_S = 10.0
+
+
 class EpisodeStore(Protocol):
     """An episode's own state held outside JSON (a database): what the episode leaves is
     scored through :meth:`snapshot`, plain JSON of the tables that count."""

@@ -9,6 +9,8 @@ SIGTERM dispatch stops, in-flight tasks get a few seconds to finish, the rest ar
 left unrecorded (interrupted: a resume runs them), and results.jsonl is closed only after
 every writer thread is done. A task the infrastructure failed is recorded as ``infra_error``
 with its cause; ``retry_infra`` drops those rows so that a resume runs exactly those tasks.
+When the gateway or the model endpoint is down (:mod:`.liveness`), the tasks not dispatched
+yet are recorded as such infrastructure errors at once instead of each failing in a worker.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import orjson
 
 from sopgym.agents import oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
-from sopgym.client import GatewayClient
+from sopgym.client import GatewayClient, InfraError
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
@@ -38,6 +40,7 @@ from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
+from sopgym.orchestration.liveness import EndpointWatch
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.stack import Stack, embedded_stack
@@ -245,6 +248,7 @@ class Runner:
         failures: list[BaseException] = []
         stopping = threading.Event()
         live: dict[int, ManagedProcess] = {}  # each thread's current worker process
+        watch = EndpointWatch(stack.gateway_url, self._live_model(stack))
 
         def record(task: Task, trial: int, report: JSON) -> None:
             row = self._score(admin, stack.admin_token, task, trial, report)
@@ -252,10 +256,12 @@ class Runner:
                 appender.append(row)
             if progress:
                 progress(row)
+            if row["status"] == INFRA_ERROR and watch.down is None:
+                watch.check(row["error"] or "")  # a dead gateway or model fails all the rest
 
         def work(index: int) -> None:
             try:
-                self._worker_loop(stack, index, jobs, record, stopping, live)
+                self._worker_loop(stack, index, jobs, record, stopping, live, watch)
             except BaseException as error:  # surfaced in the main thread
                 if not stopping.is_set():
                     failures.append(error)
@@ -288,10 +294,16 @@ class Runner:
         record: Callable[[Task, int, JSON], None],
         stopping: threading.Event,
         live: dict[int, ManagedProcess],
+        watch: EndpointWatch,
     ) -> None:
         worker = live[index] = self._spawn_worker(stack, index)
         while (attempt := jobs.get()) is not None:
             task, trial = attempt
+            if watch.down is not None:  # no worker could play it: recorded, never dispatched
+                cause = f"not run: {watch.down}"
+                record(task, trial, {"task_id": task.id, "episode_id": None,
+                                     "status": INFRA_ERROR, "error": cause})  # fmt: skip
+                continue
             job = self.job(task, trial)
             try:  # a worker stuck past the task's time (a hung tool, say) is stopped
                 report = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
@@ -373,6 +385,13 @@ class Runner:
             preflight(model)
             self._model_checked = True
 
+    def _live_model(self, stack: Stack) -> ModelSpec | None:
+        """The run's model as its agents reach it (the scripted one: the stack's server)."""
+        model = self._model_spec()
+        if model is not None and model.scripted:
+            return replace(model, base_url=stack.model_url)
+        return model
+
     def _model_spec(self) -> ModelSpec | None:
         """The run's model, or None for agents that use none (the oracle)."""
         if not uses_model(self.config.agent):
@@ -392,7 +411,12 @@ class Runner:
     ) -> JSON:
         record = None
         if report.get("episode_id"):
-            record = admin.record(report["episode_id"], admin_token)
+            try:
+                record = admin.record(report["episode_id"], admin_token)
+            except InfraError as error:  # the gateway died: the episode cannot be scored
+                cause = report.get("error") if report.get("status") == INFRA_ERROR else None
+                report = {**report, "status": INFRA_ERROR,
+                          "error": cause or f"episode record unreadable: {error}"}  # fmt: skip
         return self.result_row(task, report, record, trial)
 
     def result_row(self, task: Task, report: JSON, record: JSON | None, trial: int = 0) -> JSON:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from sopgym.core.errors import TOOL_FAILURE, TYPE_CODES, VALIDATION_CODES
+from sopgym.core.errors import TOOL_FAILURES, TYPE_CODES, VALIDATION_CODES
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
@@ -51,9 +51,9 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
     service rejected by schema. wrong_value: an accepted call to a gold tool whose arguments
     match none of that tool's gold calls. hallucinated: a tool not in the episode's catalog.
     distractor: a call to a distractor tool. tool_error: the tool itself failed (an exception,
-    no result, a tool its code lacks: ``internal_error``), no fault of the agent's but never
-    passed over. (``wrong_final`` and ``incomplete`` are about the
-    answer, not the calls: :func:`sopgym.evaluation.scoring.score_episode` adds them.)
+    no result, a tool its code lacks: ``internal_error``; a tool that hung: ``tool_timeout``),
+    no fault of the agent's but never passed over. (``wrong_final`` and ``incomplete`` are
+    about the answer, not the calls: :func:`sopgym.evaluation.scoring.score_episode` adds them.)
     """
     counts: Counter[str] = Counter()
     if gold.calls and not trajectory.calls:
@@ -68,7 +68,7 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
             counts["type"] += 1
         elif call.error_code in VALIDATION_CODES:
             counts["validation"] += 1
-        elif call.error_code == TOOL_FAILURE:
+        elif call.error_code in TOOL_FAILURES:
             counts["tool_error"] += 1
         elif (
             call.error_code is None
