@@ -2,10 +2,12 @@
 body out.
 
 It plays a model that knows the SOP: it finds the case in the conversation (the task inputs
-JSON of the user turn), looks up that task's script, works out from the tool results already
-in the conversation how far the script has got, and writes the next step - a native tool call
-when the request offers tools, ReAct text when the prompt asks for ReAct, a plan when asked
-for one - or the final answer. Every injected mistake is logged (JSONL) when it is emitted.
+JSON of the user turn), replays the domain's reference policy over the tool results the
+conversation holds (:mod:`.script`, :mod:`.observed`; never the stored gold), and writes the
+next step - a native tool call when the request offers tools, ReAct text when the prompt asks
+for ReAct, a plan when asked for one - or the final answer the observed results imply, or,
+when a call keeps failing, a reply that gives up without one. Every injected mistake is logged
+(JSONL) when it is played.
 A request's ``seed`` (OpenAI's sampling seed; each trial of a run sends its own) is mixed into
 the error profile's, so trials draw different mistakes, reproducibly. Dependency-graph
 questions (one-shot tasks) are answered by reasoning over the signatures in the prompt
