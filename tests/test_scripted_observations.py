@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pytest
 
+from sopgym.services.model.observed import MAX_RETRIES
 from tests.helpers import domain_data
 from tests.test_infra_faults import finish, rows, run_args
 from tests.test_runs import sopgym
@@ -16,6 +18,7 @@ from tests.test_runs import sopgym
 LIMIT = 4  # one task of each of crm's scenarios
 
 
+@pytest.mark.slow  # a whole run on the real services (~40 s on 2 busy cores)
 def test_answers_follow_tool_results_that_differ_from_the_gold(tmp_path: Path) -> None:
     data = domain_data("crm")
     served = tmp_path / "data" / data.path.relative_to(data.path.parent.parent)
@@ -43,3 +46,27 @@ def test_answers_follow_tool_results_that_differ_from_the_gold(tmp_path: Path) -
         assert row["status"] == "finished" and not row["score"]["success"]
         assert row["score"]["errors"].get("wrong_final") == 1, row["score"]
         assert not row.get("error")
+
+
+@pytest.mark.slow  # a whole run on the real services (~30 s on 2 busy cores)
+def test_failed_calls_are_retried_then_given_up_as_infrastructure_errors(tmp_path: Path) -> None:
+    """Over the MCP door a tool's failures reach the model itself (no client retries): it
+    retries a faulted call, goes on when a retry goes through, and gives up when none does;
+    such a task is an infrastructure error, never a success or an agent mistake."""
+    domain_data("crm")
+    faults = "get_account:503=0.5,count_products:503=1"
+    args = run_args(tmp_path, "--run-id", "mcp", "--limit", "8", "--transport", "mcp",
+                    "--faults", faults, "--seed", "3", domains=("crm",))  # fmt: skip
+    finish(sopgym(*args))
+    played = rows(tmp_path / "mcp")
+    retried = [r for r in played if r["score"]["success"] and r["score"]["faults"]]
+    assert retried, "some get_account call failed, was retried and went through"
+    given_up = [r for r in played if r["status"] == "infra_error"]
+    assert given_up, "every count_products call fails"
+    for row in played:
+        assert row["score"]["success"] or row["status"] == "infra_error", row["task_id"]
+    for row in given_up:
+        calls = row["trajectory"]["calls"]
+        assert not row["score"]["success"] and row["score"]["errors"] == {}
+        assert f"(given up after {1 + MAX_RETRIES} attempt(s))" in row["score"]["infra_error"]
+        assert calls[-1]["error_code"] == "temporarily_unavailable"
