@@ -10,12 +10,21 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sopgym.core.answers import MESSAGE_ACTION
+from sopgym.core.dialogue import SimulatedUser
+from sopgym.core.errors import ToolError
+from sopgym.core.registry import domain_names
+from sopgym.core.tasks import Task, ToolCall
+from sopgym.services.model.conversation import MadeCall
 from sopgym.services.model.observed import MAX_RETRIES
+from sopgym.services.model.profiles import parse_profile
+from sopgym.services.model.script import Playbook
 from tests.helpers import domain_data
 from tests.test_infra_faults import finish, rows, run_args
 from tests.test_runs import sopgym
 
 LIMIT = 4  # one task of each of crm's scenarios
+TASKS_PER_DOMAIN = 6
 
 
 @pytest.mark.slow  # a whole run on the real services (~40 s on 2 busy cores)
@@ -70,3 +79,42 @@ def test_failed_calls_are_retried_then_given_up_as_infrastructure_errors(tmp_pat
         assert not row["score"]["success"] and row["score"]["errors"] == {}
         assert f"(given up after {1 + MAX_RETRIES} attempt(s))" in row["score"]["infra_error"]
         assert calls[-1]["error_code"] == "temporarily_unavailable"
+
+
+def _observed(data, task: Task, call: ToolCall, ctx, user: SimulatedUser | None) -> MadeCall:
+    """``call`` answered as the gateway would: the real tool on the episode's context, or the
+    simulated user (the message action)."""
+    if call.name == MESSAGE_ACTION:
+        assert user is not None
+        reply = user.ask(call.arguments["content"], 0)
+        return MadeCall(call.name, call.arguments, True, {"reply": reply, "done": user.done})
+    try:
+        result = data.domain.tool_map()[call.name](dict(call.arguments), ctx)
+    except ToolError as refused:
+        return MadeCall(call.name, call.arguments, False, refused.to_body())
+    return MadeCall(call.name, call.arguments, True, result)
+
+
+@pytest.mark.parametrize("name", domain_names())
+def test_the_perfect_model_reaches_the_gold_from_real_results_on_every_domain(name: str) -> None:
+    """Played over what the real tools (and the simulated user) answer, the reference policy
+    makes the gold calls and gives the gold answer: the perfect profile still scores 100%."""
+    data = domain_data(name)
+    if not data.domain.reference_policy:
+        pytest.skip("no reference policy")
+    book, perfect = Playbook(data, set()), parse_profile("perfect")
+    for task in data.tasks[:TASKS_PER_DOMAIN]:
+        gold = data.gold[task.id]
+        ctx = data.domain.context(data.tables, data.files_dir, task)
+        user = None
+        if data.domain.user is not None and gold.user is not None:
+            user = SimulatedUser(data.domain.user, gold.user, data.domain.seed, task.id,
+                                 task.conversation)  # fmt: skip
+        made: list[MadeCall] = []
+        while (move := book.play(perfect, task, made)).call is not None:
+            made.append(_observed(data, task, move.call, ctx, user))
+        assert [ToolCall(c.name, c.arguments) for c in made if c.name != MESSAGE_ACTION] == (
+            gold.calls
+        ), task.id
+        assert move.final == gold.outputs, task.id
+        assert ctx.final_state() == gold.final_state, task.id
