@@ -25,8 +25,11 @@ from typing import Any
 import orjson
 
 from sopgym.core.answers import MESSAGE_ACTION
+from sopgym.core.domain import PolicyRun
 from sopgym.core.errors import DOWN_CODE, FAULT_CODES, TOOL_FAILURE, ToolError
+from sopgym.core.tables import Tables
 from sopgym.core.tasks import ToolCall
+from sopgym.core.tools import ToolContext
 from sopgym.services.model.conversation import MadeCall
 from sopgym.types import JSON
 
@@ -78,33 +81,35 @@ MistakeAt = Callable[[int, ToolCall, list[ToolCall]], Mistake | None]
 Imagine = Callable[[list[ToolCall], ToolCall], JSON]
 
 
-class ObservedRun:
-    """A :class:`~sopgym.core.domain.PolicyRun` whose results are the conversation's.
+class ObservedRun(PolicyRun):
+    """A :class:`~sopgym.core.domain.PolicyRun` whose results are the conversation's (it runs
+    no tool: its context holds the tables only, and no episode state).
 
     ``mistake_at`` weaves the error profile in: a mistaken call is made (and must appear in
     the conversation) before the due one; a skipped step's result is the one the model
     expects (``imagine``), since it never sees one. With ``planning`` the replay does not stop
     at the first call not made yet: it goes on with the results the model expects, so
-    :attr:`due` lists the calls it plans to make (up to the next message to the user).
+    :attr:`planned` lists the calls it plans to make (up to the next message to the user).
     """
 
     def __init__(
         self,
         made: list[MadeCall],
+        tables: Tables,
         mistake_at: MistakeAt,
         imagine: Imagine,
         planning: bool = False,
     ) -> None:
+        super().__init__({}, ToolContext(tables=tables))  # self.calls: the policy's, in order
         self._made, self._cursor = made, 0
         self._mistake_at, self._imagine, self._planning = mistake_at, imagine, planning
-        self.due: list[ToolCall] = []  # the policy's calls so far, in order
         self.mistakes: list[Mistake] = []  # those played so far, the pending one included
         self.planned: list[ToolCall] = []  # planning: the calls not made yet
         self.actions = 0  # the conversation's calls this replay went through
 
     def call(self, name: str, /, **arguments: Any) -> JSON:
-        call, before = ToolCall(name, dict(arguments)), list(self.due)
-        self.due.append(call)
+        call, before = ToolCall(name, dict(arguments)), list(self.calls)
+        self.calls.append(call)
         mistake = self._mistake_at(len(before), call, before)
         if mistake is not None:
             self.mistakes.append(mistake)

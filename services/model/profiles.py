@@ -24,8 +24,9 @@ key (it would not be wrong); ``invalid_final`` makes it invalid: SOP-Maze's grad
 (``answer_schema``) gives them 0.2 and 0.
 
 After a mistaken call the model makes the correct call next, as a real model recovering from a
-tool error would. A skipped step's result is the one the model expects (it never sees one). ``messy_format`` is not a mistake: it varies how replies are written (code
-fences, single quotes, trailing prose) so agents' parsers are exercised.
+tool error would. A skipped step's result is the one the model expects (it never sees one).
+``messy_format`` is not a mistake: it varies how replies are written (code fences, single
+quotes, trailing prose) so agents' parsers are exercised.
 """
 
 from __future__ import annotations

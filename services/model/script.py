@@ -32,6 +32,7 @@ from sopgym.services.model.conversation import MadeCall
 from sopgym.services.model.observed import (
     GaveUp,
     Mistake,
+    MistakeAt,
     ObservedRun,
     Pending,
     canonical,
@@ -84,8 +85,7 @@ class Playbook:
         draws = self._final_draws(profile, task)
         if draws.blank and self._needs_calls(task):
             return self._blank(task, random.Random(draws.rng_seed))
-        mistake_at = partial(self._mistake_at, profile, task)
-        run = ObservedRun(made, mistake_at, partial(self._imagine, task))
+        run = self._observed(task, made, partial(self._mistake_at, profile, task))
         try:
             solution = self.domain.solve(task, run)
         except Pending as pending:
@@ -105,7 +105,9 @@ class Playbook:
     def plan(self, profile: ErrorProfile, task: Task, made: list[MadeCall]) -> list[ToolCall]:
         """The calls the model still means to make, with the results it expects for them."""
         mistake_at = partial(self._mistake_at, profile, task)
-        run = ObservedRun(made, mistake_at, partial(self._imagine, task), planning=True)
+        run = ObservedRun(
+            made, self.data.tables, mistake_at, partial(self._imagine, task), planning=True
+        )
         try:
             self.domain.solve(task, run)
         except (Pending, GaveUp, ToolError, *UNREADABLE_RESULTS):
@@ -114,12 +116,18 @@ class Playbook:
 
     def _needs_calls(self, task: Task) -> bool:
         """Whether the policy makes any call or message (a blank answer skips them all)."""
-        run = ObservedRun([], lambda *_: None, partial(self._imagine, task))
+        run = self._observed(task, [], lambda *_: None)
         try:
             self.domain.solve(task, run)
         except Pending:
             return True
         return False
+
+    def _observed(
+        self, task: Task, made: list[MadeCall], mistake_at: MistakeAt, planning: bool = False
+    ) -> ObservedRun:
+        imagine = partial(self._imagine, task)
+        return ObservedRun(made, self.data.tables, mistake_at, imagine, planning)
 
     def _imagine(self, task: Task, before: list[ToolCall], call: ToolCall) -> JSON:
         """The result the model expects for ``call``: the tool run in-process after the due
