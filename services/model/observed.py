@@ -121,7 +121,7 @@ class ObservedRun(PolicyRun):
 
     def ask_user(self, text: str) -> str:
         message = ToolCall(MESSAGE_ACTION, {"content": text})
-        result = self._observe(message, lambda: raise_pending(message))
+        result = self._observe(message, lambda: _pending(message))
         reply = result.get("reply") if isinstance(result, dict) else None
         if not isinstance(reply, str):
             raise GaveUp(message, UNREADABLE, 1)
@@ -160,7 +160,7 @@ class ObservedRun(PolicyRun):
         return None
 
 
-def raise_pending(call: ToolCall) -> JSON:
+def _pending(call: ToolCall) -> JSON:
     raise Pending(call)
 
 
