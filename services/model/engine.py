@@ -126,9 +126,10 @@ class ScriptedModel:
             return replies.completion(model, replies.plan_text(steps), None, tokens, stop)
         move = book.play(profile, task, convo.calls)
         can_call = convo.native_tools or convo.react
-        if move.call is not None and not can_call:  # a step it cannot take here
+        if move.call is not None and not can_call:  # a step it cannot take here, nor its mistake
+            played = [m for m in move.mistakes if m.call is not move.call]
             move = Move(gave_up=f"the procedure needs {move.call.name}, which is not offered",
-                        mistakes=move.mistakes, actions=move.actions)  # fmt: skip
+                        mistakes=played, actions=move.actions)  # fmt: skip
         self._log_moves(model, profile, task, move)
         style_key = f"{profile.seed}|{task.id}|{move.actions}"
         style = replies.style_for(style_key, profile.rate("messy_format"))
