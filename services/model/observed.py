@@ -102,6 +102,8 @@ class ObservedRun(PolicyRun):
     ) -> None:
         super().__init__({}, ToolContext(tables=tables))  # self.calls: the policy's, in order
         self._made, self._cursor = made, 0
+        # each call's key once per replay (a replay scans the conversation at every step)
+        self._keys = [(m.name, canonical(m.arguments)) for m in made]
         self._mistake_at, self._imagine, self._planning = mistake_at, imagine, planning
         self.mistakes: list[Mistake] = []  # those played so far, the pending one included
         self.planned: list[ToolCall] = []  # planning: the calls not made yet
@@ -151,12 +153,12 @@ class ObservedRun(PolicyRun):
     def _take(self, call: ToolCall) -> MadeCall | None:
         """The conversation's next call equal to ``call``; calls before it that match no
         move of the model's (an agent's own extra calls) are passed over."""
+        key = (call.name, canonical(call.arguments))
         for index in range(self._cursor, len(self._made)):
-            made = self._made[index]
-            if same_call(made.name, made.arguments, call):
+            if self._keys[index] == key:
                 self._cursor = index + 1
                 self.actions += 1
-                return made
+                return self._made[index]
         return None
 
 
@@ -183,9 +185,3 @@ def canonical(value: Any) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         return b""
-
-
-def same_call(name: str, arguments: Any, call: ToolCall | None) -> bool:
-    return (
-        call is not None and name == call.name and canonical(arguments) == canonical(call.arguments)
-    )
