@@ -39,7 +39,7 @@ from tests.helpers import DATA_ROOT, domain_data
 from tests.test_gateway_server_hostile import assert_quiet, uvicorn_serving
 from tests.test_import_scripted import _opening as imported_opening
 from tests.test_import_scripted import model  # noqa: F401 - the fixture, used by name below
-from tests.test_model_server import DOMAIN, _call_of, _message, _opening, _tools
+from tests.test_model_server import DOMAIN, _call_of, _message, _opening, _result, _tools
 
 TIMEOUT = 5.0  # every request and socket read is bounded by this
 Opening = tuple[list[JSON], list[JSON]]
@@ -299,7 +299,8 @@ def test_odd_but_readable_requests_are_answered_by_the_script(
     settings = {"n": None, "temperature": 2, "top_p": 0, "max_tokens": 2**62, "stop": None}
     assert next_call({"model": "gpt-4o", "messages": messages, "tools": tools, **settings}) == first
     arguments = orjson.dumps(first.arguments).decode()
-    done = '{"ok": true}'
+    data = domain_data(DOMAIN)  # the tool's real answer: the model reads it
+    done = orjson.dumps(_result(data, data.tasks[0], first)).decode()
     # a call without an id pairs with a result without one; a result for an id never made is
     # not a result of anything
     no_ids = [

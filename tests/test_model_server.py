@@ -1,6 +1,6 @@
-"""The scripted model: it finds the case, follows the gold calls against the results in the
-conversation, recovers from tool errors, answers in the requested style, and injects and logs
-mistakes reproducibly."""
+"""The scripted model: it finds the case, plays the reference policy over the results in the
+conversation (never the stored gold), retries or gives up failed calls, answers in the
+requested style, and injects and logs mistakes reproducibly."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from fastapi.testclient import TestClient
 from sopgym.agents.plan import read_plan
 from sopgym.agents.prompts import case_message, plan_request, system_prompt, tools_catalog_text
 from sopgym.core.answers import ReactAction, extract_final_answer, parse_react
-from sopgym.core.tasks import ToolCall
+from sopgym.core.errors import ToolError
+from sopgym.core.tasks import Task, ToolCall
 from sopgym.services.model.app import create_app
+from sopgym.services.model.conversation import MadeCall
 from sopgym.services.model.engine import ScriptedModel
+from sopgym.services.model.observed import MAX_RETRIES
 from sopgym.services.model.profiles import parse_profile
-from sopgym.services.model.script import MAX_RETRIES
 from tests.helpers import DATA_ROOT, domain_data
 
 DOMAIN = "patient_intake"
@@ -62,34 +64,111 @@ def _answer_call(messages: list[dict], message: dict, result: dict) -> None:
     ]
 
 
-def test_native_conversation_follows_the_gold_then_answers(data) -> None:
+def _result(data, task: Task, call: ToolCall) -> dict:
+    """What the real tool answers ``call`` (patient_intake is stateless): result or refusal."""
+    ctx = data.domain.context(data.tables, data.files_dir, task)
+    tool = data.domain.tool_map().get(call.name)
+    try:
+        if tool is None:
+            raise ToolError("unknown_tool", f"no tool named {call.name}")
+        return tool(dict(call.arguments), ctx)
+    except ToolError as refused:
+        return refused.to_body()
+
+
+def _reply(model: ScriptedModel, messages: list[dict], data) -> dict:
+    return _message(
+        model.respond({"model": "scripted", "messages": messages, "tools": _tools(data)})
+    )
+
+
+def _final(message: dict, data) -> dict | None:
+    return extract_final_answer(message["content"] or "", data.domain.output_fields)
+
+
+TRANSIENT = {"error": {"code": "upstream_timeout", "message": "try again", "field": None}}
+
+
+def test_native_conversation_follows_the_policy_over_real_results_then_answers(data) -> None:
     model = _model(data)
     for task in data.tasks[:6]:
         gold = data.gold[task.id]
         messages = _opening(data, task)
         for expected in gold.calls:
-            message = _message(
-                model.respond({"model": "scripted", "messages": messages, "tools": _tools(data)})
-            )
+            message = _reply(model, messages, data)
             assert _call_of(message) == expected
-            _answer_call(messages, message, {"anything": True})
+            _answer_call(messages, message, _result(data, task, expected))
         reply = model.respond({"model": "scripted", "messages": messages, "tools": _tools(data)})
         assert reply["choices"][0]["finish_reason"] == "stop"
-        assert extract_final_answer(_message(reply)["content"], list(gold.outputs)) == gold.outputs
+        assert _final(_message(reply), data) == gold.outputs
         assert reply["usage"]["prompt_tokens"] >= 0 and reply["usage"]["completion_tokens"] > 0
 
 
-def test_a_failed_correct_call_is_retried_then_given_up(data) -> None:
+def test_an_altered_result_leads_to_the_answer_it_implies(data) -> None:
+    """A lifestyle score other than the real one changes the next call's argument and the
+    answer: the model reasons from what it saw, so it now disagrees with the gold."""
+    model, task = _model(data), data.tasks[0]
+    gold = data.gold[task.id]
+    messages, seen = _opening(data, task), []
+    while (message := _reply(model, messages, data)).get("tool_calls"):
+        call = _call_of(message)
+        seen.append(call)
+        result = _result(data, task, call)
+        if call.name == "score_lifestyle":
+            result = {**result, "total_points": 0 if result["total_points"] >= 4 else 99}
+        _answer_call(messages, message, result)
+    answer = _final(message, data)
+    assert answer is not None and answer["lifestyle_risk"] != gold.outputs["lifestyle_risk"]
+    clinical = next(c for c in seen if c.name == "score_clinical_risk")
+    assert clinical not in gold.calls  # the altered level went on into the next step
+
+
+def test_a_transient_failure_is_retried_then_the_task_goes_on(data) -> None:
+    model, task = _model(data), data.tasks[0]
+    gold = data.gold[task.id]
+    messages = _opening(data, task)
+    for _ in range(MAX_RETRIES):  # fails, then succeeds on the last retry
+        message = _reply(model, messages, data)
+        assert _call_of(message) == gold.calls[0]
+        _answer_call(messages, message, TRANSIENT)
+    for expected in gold.calls:
+        message = _reply(model, messages, data)
+        assert _call_of(message) == expected
+        _answer_call(messages, message, _result(data, task, expected))
+    assert _final(_reply(model, messages, data), data) == gold.outputs
+
+
+@pytest.mark.parametrize(
+    ("error", "attempts"),
+    [
+        (TRANSIENT, 1 + MAX_RETRIES),  # retried, then given up
+        ({"error": {"code": "service_unavailable", "message": "down", "field": None}}, 1),
+        ({"error": {"code": "not_found", "message": "no such patient", "field": None}}, 1),
+        ("<html>Bad Gateway</html>", 1 + MAX_RETRIES),  # unreadable: as a transient failure
+    ],
+)
+def test_a_call_that_keeps_failing_is_given_up_without_an_answer(data, error, attempts) -> None:
     model, task = _model(data), data.tasks[0]
     first = data.gold[task.id].calls[0]
     messages = _opening(data, task)
-    error = {"error": {"code": "upstream_unavailable", "message": "try again", "field": None}}
-    for _ in range(1 + MAX_RETRIES):  # the call, then its retries
-        message = _message(model.respond({"messages": messages, "tools": _tools(data)}))
+    for _ in range(attempts):
+        message = _reply(model, messages, data)
         assert _call_of(message) == first
-        _answer_call(messages, message, error)
-    message = _message(model.respond({"messages": messages, "tools": _tools(data)}))
-    assert _call_of(message) == data.gold[task.id].calls[1]
+        messages += [message, {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"],
+                               "content": error if isinstance(error, str)
+                               else orjson.dumps(error).decode()}]  # fmt: skip
+    message = _reply(model, messages, data)
+    assert not message.get("tool_calls") and _final(message, data) is None
+    assert "cannot complete the procedure" in message["content"]
+
+
+def test_a_result_the_policy_cannot_read_is_given_up_not_a_server_error(data) -> None:
+    model, task = _model(data), data.tasks[0]
+    messages = _opening(data, task)
+    message = _reply(model, messages, data)
+    _answer_call(messages, message, {"anything": True})  # no field the SOP reads
+    message = _reply(model, messages, data)
+    assert _final(message, data) is None and "could not be read" in message["content"]
 
 
 def test_react_style_and_plan_style(data) -> None:
@@ -98,12 +177,13 @@ def test_react_style_and_plan_style(data) -> None:
     messages = _opening(data, task, react=True)
     step = parse_react(_message(model.respond({"messages": messages}))["content"])
     assert isinstance(step, ReactAction) and ToolCall(step.tool, step.arguments) == gold.calls[0]
+    observed = orjson.dumps(_result(data, task, gold.calls[0])).decode()
     messages += [
         {
             "role": "assistant",
             "content": _message(model.respond({"messages": messages}))["content"],
         },
-        {"role": "user", "content": 'Observation: {"policy_found": true}'},
+        {"role": "user", "content": f"Observation: {observed}"},
     ]
     step = parse_react(_message(model.respond({"messages": messages}))["content"])
     assert isinstance(step, ReactAction) and step.tool == gold.calls[1].name
@@ -137,10 +217,20 @@ def test_injected_mistake_then_recovery_and_log(data, tmp_path: Path) -> None:
     assert [(r["task_id"], r["kind"], r["expected"]) for r in records] == [
         (task.id, "missing_arg", ["validation"])
     ]
-    again = _model(data, "missing_arg=1,seed=2")  # same profile, same script
+    again = _model(data, "missing_arg=1,seed=2")  # same profile, same moves
     profile = parse_profile("missing_arg=1,seed=2")
-    first = again.books[DOMAIN].script(profile, task)
-    assert first == model.books[DOMAIN].script(profile, task)
+    made = [MadeCall(call.name, call.arguments, False, {})]
+    first = again.books[DOMAIN].play(profile, task, made)
+    assert first == model.books[DOMAIN].play(profile, task, made)
+
+
+def _played(data, book, profile: str, task: Task):
+    """The moves of ``profile`` on ``task`` through a whole conversation with real results."""
+    made: list[MadeCall] = []
+    while (move := book.play(parse_profile(profile), task, made)).call is not None:
+        result = _result(data, task, move.call)
+        made.append(MadeCall(move.call.name, move.call.arguments, "error" not in result, result))
+    return move, made
 
 
 def test_every_kind_predicts_its_category(data) -> None:
@@ -150,15 +240,17 @@ def test_every_kind_predicts_its_category(data) -> None:
         "wrong_value": "wrong_value",
         "hallucinated_tool": "hallucinated",
     }
-    book = _model(data).books[DOMAIN]
+    book, task = _model(data).books[DOMAIN], data.tasks[0]
+    gold = data.gold[task.id]
     for kind, category in expected.items():
-        script = book.script(parse_profile(f"{kind}=1"), data.tasks[0])
-        mistakes = [e for e in script.events if e.kind]
-        assert mistakes and all(e.expected == [category] for e in mistakes), kind
-    skipped = book.script(parse_profile("skip_step=1"), data.tasks[0])
-    assert skipped.emitted == skipped.events[:1]  # the first step is never skipped
-    blank = book.script(parse_profile("blank=1"), data.tasks[0])
-    assert blank.emitted == [] and blank.final_expected[0] == "blank"
+        move, _ = _played(data, book, f"{kind}=1", task)
+        assert move.mistakes and all(m.expected == [category] for m in move.mistakes), kind
+        assert move.final == gold.outputs  # each mistake is followed by the right call
+    skipped, made = _played(data, book, "skip_step=1", task)
+    assert [c.name for c in made] == [gold.calls[0].name]  # the first step is never skipped
+    assert [m.step for m in skipped.mistakes] == list(range(1, len(gold.calls)))
+    blank, made = _played(data, book, "blank=1", task)
+    assert made == [] and blank.final_mistake and blank.final_mistake["expected"][0] == "blank"
 
 
 def test_http_surface() -> None:

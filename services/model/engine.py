@@ -2,10 +2,12 @@
 body out.
 
 It plays a model that knows the SOP: it finds the case in the conversation (the task inputs
-JSON of the user turn), looks up that task's script, works out from the tool results already
-in the conversation how far the script has got, and writes the next step - a native tool call
-when the request offers tools, ReAct text when the prompt asks for ReAct, a plan when asked
-for one - or the final answer. Every injected mistake is logged (JSONL) when it is emitted.
+JSON of the user turn), replays the domain's reference policy over the tool results the
+conversation holds (:mod:`.script`, :mod:`.observed`; never the stored gold), and writes the
+next step - a native tool call when the request offers tools, ReAct text when the prompt asks
+for ReAct, a plan when asked for one - or the final answer the observed results imply, or,
+when a call keeps failing, a reply that gives up without one. Every injected mistake is logged
+(JSONL) when it is played.
 A request's ``seed`` (OpenAI's sampling seed; each trial of a run sends its own) is mixed into
 the error profile's, so trials draw different mistakes, reproducibly. Dependency-graph
 questions (one-shot tasks) are answered by reasoning over the signatures in the prompt
@@ -28,8 +30,9 @@ from sopgym.importers.policy import Answer, Step, next_action, spec_parts
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
 from sopgym.services.model.graphs import dependency_graph, graph_question, perturbed_graph
+from sopgym.services.model.observed import canonical
 from sopgym.services.model.profiles import ErrorProfile, profile_for_model, with_request_seed
-from sopgym.services.model.script import Event, Playbook, Script, canonical
+from sopgym.services.model.script import Move, Playbook
 from sopgym.types import JSON
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -115,29 +118,31 @@ class ScriptedModel:
         book, task = self._among_twins(found, convo, body)
         if not book.domain.reference_policy:
             return self._generic_reply(book, task, convo, body, model, tokens, stop)
-        script = book.script(profile, task)
-        position = script.position(convo.calls)
-        emitted = script.emitted
-        style_rate = profile.rate("messy_format")
         if convo.wants_plan:
             steps = [
-                {"step": n + 1, "tool": e.call.name, "goal": self._purpose(e.call.name)}
-                for n, e in enumerate(x for x in emitted[position:] if x.kind is None)
-                if e.call is not None
+                {"step": n + 1, "tool": call.name, "goal": self._purpose(call.name)}
+                for n, call in enumerate(book.plan(profile, task, convo.calls))
             ]
             return replies.completion(model, replies.plan_text(steps), None, tokens, stop)
-        style = replies.style_for(f"{profile.seed}|{task.id}|{position}", style_rate)
-        if (convo.native_tools or convo.react) and position < len(emitted):
-            event = emitted[position]
-            assert event.call is not None
-            self._log_through(model, profile, script, event)
+        move = book.play(profile, task, convo.calls)
+        can_call = convo.native_tools or convo.react
+        if move.call is not None and not can_call:  # a step it cannot take here, nor its mistake
+            played = [m for m in move.mistakes if m.call is not move.call]
+            move = Move(gave_up=f"the procedure needs {move.call.name}, which is not offered",
+                        mistakes=played, actions=move.actions)  # fmt: skip
+        self._log_moves(model, profile, task, move)
+        style_key = f"{profile.seed}|{task.id}|{move.actions}"
+        style = replies.style_for(style_key, profile.rate("messy_format"))
+        if move.call is not None:
             if convo.react:
-                thought = f"The SOP's next step for this case is {event.call.name}."
-                text = replies.react_action(event.call, thought, style)
+                thought = f"The SOP's next step for this case is {move.call.name}."
+                text = replies.react_action(move.call, thought, style)
                 return replies.completion(model, text, None, tokens, stop)
-            return replies.completion(model, None, [event.call], tokens, stop)
-        self._log_through(model, profile, script, None)
-        text = replies.final_text(script.final, convo.react, style)
+            return replies.completion(model, None, [move.call], tokens, stop)
+        if move.final is None:
+            text = replies.gave_up_text(move.gave_up or "", convo.react)
+            return replies.completion(model, text, None, tokens, stop)
+        text = replies.final_text(move.final, convo.react, style)
         return replies.completion(model, text, None, tokens, stop)
 
     def _generic_reply(
@@ -250,35 +255,24 @@ class ScriptedModel:
         return replies.final_text(graph, False, style)
 
     # ---- the injection log ----
-    def _log_through(
-        self, model: str, profile: ErrorProfile, script: Script, upto: Event | None
-    ) -> None:
-        """Log every mistake up to ``upto`` (``None``: all, and the final answer's)."""
+    def _log_moves(self, model: str, profile: ErrorProfile, task: Task, move: Move) -> None:
+        """Log every mistake the model has played on ``task`` so far (each once), and the
+        answer's when it answers."""
         if self._log is None or profile.perfect:
             return
         head = {
-            "task_id": script.task_id,
-            "domain": script.domain,
+            "task_id": task.id,
+            "domain": task.domain,
             "model": model,
             "profile": profile.name,
             "seed": profile.seed,
         }
-        for index, event in enumerate(script.events):
-            if event.kind:
-                self._write(
-                    (profile.name, profile.seed, script.task_id, index), head, event.log_record()
-                )
-            if event is upto:
-                return
-        if script.final_kind:
-            record = {
-                "kind": script.final_kind,
-                "step": None,
-                "call": None,
-                "expected": script.final_expected,
-                **script.final_note,
-            }
-            self._write((profile.name, profile.seed, script.task_id, "final"), head, record)
+        for mistake in move.mistakes:
+            key = (profile.name, profile.seed, task.id, mistake.step, mistake.kind)
+            self._write(key, head, mistake.log_record())
+        if move.final_mistake is not None:
+            record = {"step": None, "call": None, **move.final_mistake}
+            self._write((profile.name, profile.seed, task.id, "final"), head, record)
 
     def _write(self, key: tuple[Any, ...], head: JSON, record: JSON) -> None:
         if key in self._logged or self._log is None:

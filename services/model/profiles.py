@@ -23,9 +23,10 @@ invalid_final      leaves a required output field out of its answer      wrong_f
 key (it would not be wrong); ``invalid_final`` makes it invalid: SOP-Maze's graded score
 (``answer_schema``) gives them 0.2 and 0.
 
-After a refused call the model makes the correct call next, as a real model recovering from a
-tool error would. ``messy_format`` is not a mistake: it varies how replies are written (code
-fences, single quotes, trailing prose) so agents' parsers are exercised.
+After a mistaken call the model makes the correct call next, as a real model recovering from a
+tool error would. A skipped step's result is the one the model expects (it never sees one).
+``messy_format`` is not a mistake: it varies how replies are written (code fences, single
+quotes, trailing prose) so agents' parsers are exercised.
 """
 
 from __future__ import annotations

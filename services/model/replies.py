@@ -57,6 +57,12 @@ def final_text(answer: JSON, react: bool, style: int) -> str:
     return f"All SOP steps for this case are complete.\n{body}"
 
 
+def gave_up_text(reason: str, react: bool) -> str:
+    """A reply that stops without an answer, saying why (no final answer to read)."""
+    text = f"I cannot complete the procedure for this case: {reason}. I have no answer to give."
+    return f"Thought: the procedure cannot go on.\nFinal Answer: {text}" if react else text
+
+
 def plan_text(steps: list[JSON]) -> str:
     return f"Here is the plan.\n<{PLAN_TAG}>{_json(steps)}</{PLAN_TAG}>"
 

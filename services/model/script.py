@@ -1,178 +1,227 @@
-"""What the scripted model means to do on a task: the gold calls, with the profile's mistakes
-woven in (and a dialogue's gold messages to the user, as calls of the message action), and
-the final answer.
+"""What the scripted model does on a task: the domain's reference policy played over the
+conversation (:mod:`.observed`), with the error profile's mistakes woven in, and the answer
+the policy computes from the results the conversation shows.
 
-The script is a pure function of (profile, task), so every request about the same task sees
-the same script and a run is reproducible whatever the concurrency. Each mistake's evaluator
-category is predicted when the script is built, by running the mistaken call through the
-domain's real tool contract and implementation (after replaying the gold calls before it,
-so stateful domains see the state the episode would have) and applying the scorer's rules.
+Each mistake is a pure function of (profile, task, step, the due call and the calls before
+it), so every request about the same conversation sees the same moves and a run is
+reproducible whatever the concurrency. Its evaluator category is predicted when it is made, by
+running the mistaken call through the domain's real tool contract and implementation (after
+the due calls before it, so stateful domains see the state the episode would have) and
+applying the scorer's rules. Only that prediction, written to the injection log, reads the
+gold (the scorer compares calls with the gold calls); the model's moves and answers never do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from functools import partial
 from typing import Any
 
 import orjson
 
-from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.dataset import DomainData
-from sopgym.core.dialogue import AGENT
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES, ToolError
-from sopgym.core.tasks import Gold, Task, ToolCall
+from sopgym.core.tasks import Task, ToolCall
 from sopgym.evaluation.scorers.fields import free_text_keys, normalize, values_match
+from sopgym.services.model.conversation import MadeCall
+from sopgym.services.model.observed import (
+    GaveUp,
+    Mistake,
+    MistakeAt,
+    ObservedRun,
+    Pending,
+    canonical,
+)
 from sopgym.services.model.profiles import STEP_KINDS, ErrorProfile
 from sopgym.types import JSON
 
-MAX_RETRIES = 2  # repeats of a correct call that failed unexpectedly, before moving on
+# What a policy raises on results it cannot work with (a field missing, a value of the wrong
+# type, text where a number belongs): a careful model then stops rather than guess
+UNREADABLE_RESULTS = (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
+MAX_CACHED = 100_000  # mistakes kept per domain before the cache starts over
 
 
 @dataclass
-class Event:
-    """One SOP step as the model will play it."""
+class Move:
+    """The model's next move on a task, worked out from the conversation: a call to make, the
+    final answer, or giving up (``gave_up`` says why)."""
 
-    gold_index: int
-    call: ToolCall | None  # what the model emits; None for a skipped step
-    kind: str | None = None  # the injected mistake, None for the correct call
-    expected: list[str] = field(default_factory=list)  # evaluator categories it should cause
-    expect_ok: bool = True  # whether the live tool should accept it
-
-    def log_record(self) -> JSON:
-        return {
-            "kind": self.kind,
-            "step": self.gold_index,
-            "call": self.call.to_json() if self.call else None,
-            "expected": self.expected,
-        }
+    call: ToolCall | None = None
+    final: JSON | None = None
+    gave_up: str | None = None
+    mistakes: list[Mistake] = field(default_factory=list)  # played so far, in order
+    final_mistake: JSON | None = None  # the answer's mistake, as logged
+    actions: int = 0  # the conversation's calls the model's replay went through
 
 
-@dataclass
-class Script:
-    domain: str
-    task_id: str
-    events: list[Event]  # in order, skipped steps included
-    final: JSON
-    final_kind: str | None = None  # "blank" or "wrong_final"
-    final_expected: list[str] = field(default_factory=list)
-    final_note: JSON = field(default_factory=dict)
+@dataclass(frozen=True)
+class FinalDraws:
+    """The task-level mistakes one (profile, task) draws, whatever the conversation."""
 
-    @property
-    def emitted(self) -> list[Event]:
-        return [e for e in self.events if e.call is not None]
-
-    def position(self, calls: list[Any]) -> int:
-        """How many emitted events the conversation's calls have completed.
-
-        A call advances the script when it is the next event's call and either went through,
-        was a deliberate mistake, or was meant to fail (an SOP branch on a refusal). A correct
-        call that failed unexpectedly (a transient 502, say) is repeated a few times first.
-        """
-        emitted, i, failures = self.emitted, 0, 0
-        for made in calls:
-            if i >= len(emitted):
-                break
-            event = emitted[i]
-            if not same_call(made.name, made.arguments, event.call):
-                continue
-            if event.kind or made.ok is not False or not event.expect_ok or failures >= MAX_RETRIES:
-                i, failures = i + 1, 0
-            else:
-                failures += 1
-        return i
-
-
-def canonical(value: Any) -> bytes:
-    """``value`` as sorted-key JSON: the key by which task inputs and calls are compared.
-
-    A value orjson cannot write (nested deeper than its limit of 254 levels, which a request
-    can hold since orjson reads up to 1024) gets ``b""``, which no JSON value writes as: it
-    then matches no task's inputs and no SOP step, instead of failing the request with a 500.
-    """
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return b""
-
-
-def same_call(name: str, arguments: Any, call: ToolCall | None) -> bool:
-    return (
-        call is not None and name == call.name and canonical(arguments) == canonical(call.arguments)
-    )
+    blank: bool
+    wrong_final: bool
+    invalid_final: bool
+    rng_seed: int
 
 
 class Playbook:
-    """Scripts for one domain's tasks, built on demand and cached."""
+    """The scripted model's play on one domain's tasks."""
 
     def __init__(self, data: DomainData, known_tools: set[str]) -> None:
         self.data = data
         self.domain = data.domain
         self.tools = data.domain.tool_map()
         self.known_tools = known_tools  # every tool name a catalog could hold
-        self._tasks = {t.id: t for t in data.tasks}
-        self._cache: dict[tuple[str, int, str], Script] = {}
+        self._mistakes: dict[tuple[Any, ...], Mistake | None] = {}
 
-    def script(self, profile: ErrorProfile, task: Task) -> Script:
-        key = (profile.name, profile.seed, task.id)
-        script = self._cache.get(key)
-        if script is None:
-            script = self._cache[key] = self._build(profile, task)
-        return script
+    # ---- playing ----
+    def play(self, profile: ErrorProfile, task: Task, made: list[MadeCall]) -> Move:
+        """The next move on ``task`` given the calls ``made`` in the conversation."""
+        draws = self._final_draws(profile, task)
+        if draws.blank and self._needs_calls(task):
+            return self._blank(task, random.Random(draws.rng_seed))
+        run = self._observed(task, made, partial(self._mistake_at, profile, task))
+        try:
+            solution = self.domain.solve(task, run)
+        except Pending as pending:
+            return Move(call=pending.call, mistakes=run.mistakes, actions=run.actions)
+        except GaveUp as gave_up:
+            return Move(gave_up=str(gave_up), mistakes=run.mistakes, actions=run.actions)
+        except ToolError as refused:
+            reason = f"a tool refused a step of the procedure ({refused.code}: {refused.message})"
+            return Move(gave_up=reason, mistakes=run.mistakes, actions=run.actions)
+        except UNREADABLE_RESULTS as error:
+            reason = f"a tool result could not be read ({type(error).__name__}: {error})"
+            return Move(gave_up=reason, mistakes=run.mistakes, actions=run.actions)
+        move = Move(final=dict(solution.outputs), mistakes=run.mistakes, actions=run.actions)
+        self._spoil_final(move, draws)
+        return move
 
-    # ---- building ----
-    def _build(self, profile: ErrorProfile, task: Task) -> Script:
-        gold = self.data.gold[task.id]
+    def plan(self, profile: ErrorProfile, task: Task, made: list[MadeCall]) -> list[ToolCall]:
+        """The calls the model still means to make, with the results it expects for them."""
+        mistake_at = partial(self._mistake_at, profile, task)
+        run = ObservedRun(
+            made, self.data.tables, mistake_at, partial(self._imagine, task), planning=True
+        )
+        try:
+            self.domain.solve(task, run)
+        except (Pending, GaveUp, ToolError, *UNREADABLE_RESULTS):
+            pass  # the plan reaches as far as the model can see
+        return run.planned
+
+    def _needs_calls(self, task: Task) -> bool:
+        """Whether the policy makes any call or message (a blank answer skips them all)."""
+        run = self._observed(task, [], lambda *_: None)
+        try:
+            self.domain.solve(task, run)
+        except Pending:
+            return True
+        return False
+
+    def _observed(
+        self, task: Task, made: list[MadeCall], mistake_at: MistakeAt, planning: bool = False
+    ) -> ObservedRun:
+        imagine = partial(self._imagine, task)
+        return ObservedRun(made, self.data.tables, mistake_at, imagine, planning)
+
+    def _imagine(self, task: Task, before: list[ToolCall], call: ToolCall) -> JSON:
+        """The result the model expects for ``call``: the tool run in-process after the due
+        calls before it (a skipped step, or a plan's next steps, never come back)."""
+        ctx = self._context_after(task, before)
+        return self.tools[call.name](copy.deepcopy(call.arguments), ctx)
+
+    # ---- the final answer ----
+    def _final_draws(self, profile: ErrorProfile, task: Task) -> FinalDraws:
         rng = random.Random(f"{profile.seed}|{self.domain.name}|{task.id}")
-        outcomes = self._replay(gold)
-        script = Script(self.domain.name, task.id, [], dict(gold.outputs))
-        if gold.calls and rng.random() < profile.rate("blank"):
-            script.final_kind = "blank"
-            script.final = self._guess(gold, rng)
-            wrong = self._differs(script.final, gold)
-            script.final_expected = ["blank", *(["wrong_final"] if wrong else [])]
-            return script
-        said = _messages(gold)
-        for index, call in enumerate(gold.calls):
-            script.events += [e for e in said if e.gold_index == index]
-            kind = _pick(rng.random(), profile)
-            step_rng = random.Random(rng.getrandbits(64))
-            mistake = self._mistake(kind, index, gold, step_rng) if kind else None
-            if mistake is not None:
-                script.events.append(mistake)
-            if mistake is None or mistake.kind != "skip_step":
-                script.events.append(Event(index, call, expect_ok=outcomes[index]))
-        script.events += [e for e in said if e.gold_index >= len(gold.calls)]
-        if rng.random() < profile.rate("wrong_final"):
-            changed = self._corrupt(gold, rng)
-            if changed is not None:
-                field_name, value = changed
-                script.final[field_name] = value
-                script.final_kind, script.final_expected = "wrong_final", ["wrong_final"]
-                script.final_note = {"field": field_name, "value": value}
-        rate = profile.rate("invalid_final")  # drawn only when asked for: other scripts keep theirs
-        if rate and not script.final_kind and rng.random() < rate:
-            required = sorted(self.domain.output_schema.get("required", []))
-            if required:
-                dropped = rng.choice(required)
-                del script.final[dropped]
-                script.final_kind, script.final_expected = "invalid_final", ["wrong_final"]
-                script.final_note = {"field": dropped, "value": None}
-        return script
+        blank, wrong, invalid = rng.random(), rng.random(), rng.random()
+        return FinalDraws(
+            blank < profile.rate("blank"),
+            wrong < profile.rate("wrong_final"),
+            invalid < profile.rate("invalid_final"),
+            rng.getrandbits(64),
+        )
 
-    def _mistake(self, kind: str, index: int, gold: Gold, rng: random.Random) -> Event | None:
-        call = gold.calls[index]
+    def _blank(self, task: Task, rng: random.Random) -> Move:
+        """A blank model's answer: a guess per enumerated field, an empty value elsewhere."""
+        properties = self.domain.output_schema.get("properties", {})
+        guess = {
+            name: rng.choice(schema["enum"]) if schema.get("enum") else _empty(schema)
+            for name, schema in properties.items()
+        }
+        gold = self.data.gold[task.id].outputs  # the log's prediction only
+        wrong = any(not values_match(guess.get(k), v) for k, v in gold.items())
+        record = {"kind": "blank", "expected": ["blank", *(["wrong_final"] if wrong else [])]}
+        return Move(final=guess, final_mistake=record)
+
+    def _spoil_final(self, move: Move, draws: FinalDraws) -> None:
+        """The profile's mistakes in the answer: one field wrong, or a required one left out."""
+        assert move.final is not None
+        rng = random.Random(draws.rng_seed)
+        if draws.wrong_final:
+            changed = self._corrupt(move.final, rng)
+            if changed is not None:
+                name, value = changed
+                move.final[name] = value
+                move.final_mistake = {"kind": "wrong_final", "expected": ["wrong_final"],
+                                      "field": name, "value": value}  # fmt: skip
+                return
+        required = sorted(set(self.domain.output_schema.get("required", [])) & set(move.final))
+        if draws.invalid_final and required:
+            dropped = rng.choice(required)
+            del move.final[dropped]
+            move.final_mistake = {"kind": "invalid_final", "expected": ["wrong_final"],
+                                  "field": dropped, "value": None}  # fmt: skip
+
+    def _corrupt(self, outputs: JSON, rng: random.Random) -> tuple[str, Any] | None:
+        properties = self.domain.output_schema.get("properties", {})
+        free = free_text_keys(self.domain.output_schema)
+        names = sorted(set(outputs) - free)
+        rng.shuffle(names)
+        for name in names:
+            for value in _alternatives(outputs[name], properties.get(name, {})):
+                if not values_match(value, outputs[name]):
+                    return name, value
+        return None
+
+    # ---- mistakes ----
+    def _mistake_at(
+        self, profile: ErrorProfile, task: Task, index: int, call: ToolCall, before: list[ToolCall]
+    ) -> Mistake | None:
+        """The profile's mistake at policy step ``index`` whose due call is ``call``."""
+        if profile.perfect:
+            return None
+        rng = random.Random(f"{profile.seed}|{self.domain.name}|{task.id}|{index}")
+        kind = _pick(rng.random(), profile)
+        if kind is None:
+            return None
+        history = canonical([c.to_json() for c in before]) if self.domain.stateful else b""
+        key = (profile.name, profile.seed, task.id, index, canonical(call.to_json()), history)
+        if key not in self._mistakes:
+            if len(self._mistakes) > MAX_CACHED:  # a long-lived server: start over
+                self._mistakes.clear()
+            self._mistakes[key] = self._mistake(kind, index, call, task, before, rng)
+        return self._mistakes[key]
+
+    def _mistake(
+        self,
+        kind: str,
+        index: int,
+        call: ToolCall,
+        task: Task,
+        before: list[ToolCall],
+        rng: random.Random,
+    ) -> Mistake | None:
         if kind == "skip_step":
-            return Event(index, None, kind) if index > 0 else None
+            return Mistake(index, None, kind, []) if index > 0 else None
         if kind == "hallucinated_tool":
             for name in (f"{call.name}_v2", f"get_{call.name}", f"{call.name}_lookup"):
                 if name not in self.known_tools:
-                    return Event(
-                        index, ToolCall(name, call.arguments), kind, ["hallucinated"], False
-                    )
+                    return Mistake(index, ToolCall(name, call.arguments), kind, ["hallucinated"])
             return None
         target = {"missing_arg": "validation", "bad_type": "type", "wrong_value": "wrong_value"}
         if kind == "wrong_tool":
@@ -182,17 +231,17 @@ class Playbook:
             candidates = list(_variants(kind, call, self.tools[call.name].spec.input_schema))
         rng.shuffle(candidates)
         for candidate in candidates:
-            category = self._category(gold, index, candidate)
+            category = self._category(task, before, candidate)
             if category is not None and category == target.get(kind, category):
-                return Event(index, candidate, kind, [category], category == "wrong_value")
+                return Mistake(index, candidate, kind, [category])
         return None
 
-    def _category(self, gold: Gold, index: int, call: ToolCall) -> str | None:
-        """The category the scorer will give ``call`` made at gold step ``index``."""
+    def _category(self, task: Task, before: list[ToolCall], call: ToolCall) -> str | None:
+        """The category the scorer will give ``call`` made after the due calls ``before``."""
         tool = self.tools.get(call.name)
         if tool is None:
             return "hallucinated"
-        ctx = self._context_after(gold, index)
+        ctx = self._context_after(task, before)
         try:
             tool(copy.deepcopy(call.arguments), ctx)
         except ToolError as error:
@@ -201,66 +250,28 @@ class Playbook:
             return "validation" if error.code in VALIDATION_CODES else None
         except Exception:
             return None
-        wanted = [normalize(c.arguments) for c in gold.calls if c.name == call.name]
+        # the scorer's rule: a valid call is a wrong value when no gold call of it matches
+        gold = self.data.gold[task.id].calls
+        wanted = [normalize(c.arguments) for c in gold if c.name == call.name]
         return "wrong_value" if wanted and normalize(call.arguments) not in wanted else None
 
-    def _context_after(self, gold: Gold, index: int) -> Any:
-        ctx = self._fresh_context(gold)
-        if ctx.state is not None:
-            for call in gold.calls[:index]:
-                self._run(call, ctx)
+    def _context_after(self, task: Task, calls: list[ToolCall]) -> Any:
+        """A context as ``task`` starts, with ``calls`` replayed on stateful domains."""
+        ctx = self.domain.context(self.data.tables, self.data.files_dir, task)
+        if self.domain.stateful:
+            for call in calls:
+                with contextlib.suppress(ToolError):  # a refused call changes nothing
+                    self.tools[call.name](copy.deepcopy(call.arguments), ctx)
         return ctx
 
-    def _replay(self, gold: Gold) -> list[bool]:
-        """Whether each gold call is accepted, replayed in order on a fresh episode."""
-        ctx = self._fresh_context(gold)
-        return [self._run(call, ctx) for call in gold.calls]
 
-    def _fresh_context(self, gold: Gold) -> Any:
-        """A context as the gold's task starts (its own initial state, on stateful domains)."""
-        task = self._tasks[gold.task_id]
-        return self.domain.context(self.data.tables, self.data.files_dir, task)
-
-    def _run(self, call: ToolCall, ctx: Any) -> bool:
-        try:
-            self.tools[call.name](copy.deepcopy(call.arguments), ctx)
-        except ToolError:
-            return False
-        return True
-
-    # ---- answers ----
-    def _guess(self, gold: Gold, rng: random.Random) -> JSON:
-        """A blank model's answer: a guess per enumerated field, the truth elsewhere."""
-        properties = self.domain.output_schema.get("properties", {})
-        return {
-            name: rng.choice(properties.get(name, {}).get("enum") or [value])
-            for name, value in gold.outputs.items()
-        }
-
-    def _corrupt(self, gold: Gold, rng: random.Random) -> tuple[str, Any] | None:
-        properties = self.domain.output_schema.get("properties", {})
-        free = free_text_keys(self.domain.output_schema)
-        names = sorted(set(gold.outputs) - free)
-        rng.shuffle(names)
-        for name in names:
-            for value in _alternatives(gold.outputs[name], properties.get(name, {})):
-                if not values_match(value, gold.outputs[name]):
-                    return name, value
-        return None
-
-    @staticmethod
-    def _differs(answer: JSON, gold: Gold) -> bool:
-        return any(not values_match(answer.get(k), v) for k, v in gold.outputs.items())
-
-
-def _messages(gold: Gold) -> list[Event]:
-    """A dialogue's gold agent turns as calls of the message action, each placed before the
-    gold call it preceded (``gold_index``); never a mistake."""
-    return [
-        Event(m["at_call"], ToolCall(MESSAGE_ACTION, {"content": m["content"]}))
-        for m in gold.messages
-        if m["role"] == AGENT
-    ]
+def _empty(schema: JSON) -> Any:
+    """The empty value of a schema's type: what a model that knows nothing writes there."""
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    empties: dict[Any, Any] = {"integer": 0, "number": 0, "boolean": False, "string": "",
+                               "array": [], "object": {}}  # fmt: skip
+    return empties.get(kind)
 
 
 def _pick(roll: float, profile: ErrorProfile) -> str | None:

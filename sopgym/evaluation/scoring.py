@@ -69,8 +69,9 @@ def score_episode(
     Success: the episode completed and every gating score passed. The error counts are the
     ``errors`` scorer's call taxonomy plus ``wrong_final`` (completed, not a success) or
     ``incomplete`` (no trajectory). An episode the infrastructure failed (``infra_error``, or
-    a call answered ``service_unavailable`` in the trajectory, or a scored final state its
-    service could not hand over) is no success and no agent error: it carries its cause and
+    a call answered ``service_unavailable`` in the trajectory, or an episode left unfinished
+    right after a call an injected fault failed, or a scored final state its service could not
+    hand over) is no success and no agent error: it carries its cause and
     the metrics leave it out.
     """
     applicable = gold.reference_calls
@@ -81,6 +82,17 @@ def score_episode(
         down = next((c for c in infra if c.error_code == DOWN_CODE), None)
         if infra_error is None and down is not None:
             infra_error = f"{down.name}: {DOWN_CODE}"
+        last = trajectory.calls[-1] if trajectory.calls else None
+        if (
+            infra_error is None
+            and not trajectory.finished
+            and last is not None
+            and last.error_code in INFRA_CODES
+        ):
+            # the agent stopped with no answer right after a call the infrastructure failed
+            # (its retries, where it made any, were spent): no agent decision to score
+            tries = sum(c.name == last.name and c.error_code in INFRA_CODES for c in infra)
+            infra_error = f"{last.name}: {last.error_code} (given up after {tries} attempt(s))"
         if infra_error is None and trajectory.state_error and gold.final_state is not None:
             # the service that held the scored state failed to hand it over: no verdict on it
             infra_error = f"final state lost: {trajectory.state_error}"
