@@ -26,7 +26,7 @@ import orjson
 
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.domain import PolicyRun
-from sopgym.core.errors import DOWN_CODE, FAULT_CODES, TOOL_FAILURE, ToolError
+from sopgym.core.errors import DOWN_CODE, FAULT_CODES, TOOL_FAILURES, ToolError
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import ToolCall
 from sopgym.core.tools import ToolContext
@@ -36,7 +36,7 @@ from sopgym.types import JSON
 MAX_RETRIES = 2  # repeats of a call that failed transiently, before giving up
 # Failures worth another try: the gateway's injected faults, a tool service it could not
 # reach, a tool whose own code failed, and a gateway answer that was not JSON
-RETRIED_CODES = FAULT_CODES | {"upstream_unavailable", TOOL_FAILURE, "invalid_response"}
+RETRIED_CODES = FAULT_CODES | TOOL_FAILURES | {"upstream_unavailable", "invalid_response"}
 UNREADABLE = "unreadable_result"  # a failed result with no error code to read
 
 
