@@ -36,6 +36,7 @@ from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
 from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
 from sopgym.observability.semconv import SCOPE_GATEWAY
+from sopgym.types import JSON
 
 HTTP = "http"
 MCP_PREFIX = "/mcp/"
@@ -55,6 +56,7 @@ class Gateway:
         seed: int = 0,
         faults: FaultPlan | None = None,
         service_secret: str | None = None,
+        replica: JSON | None = None,
     ) -> None:
         self.core = GatewayCore(
             catalog,
@@ -65,6 +67,7 @@ class Gateway:
             seed=seed,
             faults=faults,
             service_secret=service_secret,
+            replica=replica,
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self.openapi = dumps(gateway_openapi(catalog))  # the HTTP API, for clients and fuzzers
