@@ -76,6 +76,8 @@ def _run_episode(
             meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
         )
         report["episode_id"], report["token"] = episode.id, episode.token
+        if episode.replica != client.base_url:  # a replicated gateway: where its record is
+            report["replica"] = episode.replica
         outputs = agent.solve(task, episode, context)
         episode.finish(outputs)
         report["status"] = "finished"
@@ -156,7 +158,9 @@ def serve(
                 job = parse_job(line)
             except ValueError as error:  # a hand-fed worker answers a bad line and goes on
                 report: JSON = {
-                    "task_id": None, "status": "failed", "error": f"invalid job: {error}"
+                    "task_id": None,
+                    "status": "failed",
+                    "error": f"invalid job: {error}",
                 }
             else:
                 report = run_job(agent, client, job, task_timeout, agent_options.get("model"))

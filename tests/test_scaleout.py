@@ -20,15 +20,14 @@ from sopgym.agents.oracle import load_replays
 from sopgym.agents.worker import run_job
 from sopgym.client import GatewayClient, InfraError
 from sopgym.core.outcomes import INFRA_ERROR
-from sopgym.orchestration.replicas import ReplicatedStack, replicated_stack
+from sopgym.orchestration.replicas import ReplicatedStack, haproxy_binary, replicated_stack
 from sopgym.orchestration.stack import embedded_stack
 from sopgym.types import JSON
-from tests.deploy_helpers import have
 
 pytestmark = [
     pytest.mark.slow,
     # .ci/run installs HAProxy and stops when it cannot, so CI never skips these
-    pytest.mark.skipif(not have("haproxy"), reason="HAProxy absent (apt-get install haproxy)"),
+    pytest.mark.skipif(haproxy_binary() is None, reason="HAProxy absent (apt-get install haproxy)"),
 ]
 DOMAIN = "banking/loans"  # stateful: each episode's state lives in one tool-service replica
 EPISODES = 16

@@ -149,8 +149,10 @@ class GatewayClient:
         home = self.replicas.home(opened["episode_id"], (opened.get("replica") or {}).get("http"))
         return Episode(home, opened)
 
-    def record(self, episode_id: str, token: str) -> JSON:
-        home = self.replicas.of(episode_id)
+    def record(self, episode_id: str, token: str, replica: str | None = None) -> JSON:
+        """The episode's record, from the replica that holds it: the one this client opened
+        it at, or ``replica`` (the address another client was given at open)."""
+        home = self.replicas.home(episode_id, replica) if replica else self.replicas.of(episode_id)
         response = home.request("GET", f"/v1/episodes/{episode_id}", token=token)
         if response.status != 200:
             raise GatewayError(f"cannot read episode {episode_id}: {response.text}")
@@ -180,6 +182,11 @@ class Episode:
         self.sop: str = opened.get("sop", "")
         self.input_schema: JSON = opened.get("input_schema", {})
         self.output_schema: JSON = opened.get("output_schema", {})
+
+    @property
+    def replica(self) -> str:
+        """The address of the gateway replica that holds this episode."""
+        return self._client.base_url
 
     def call(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
         """Call a tool; ``call_id`` is the model's id for the call, if it gave one."""

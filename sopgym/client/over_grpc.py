@@ -128,9 +128,10 @@ class GrpcGatewayClient:
             raise GatewayError(f"cannot open episode: {_describe(error)}") from None
         return GrpcEpisode(self.replicas.home(reply.episode_id, reply.replica_target), reply)
 
-    def record(self, episode_id: str, token: str) -> JSON:
+    def record(self, episode_id: str, token: str, replica: str | None = None) -> JSON:
+        home = self.replicas.home(episode_id, replica) if replica else self.replicas.of(episode_id)
         try:
-            reply = self.replicas.of(episode_id).invoke(
+            reply = home.invoke(
                 "GetEpisode", self.pb2.GetEpisodeRequest(episode_id=episode_id), token
             )
         except grpc.RpcError as error:

@@ -135,9 +135,7 @@ class Stats:
 class JobFeed:
     """Hands out up to ``limit`` jobs, cycling the task list, until ``stop()``."""
 
-    def __init__(
-        self, tasks: list[JSON], limit: int, replays: dict[tuple[str, str], JSON]
-    ) -> None:
+    def __init__(self, tasks: list[JSON], limit: int, replays: dict[tuple[str, str], JSON]) -> None:
         self._tasks: Iterator[JSON] = itertools.islice(itertools.cycle(tasks), limit)
         self._lock = threading.Lock()
         self._replays = replays  # the oracle's, by (domain, task id)
@@ -379,7 +377,7 @@ def _work_one(
     record = None
     if report.get("episode_id") and report.get("token"):
         with contextlib.suppress(Exception):  # figures without the gateway's record: no tools
-            record = client.record(report["episode_id"], report["token"])
+            record = client.record(report["episode_id"], report["token"], report.get("replica"))
     failure = {"task_id": task["id"], "worker": worker.name, "error": report.get("error"),
                "traceback": report.get("traceback")}  # fmt: skip
     stats.add(episode_facts(report, record), failure)

@@ -56,11 +56,9 @@ class ReplicatedStack:
     admin_token: str = ""
 
 
-def haproxy_binary() -> str:
-    found = shutil.which("haproxy")
-    if found is None:
-        raise ProxyMissing("the replicated stack needs HAProxy: apt-get install haproxy")
-    return found
+def haproxy_binary() -> str | None:
+    """HAProxy's path; Debian installs it in /usr/sbin, off a normal user's PATH."""
+    return shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin:/sbin")
 
 
 @contextmanager
@@ -75,6 +73,8 @@ def replicated_stack(
     """Start ``tool_replicas`` replicas of each domain's tool service, the scripted model
     server when ``model``, ``gateways`` gateway replicas and HAProxy in front of them."""
     haproxy = haproxy_binary()
+    if haproxy is None:
+        raise ProxyMissing("the replicated stack needs HAProxy: apt-get install haproxy")
     secret = new_secret()
     data_args = ["--data-root", str(data_root)] if data_root else []
     with ProcessGroup() as group:

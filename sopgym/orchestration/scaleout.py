@@ -65,11 +65,27 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Shard mode: seconds to wait for the gateway and the model to answer.",
         ),
+        click.option(
+            "--retry-infra",
+            is_flag=True,
+            help="Shard mode: work again the shard's tasks the infrastructure failed.",
+        ),
         click.option("--data-root", type=click.Path(path_type=Path), default=None),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def domain_list(patterns: tuple[str, ...], option: str) -> list[str]:
+    """The domains named by ``patterns`` (names, ``all``, families, globs), as ``sopgym run``
+    reads them; a pattern that names none is a usage error."""
+    from sopgym.core.registry import UnknownDomainError, select_domains
+
+    try:
+        return select_domains(pattern for text in patterns for pattern in text.split())
+    except UnknownDomainError as error:
+        raise click.BadParameter(str(error), param_hint=option) from None
 
 
 def worker_metrics(agent: str, model: str, host: str, port: int | None) -> Observer | None:
@@ -105,6 +121,7 @@ def run_shard_command(
     distractors: int,
     sop_variant: str,
     wait_s: float,
+    retry_infra: bool,
     data_root: Path | None,
 ) -> None:
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
@@ -113,7 +130,7 @@ def run_shard_command(
         raise click.UsageError("--shard needs --domain (or $SOPGYM_DOMAINS) and --run-dir")
     settings = ShardSettings(
         gateway=gateway,
-        domains=list(domains),
+        domains=domain_list(domains, "--domain"),
         agent=agent,
         model=model,
         base_url=base_url,
@@ -125,7 +142,9 @@ def run_shard_command(
         task_timeout=task_timeout,
     )
     try:
-        worked = run_shard(settings, shard, run_dir, data_root, wait_s, observe, console.print)
+        worked = run_shard(
+            settings, shard, run_dir, data_root, wait_s, observe, console.print, retry_infra
+        )
     except ShardError as error:
         console.print(f"[red]shard failed[/]: {escape(str(error))}")
         sys.exit(1)
@@ -151,10 +170,15 @@ def merge_command(
     from sopgym.orchestration.shards import ShardError, merge
 
     try:
-        summary = merge(run_dir, shards, wait_s, data_root)
+        summary = merge(run_dir, shards, wait_s, data_root, console.print)
     except ShardError as error:
         raise click.ClickException(str(error)) from None
     print_summary(summary)
+    if summary.get("infra_failed"):  # in shard mode the shard's own workers work them again
+        console.print(
+            "shards re-run their infrastructure errors with: sopgym agent-worker --shard I/N "
+            "--run-dir RUN ... --retry-infra, then sopgym merge again"
+        )
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     if report:
         if wait_s > 0:  # the shards just finished: their last spans are still on the way
@@ -227,23 +251,17 @@ def loadtest_command(
     """Drive many concurrent episodes against a stack and report throughput and latency."""
     from rich.live import Live
 
-    from sopgym.core.registry import UnknownDomainError, load_domain
     from sopgym.orchestration.loadtest import Loadtest, LoadtestConfig, write_reports
     from sopgym.orchestration.runner import new_run_id
 
-    if gateway is None:  # the embedded stack serves local domains: know them before it starts
-        try:
-            for name in domains:
-                load_domain(name)
-        except UnknownDomainError as error:
-            raise click.BadParameter(str(error), param_hint="--domain") from None
+    chosen = domain_list(domains, "--domain") if domains else ["patient_intake"]
     config = LoadtestConfig(
         tasks=tasks,
         concurrency=concurrency,
         duration=duration,
         gateway=gateway,
         transport=transport,
-        domains=list(domains) or ["patient_intake"],
+        domains=chosen,
         agent=agent,
         model=model,
         model_url=model_url,
