@@ -52,8 +52,9 @@ def test_merge_refuses_another_shard_count_and_says_what_it_waits_for(
     with pytest.raises(ShardError, match="written for 2 shard"):
         merge(tmp_path, shards=3, data_root=DATA_ROOT)
     monkeypatch.setattr(shard_mode, "PROGRESS_S", 0.0)
+    monkeypatch.setattr(shard_mode, "POLL_S", 0.1)
     heard: list[str] = []
-    summary = merge(tmp_path, shards=2, wait_s=2.5, data_root=DATA_ROOT, log=heard.append)
+    summary = merge(tmp_path, shards=2, wait_s=0.3, data_root=DATA_ROOT, log=heard.append)
     assert summary["unfinished_shards"] == [1]
     assert heard and "1 of 2 shards finished" in heard[0] and "[1]" in heard[0]
 

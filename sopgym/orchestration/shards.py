@@ -40,6 +40,7 @@ from sopgym.types import JSON
 
 SHARD_DIR = "shards"
 PROGRESS_S = 15.0  # how often a wait says what it is waiting for
+POLL_S = 2.0  # how often a wait tries again
 
 
 class ShardError(RuntimeError):
@@ -166,7 +167,7 @@ def _until(
                 log(f"waiting for {what} ({now - started:.0f}s of {deadline - started:.0f}s): "
                     f"{error}")  # fmt: skip
                 last_said = now
-            time.sleep(2.0)
+            time.sleep(POLL_S)
 
 
 def fetch_tasks(
@@ -314,7 +315,7 @@ def wait_for_shards(
             log(f"merge: {len(finished)} of {expected or '?'} shards finished after "
                 f"{now - started:.0f}s; waiting for {left or 'the first shard'}")  # fmt: skip
             last_said = now
-        time.sleep(2.0)
+        time.sleep(POLL_S)
 
 
 def _check_count(run_dir: Path, metas: list[JSON], shards: int | None) -> None:
