@@ -28,7 +28,7 @@ DOCKERFILES = {
     "user": ROOT / "services" / "user" / "Dockerfile",
     "observability": ROOT / "observability" / "Dockerfile",
 }
-KUSTOMIZE = ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone"]
+KUSTOMIZE = ["kubectl", "kustomize"]  # as users render it: no flags
 _VARIABLE = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
 # What an operator exports before `docker compose up` (the file gives it no default).
 OPERATOR_ENV = {"SOPGYM_SERVICE_SECRET": "a-secret-the-operator-exported"}
