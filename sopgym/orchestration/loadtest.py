@@ -599,7 +599,7 @@ def write_sweep_reports(outcomes: list[Outcome], folder: Path) -> list[Path]:
         level = folder / f"c{outcome.config['concurrency']}"
         level.mkdir(parents=True, exist_ok=True)
         paths += write_reports(outcome, level)
-    rows = [
+    rows: list[list[Any]] = [
         [str(o.config["concurrency"]), str(o.figures["episodes"]),
          f"{o.figures['episodes_per_s']:.2f}",
          f"{o.figures['tool_calls_per_s']:.1f}", f"{o.figures['tokens_per_s']:.0f}",
