@@ -26,8 +26,11 @@ from tests.deploy_helpers import (
     OPERATOR_ENV,
     OVERLAYS,
     ROOT,
+    by_kind,
     compose,
+    container_env,
     dockerfile,
+    expand,
     have,
     parse_cli,
     render,
@@ -182,10 +185,6 @@ def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict]]:
     return request.param, render(request.param)
 
 
-def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
-    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
-
-
 def test_rendered_manifests_pass_strict_schema_validation(overlay: tuple[str, list[dict]]) -> None:
     kubernetes_validate = pytest.importorskip(
         "kubernetes_validate", reason="kubernetes-validate absent (pip install '.[test]')"
@@ -212,30 +211,6 @@ def test_strict_validation_rejects_an_unknown_field() -> None:
         kubernetes_validate.validate(bad, kubernetes_validate.latest_version(), strict=True)
 
 
-def _container_env(doc: dict, configmaps: dict[str, dict]) -> dict[str, str]:
-    """The environment a container sees from its ConfigMaps (for $(VAR) in its args)."""
-    env = {}
-    container = doc["spec"]["template"]["spec"]["containers"][0]
-    for source in container.get("envFrom", []):
-        ref = source.get("configMapRef")
-        if ref:
-            env.update(configmaps[ref["name"]]["data"])
-    for item in container.get("env", []):
-        ref = item.get("valueFrom", {}).get("configMapKeyRef")
-        if ref:
-            env[item["name"]] = configmaps[ref["name"]]["data"][ref["key"]]
-        elif "value" in item:
-            env[item["name"]] = item["value"]
-        else:
-            env[item["name"]] = "0"  # fieldRef / secret: a placeholder
-    return env
-
-
-def _expand(arg: str, env: dict[str, str]) -> str:
-    """Kubernetes' $(VAR) expansion in container args."""
-    return re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], arg)
-
-
 def test_every_sopgym_container_runs_a_real_cli_command(overlay: tuple[str, list[dict]]) -> None:
     _, docs = overlay
     configmaps = by_kind(docs, "ConfigMap")
@@ -246,8 +221,8 @@ def test_every_sopgym_container_runs_a_real_cli_command(overlay: tuple[str, list
         if "sopgym/" not in container["image"]:
             continue
         ours += 1
-        env = _container_env(doc, configmaps)
-        args = [_expand(a, env) for a in container["args"]]
+        env = container_env(doc, configmaps)
+        args = [expand(a, env) for a in container["args"]]
         parse_cli(args, env)
         security = doc["spec"]["template"]["spec"]["securityContext"]
         assert security["runAsNonRoot"] and security["runAsUser"] > 0

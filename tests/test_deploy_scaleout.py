@@ -1,0 +1,131 @@
+"""The scale-out manifests: the Kubernetes load test (an overlay), and the optional components
+for monitoring (ServiceMonitor, PodMonitor, Grafana dashboard) and Jaeger's persistent storage,
+rendered as users render them and checked against the code they deploy."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from gateway.metrics import GatewayMetrics
+from sopgym.agents.metrics import WorkerMetrics
+from sopgym.observability.metrics import Metrics
+from tests.deploy_helpers import (
+    ROOT,
+    by_kind,
+    container_env,
+    expand,
+    have,
+    kustomize,
+    parse_cli,
+    render,
+)
+
+pytestmark = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (CI installs it)")
+COMPONENTS = ROOT / "k8s" / "components"
+
+
+def _strictly_valid(docs: list[dict]) -> list[str]:
+    """Strict schema failures of the built-in kinds (CRDs such as ServiceMonitor have none)."""
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    failures = []
+    for doc in docs:
+        if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue
+        try:
+            kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
+        except kubernetes_validate.ValidationError as error:
+            failures.append(f"{doc['kind']}/{doc['metadata']['name']}: {error.message}")
+    return failures
+
+
+def test_the_loadtest_overlay_runs_loadtest_pods_and_gathers_every_part() -> None:
+    docs = render("loadtest")
+    assert not _strictly_valid(docs)
+    jobs = by_kind(docs, "Job")
+    assert set(jobs) == {"loadtest", "loadtest-gather"}, "the load test replaces the run"
+    pods = jobs["loadtest"]["spec"]
+    assert pods["completionMode"] == "Indexed" and pods["parallelism"] == pods["completions"]
+    configmaps = by_kind(docs, "ConfigMap")
+    for job in jobs.values():
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        env = container_env(job, configmaps)
+        parse_cli([expand(a, env) for a in container["args"]], env)
+        assert job["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"]
+    loadtest = pods["template"]["spec"]["containers"][0]["args"]
+    gather = jobs["loadtest-gather"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert gather[gather.index("--parts") + 1] == str(pods["completions"])
+    out = loadtest[loadtest.index("--out") + 1]
+    assert out == f"{gather[1]}/part-$(LOADTEST_INDEX)"  # each pod its own part, one folder
+    assert loadtest[loadtest.index("--gateway") + 1] == "$(GATEWAY)"  # the in-cluster gateway
+
+
+def _with_components(tmp_path: Path, *names: str) -> list[dict]:
+    """The local overlay plus ``names`` components, as a user's overlay would list them."""
+    k8s = os.path.relpath(ROOT / "k8s", tmp_path)  # kustomize takes relative paths only
+    listed = ", ".join(f"{k8s}/components/{n}" for n in names)
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{k8s}/overlays/local]\ncomponents: [{listed}]\n"
+    )
+    return kustomize(tmp_path)
+
+
+def _matches(selector: dict, labels: dict) -> bool:
+    wanted = selector.get("matchLabels", {}).items() <= labels.items()
+    return wanted and all(
+        labels.get(e["key"]) in e["values"] for e in selector.get("matchExpressions", [])
+    )
+
+
+def test_monitoring_scrapes_every_gateway_replica_and_worker_pod(tmp_path: Path) -> None:
+    docs = _with_components(tmp_path, "monitoring")
+    assert not _strictly_valid(docs)
+    (monitor,) = by_kind(docs, "ServiceMonitor").values()
+    gateway = by_kind(docs, "Service")["gateway"]
+    assert _matches(monitor["spec"]["selector"], gateway["metadata"]["labels"])
+    assert monitor["spec"]["endpoints"][0]["port"] in {p["name"] for p in gateway["spec"]["ports"]}
+    (pods,) = by_kind(docs, "PodMonitor").values()
+    workers = by_kind(docs, "Job")["agent-workers"]["spec"]["template"]
+    assert _matches(pods["spec"]["selector"], workers["metadata"]["labels"])
+    ports = {p["name"] for p in workers["spec"]["containers"][0]["ports"]}
+    assert pods["spec"]["podMetricsEndpoints"][0]["port"] in ports
+
+
+def test_the_grafana_dashboard_asks_only_for_metrics_sopgym_exports(tmp_path: Path) -> None:
+    docs = _with_components(tmp_path, "monitoring")
+    (board,) = [c for c in by_kind(docs, "ConfigMap").values()
+                if c["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]  # fmt: skip
+    dashboard = json.loads(board["data"]["sopgym.json"])
+    asked = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"\b(sopgym_\w+)", target["expr"])
+    }
+    metrics = Metrics("dashboard-check")
+    GatewayMetrics(metrics)
+    WorkerMetrics(metrics, "fc", "scripted")
+    exported = metrics.exposition().decode()
+    missing = {name for name in asked if f"# TYPE {_family(name)} " not in exported}
+    assert asked and not missing, missing
+
+
+def _family(series: str) -> str:
+    """The metric family of a series name (histograms expose _bucket, _sum, _count)."""
+    return re.sub(r"_(bucket|sum|count)$", "", series)
+
+
+def test_jaeger_can_keep_its_traces_on_a_volume(tmp_path: Path) -> None:
+    docs = _with_components(tmp_path, "jaeger-storage")
+    assert not _strictly_valid(docs)
+    jaeger = by_kind(docs, "Deployment")["jaeger"]["spec"]
+    env = {e["name"]: e["value"] for e in jaeger["template"]["spec"]["containers"][0]["env"]}
+    assert env["SPAN_STORAGE_TYPE"] == "badger" and env["BADGER_EPHEMERAL"] == "false"
+    (volume,) = jaeger["template"]["spec"]["volumes"]
+    assert volume["persistentVolumeClaim"]["claimName"] in by_kind(docs, "PersistentVolumeClaim")
+    assert jaeger["strategy"]["type"] == "Recreate"
