@@ -7,14 +7,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gateway.metrics import GatewayMetrics
 from sopgym.agents.metrics import WorkerMetrics
 from sopgym.observability.metrics import Metrics
 from tests.deploy_helpers import (
+    COMPOSE,
+    ENV_FILES,
+    OPERATOR_ENV,
     ROOT,
     by_kind,
     container_env,
@@ -25,7 +30,7 @@ from tests.deploy_helpers import (
     render,
 )
 
-pytestmark = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (CI installs it)")
+needs_kubectl = pytest.mark.skipif(not have("kubectl"), reason="kubectl absent (CI installs it)")
 COMPONENTS = ROOT / "k8s" / "components"
 
 
@@ -43,6 +48,7 @@ def _strictly_valid(docs: list[dict]) -> list[str]:
     return failures
 
 
+@needs_kubectl
 def test_the_loadtest_overlay_runs_loadtest_pods_and_gathers_every_part() -> None:
     docs = render("loadtest")
     assert not _strictly_valid(docs)
@@ -82,6 +88,7 @@ def _matches(selector: dict, labels: dict) -> bool:
     )
 
 
+@needs_kubectl
 def test_monitoring_scrapes_every_gateway_replica_and_worker_pod(tmp_path: Path) -> None:
     docs = _with_components(tmp_path, "monitoring")
     assert not _strictly_valid(docs)
@@ -96,6 +103,7 @@ def test_monitoring_scrapes_every_gateway_replica_and_worker_pod(tmp_path: Path)
     assert pods["spec"]["podMetricsEndpoints"][0]["port"] in ports
 
 
+@needs_kubectl
 def test_the_grafana_dashboard_asks_only_for_metrics_sopgym_exports(tmp_path: Path) -> None:
     docs = _with_components(tmp_path, "monitoring")
     (board,) = [c for c in by_kind(docs, "ConfigMap").values()
@@ -120,6 +128,7 @@ def _family(series: str) -> str:
     return re.sub(r"_(bucket|sum|count)$", "", series)
 
 
+@needs_kubectl
 def test_jaeger_can_keep_its_traces_on_a_volume(tmp_path: Path) -> None:
     docs = _with_components(tmp_path, "jaeger-storage")
     assert not _strictly_valid(docs)
@@ -129,3 +138,18 @@ def test_jaeger_can_keep_its_traces_on_a_volume(tmp_path: Path) -> None:
     (volume,) = jaeger["template"]["spec"]["volumes"]
     assert volume["persistentVolumeClaim"]["claimName"] in by_kind(docs, "PersistentVolumeClaim")
     assert jaeger["strategy"]["type"] == "Recreate"
+
+
+@pytest.mark.skipif(not have("docker-compose"), reason="docker-compose absent (CI installs it)")
+@pytest.mark.parametrize("profile", sorted(ENV_FILES))
+def test_compose_validates_with_the_loadtest_profile_on(profile: str) -> None:
+    result = subprocess.run(
+        ["docker-compose", "-f", str(COMPOSE), "--env-file", str(ENV_FILES[profile]),
+         "--profile", "loadtest", "config"],
+        capture_output=True, text=True, env={**os.environ, **OPERATOR_ENV},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    loadtest = yaml.safe_load(result.stdout)["services"]["loadtest"]
+    command = loadtest["command"]
+    assert command[command.index("--out") + 1].startswith("/runs/")  # kept after `run --rm`
+    assert "runs:/runs" in loadtest["volumes"]
