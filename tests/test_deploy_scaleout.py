@@ -152,4 +152,4 @@ def test_compose_validates_with_the_loadtest_profile_on(profile: str) -> None:
     loadtest = yaml.safe_load(result.stdout)["services"]["loadtest"]
     command = loadtest["command"]
     assert command[command.index("--out") + 1].startswith("/runs/")  # kept after `run --rm`
-    assert "runs:/runs" in loadtest["volumes"]
+    assert "runs:/runs:rw" in loadtest["volumes"]  # the named volume, not the container
