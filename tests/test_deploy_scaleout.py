@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.metrics import GatewayMetrics
 from sopgym.agents.metrics import WorkerMetrics
+from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.observability.metrics import Metrics
 from tests.deploy_helpers import (
     COMPOSE,

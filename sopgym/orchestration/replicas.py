@@ -54,6 +54,8 @@ class ReplicatedStack:
     tool_urls: dict[str, list[str]] = field(default_factory=dict)
     model_url: str | None = None
     admin_token: str = ""
+    model: ManagedProcess | None = None  # the scripted model server, when started
+    proxy: ManagedProcess | None = None  # HAProxy
 
 
 def haproxy_binary() -> str | None:
@@ -96,8 +98,9 @@ def replicated_stack(
                 replicated.tool_urls.setdefault(domain, []).append(url)
                 children.append(child)
         if model:
-            children.append(start_model_server(stack, domains, data_args, None))
+            replicated.model = start_model_server(stack, domains, data_args, None)
             replicated.model_url = stack.model_url
+            children.append(replicated.model)
         for child in children:
             child.wait_ready()
         services = [
@@ -130,10 +133,11 @@ def replicated_stack(
         config = logs / "haproxy.cfg"
         config.write_text(HAPROXY_CONFIG.format(port=port, servers=servers))
         replicated.url = f"http://127.0.0.1:{port}"
-        group.start(
+        replicated.proxy = group.start(
             "haproxy",
             [haproxy, "-db", "-f", str(config)],
             logs / "haproxy.log",
             ready_url=f"{replicated.url}/healthz",
-        ).wait_ready()
+        )
+        replicated.proxy.wait_ready()
         yield replicated
