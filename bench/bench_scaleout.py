@@ -99,6 +99,9 @@ def measure(args: argparse.Namespace, replicas: int, folder: Path) -> dict:
         "gateway_cpu_ms_per_tool_call": round(cpu.get("gateway", 0.0) / calls * 1000, 3),
         "stack_cpu_ms_per_episode": round(sum(cpu.values()) / episodes * 1000, 2),
         "workers_cpu_s_with_warmup": round(worker_cpu, 3),
+        "workers_cpu_ms_per_episode": round(
+            worker_cpu / (figures["episodes"] + args.concurrency) * 1000, 1
+        ),  # the warm-ups (one per worker) counted too
         "load_average": [load_before, load_average()],
     }
 
@@ -127,14 +130,17 @@ def main() -> None:
             print(orjson.dumps(row).decode(), flush=True)
     if args.out:
         args.out.write_bytes(dumps({"nproc": os.cpu_count(), "runs": rows}))
-    print("\n| gateways | episodes/s | tool calls/s | tool p50/p95 ms | gateway CPU ms/episode "
-          "| stack CPU ms/episode | lost (errors) | load avg |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| gateways | episodes/s | tool calls/s | tool p50/p95 ms | gateway CPU ms/episode "
+        "| stack CPU ms/episode | workers CPU ms/episode | lost (errors) | load avg |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         latency = r["tool_latency_ms"]
         print(f"| {r['gateway_replicas']} | {r['episodes_per_s']:.2f} | "
               f"{r['tool_calls_per_s']:.1f} | {latency['p50']} / {latency['p95']} | "
               f"{r['gateway_cpu_ms_per_episode']} | {r['stack_cpu_ms_per_episode']} | "
+              f"{r['workers_cpu_ms_per_episode']} | "
               f"{sum(r['episode_errors'].values())} of {r['episodes']} | "
               f"{r['load_average'][0]:.1f} → {r['load_average'][1]:.1f} |")  # fmt: skip
 
