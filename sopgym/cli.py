@@ -477,6 +477,7 @@ def gateway(
         if not sep or not all(url.startswith("http") for url in replicas):
             raise click.UsageError(f"--service takes DOMAIN=URL[,URL...], got {item!r}")
         urls[name] = replicas
+
     def waiting(domain: str, url: str, why: str) -> None:
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 

@@ -88,11 +88,16 @@ def test_episodes_spread_stay_on_their_replicas_and_match_one_replica(
         assert sorted(owners) == [200, 404], owners
 
 
-def test_open_episodes_spread_over_tool_service_replicas(replicated: ReplicatedStack) -> None:
+def test_one_clients_episodes_spread_over_gateway_and_tool_service_replicas(
+    replicated: ReplicatedStack,
+) -> None:
     client = GatewayClient(replicated.url)
     try:
         tasks = client.tasks(DOMAIN)[:EPISODES]
         episodes = [client.open(t["id"], DOMAIN) for t in tasks]
+        # one client, one thread: its opens still spread (each on a new connection, which the
+        # proxy balances as a Kubernetes Service does)
+        assert {e.replica for e in episodes} == set(replicated.gateway_urls)
         open_at = [_open_count(url, "/readyz") for url in replicated.tool_urls[DOMAIN]]
         for episode in episodes:
             episode.finish({})
@@ -109,7 +114,7 @@ def test_losing_a_gateway_replica_fails_only_its_episodes_as_infra_errors(
         tasks = client.tasks(DOMAIN)[:6]
         episodes = [client.open(t["id"], DOMAIN) for t in tasks]
         lost_url = stack.gateway_urls[1]
-        on_lost = {e.id for e in episodes if e._client.base_url == lost_url}
+        on_lost = {e.id for e in episodes if e.replica == lost_url}
         assert 0 < len(on_lost) < len(episodes)  # round robin put episodes on both
         stack.gateways[1].stop(grace=1.0)
         outcomes = {}

@@ -147,6 +147,8 @@ class GatewayClient:
             raise GatewayError(f"cannot open episode: {response.status} {response.text}")
         opened = response.json()
         home = self.replicas.home(opened["episode_id"], (opened.get("replica") or {}).get("http"))
+        if home is not self:  # replicated: the next open on a new connection, which the
+            self._http.release()  # shared address's balancer may give another replica
         return Episode(home, opened)
 
     def record(self, episode_id: str, token: str, replica: str | None = None) -> JSON:

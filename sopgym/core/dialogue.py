@@ -75,4 +75,3 @@ class SimulatedUser:
         self.messages += [{**agent, "at_call": at_call}, {"role": USER, "content": turn.content}]
         self.done = turn.done
         return turn.content
-

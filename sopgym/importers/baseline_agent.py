@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from sopgym.core.tasks import Task
 
 
-
 class BaselineTimeout(RuntimeError):
     """The task's deadline passed before the policy answered."""
 

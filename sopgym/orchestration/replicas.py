@@ -3,9 +3,10 @@ with HAProxy in front of the gateways, as a Kubernetes Service spreads requests 
 
 Episode affinity needs no proxy rule (docs/deploy.md, "Scaling out"): whichever replica opens
 an episode returns its own address, and the client sends the episode's later requests there;
-each gateway pins every episode to one replica of each tool service. The proxy only spreads
-the requests that belong to no episode yet (opens, task lists), and skips a replica whose
-health check fails. Used by tests/test_scaleout.py and bench/bench_scaleout.py.
+each gateway pins every episode to one replica of each tool service. The proxy, in TCP mode
+like kube-proxy, only spreads connections (a replicated gateway's client opens each episode on
+a new one) and skips a replica whose health check fails. Used by tests/test_scaleout.py and
+bench/bench_scaleout.py.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 from sopgym.orchestration.stack import ADMIN_TOKEN_ENV, Stack, start_model_server
 
+# TCP mode, round robin over connections: as a Kubernetes Service (kube-proxy) balances
 HAPROXY_CONFIG = """\
 global
     maxconn 4096
 defaults
-    mode http
-    option http-server-close
+    mode tcp
     retries 2
     option redispatch
     timeout connect 2s
