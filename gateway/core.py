@@ -219,9 +219,7 @@ class GatewayCore:
                 self._episode_pool(episode, ref.domain).post(
                     f"/v1/tools/{ref.tool}",
                     body or b"{}",
-                    b"x-sopgym-episode: "
-                    + episode.id.encode()
-                    + b"\r\n"
+                    b"x-sopgym-episode: " + episode.id.encode() + b"\r\n"
                     + tracing.traceparent_line(),
                 ),
             )

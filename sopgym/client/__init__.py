@@ -78,9 +78,9 @@ class Replicas(Generic[_Client]):
         remembered as ``episode_id``'s."""
         client = self._own
         if address and address.rstrip("/") != self._own_address:
-            client = self._clients.get(address) or self._clients.setdefault(
-                address, self._make(address)
-            )
+            if address not in self._clients:
+                self._clients[address] = self._make(address)
+            client = self._clients[address]
         self._homes[episode_id] = client
         while len(self._homes) > REMEMBERED_EPISODES:
             self._homes.popitem(last=False)
@@ -104,7 +104,9 @@ class GatewayClient:
             self, self.base_url, lambda url: GatewayClient(url, timeout, retries, backoff)
         )
 
-    def request(self, method: str, path: str, token: str | None = None, json: Any = None) -> Reply:
+    def request(
+        self, method: str, path: str, token: str | None = None, json: Any = None
+    ) -> Reply:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         inject(headers)  # W3C trace context: the gateway's span joins the caller's trace
         for attempt in range(self._retries + 1):

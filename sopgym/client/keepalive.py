@@ -54,7 +54,9 @@ class HttpTransport:
         self._connections: dict[int, http.client.HTTPConnection] = {}  # by thread
         self._lock = threading.Lock()
 
-    def request(self, method: str, path: str, headers: dict[str, str], json: Any = None) -> Reply:
+    def request(
+        self, method: str, path: str, headers: dict[str, str], json: Any = None
+    ) -> Reply:
         """One exchange; raises one of :data:`TransportError` when it fails."""
         body = None if json is None else orjson.dumps(json)
         if body is not None:

@@ -75,3 +75,4 @@ class SimulatedUser:
         self.messages += [{**agent, "at_call": at_call}, {"role": USER, "content": turn.content}]
         self.done = turn.done
         return turn.content
+

@@ -38,27 +38,23 @@ STATUS_BY_CODE: dict[str, int] = {
 }
 
 # How the evaluator groups codes (TELLER-Bench's Validation / Type errors).
-VALIDATION_CODES = frozenset(
-    {
-        "missing_argument",
-        "unexpected_argument",
-        "invalid_value",
-        "invalid_json",
-        "invalid_request",
-    }
-)
+VALIDATION_CODES = frozenset({
+    "missing_argument",
+    "unexpected_argument",
+    "invalid_value",
+    "invalid_json",
+    "invalid_request",
+})
 TYPE_CODES = frozenset({"type_mismatch"})
 TOOL_FAILURE = "internal_error"  # the tool's own code failed: the evaluator's tool_error
 
 # Faults the gateway injects (``--faults``): transient, so agents retry them.
-FAULT_CODES = frozenset(
-    {
-        "rate_limited",
-        "temporarily_unavailable",
-        "upstream_timeout",
-        "connection_dropped",
-    }
-)
+FAULT_CODES = frozenset({
+    "rate_limited",
+    "temporarily_unavailable",
+    "upstream_timeout",
+    "connection_dropped",
+})
 # A service that is down: not transient within an episode, the agent stops at once.
 DOWN_CODE = "service_unavailable"
 # Calls that never reached a working tool: no agent decision, so no scorer counts them.

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sopgym.core.tasks import Task
 
 
+
 class BaselineTimeout(RuntimeError):
     """The task's deadline passed before the policy answered."""
 
