@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -79,3 +80,17 @@ def test_a_concurrency_sweep_runs_each_level_on_one_stack_into_the_runs_dir(
     assert (out / "c2" / "loadtest.html").exists() and "Concurrency sweep" in (
         out / "sweep.md"
     ).read_text()
+
+
+def test_a_loadtest_waits_for_the_stack_then_says_it_did_not_answer(tmp_path: Path) -> None:
+    from sopgym.orchestration.processes import free_port
+
+    gone = f"http://127.0.0.1:{free_port()}"  # nothing listens: the stack never answers
+    command = [sys.executable, "-m", "sopgym", "loadtest", "--gateway", gone, "--wait", "2",
+               "--out", str(tmp_path / "lt")]  # fmt: skip
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "the stack did not answer" in result.stdout + result.stderr
+    assert "the gateway's task list" in result.stdout + result.stderr
+    assert time.monotonic() - started >= 2.0  # it waited before giving up

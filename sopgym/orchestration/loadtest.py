@@ -58,6 +58,7 @@ class LoadtestConfig:
     task_timeout: float = 120.0
     grace: float = 30.0  # seconds in-flight episodes get after ``duration``
     warmup: bool = True
+    wait_s: float = 0.0  # how long to wait for the gateway and the model to answer first
 
 
 def percentiles(values: list[float], scale: float = 1.0) -> JSON:
@@ -274,7 +275,7 @@ class Loadtest:
         client = connect(address, config.transport)
         workers: list[ManagedProcess] = []
         try:
-            tasks = [t for d in config.domains for t in client.tasks(d)]
+            tasks = self._wait_for_stack(client, model_url)
             replays = {}
             if config.agent == NAME:  # the oracle replays gold read locally
                 replays = load_replays(config.domains, self.data_root)
@@ -297,6 +298,27 @@ class Loadtest:
             asdict(config), stats.figures(), warm.figures(), cut, timeline, stats.failures,
             stats.over_time(), started_at, stats.episode_rows(),
         )  # fmt: skip
+
+    def _wait_for_stack(self, client: Any, model_url: str | None) -> list[JSON]:
+        """The task list, once the gateway gives it and the model answers, waiting up to
+        ``wait_s`` for both (in Kubernetes the loadtest pods start with the stack; vLLM may be
+        loading its weights), saying every 15 s what it waits for."""
+        from sopgym.agents import uses_model
+        from sopgym.orchestration.shards import ShardError, model_ready, wait_until
+
+        config = self.config
+        deadline = time.monotonic() + config.wait_s
+        try:
+            tasks: list[JSON] = wait_until(
+                deadline,
+                lambda: [t for d in config.domains for t in client.tasks(d)],
+                "the gateway's task list",
+            )
+            if uses_model(config.agent):
+                wait_until(deadline, lambda: model_ready(config.model, model_url), "the model")
+        except ShardError as error:
+            raise LoadtestError(f"the stack did not answer: {error}") from None
+        return tasks
 
     def _spawn(
         self,

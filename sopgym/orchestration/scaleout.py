@@ -255,6 +255,14 @@ def default_out(name: str) -> Path:
 @click.option("--grace", default=30.0, show_default=True, help="Seconds in-flight episodes get.")
 @click.option("--no-warmup", is_flag=True, help="Count each worker's first episode too.")
 @click.option(
+    "--wait",
+    "wait_s",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds to wait for the gateway and the model to answer before the load starts.",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(path_type=Path),
@@ -276,6 +284,7 @@ def loadtest_command(
     task_timeout: float,
     grace: float,
     no_warmup: bool,
+    wait_s: float,
     out_dir: Path | None,
     data_root: Path | None,
 ) -> None:
@@ -303,6 +312,7 @@ def loadtest_command(
         task_timeout=task_timeout,
         grace=grace,
         warmup=not no_warmup,
+        wait_s=wait_s,
     )
     out_dir = out_dir or default_out("loadtest")
     out_dir.mkdir(parents=True, exist_ok=True)

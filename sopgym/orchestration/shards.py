@@ -146,7 +146,7 @@ class ShardSettings:
     task_timeout: float = 300.0
 
 
-def _until(
+def wait_until(
     deadline: float,
     attempt: Callable[[], Any],
     what: str,
@@ -175,7 +175,7 @@ def fetch_tasks(
 ) -> list[JSON]:
     tasks: list[JSON] = []
     for domain in settings.domains:
-        listed = _until(
+        listed = wait_until(
             deadline, functools.partial(client.tasks, domain), f"tasks of {domain}", log
         )
         tasks += listed[: settings.limit] if settings.limit else listed
@@ -236,7 +236,7 @@ def run_shard(
         if model_based and settings.base_url:
             options["base_url"] = settings.base_url
         if model_based and todo:
-            _until(deadline, lambda: _model_ready(settings), "model endpoint", log)
+            wait_until(deadline, lambda: _model_ready(settings), "model endpoint", log)
         agent = make_agent(settings.agent, **options)
         replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
         appender = JsonlAppender(results)
@@ -280,9 +280,14 @@ def drop_infra_errors(results: Path) -> int:
 
 
 def _model_ready(settings: ShardSettings) -> None:
+    model_ready(settings.model, settings.base_url)
+
+
+def model_ready(model: str, base_url: str | None) -> None:
+    """Raises unless the model endpoint answers (the agents' own preflight)."""
     from sopgym.agents.models import parse_model_spec, preflight
 
-    preflight(parse_model_spec(settings.model, settings.base_url))
+    preflight(parse_model_spec(model, base_url))
 
 
 # ---- merge ----
