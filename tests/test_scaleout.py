@@ -18,7 +18,7 @@ import pytest
 from sopgym.agents import make_agent
 from sopgym.agents.oracle import load_replays
 from sopgym.agents.worker import run_job
-from sopgym.client import GatewayClient, InfraError
+from sopgym.client import GatewayClient, InfraError, connect
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.orchestration.replicas import ReplicatedStack, haproxy_binary, replicated_stack
 from sopgym.orchestration.stack import embedded_stack
@@ -36,7 +36,7 @@ EPISODES = 16
 @pytest.fixture(scope="module")
 def replicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicatedStack]:
     logs = tmp_path_factory.mktemp("replicated")
-    with replicated_stack([DOMAIN], logs, gateways=2, tool_replicas=2) as stack:
+    with replicated_stack([DOMAIN], logs, gateways=2, tool_replicas=2, grpc=True) as stack:
         yield stack
 
 
@@ -104,6 +104,24 @@ def test_one_clients_episodes_spread_over_gateway_and_tool_service_replicas(
     finally:
         client.close()
     assert sum(open_at) == EPISODES and min(open_at) > 0, open_at
+
+
+def test_grpc_episodes_follow_their_replica_too(replicated: ReplicatedStack) -> None:
+    assert replicated.grpc_target is not None
+    replays = load_replays([DOMAIN], None)
+    seen = set()
+    for task in GatewayClient(replicated.url).tasks(DOMAIN)[:4]:
+        client = connect(replicated.grpc_target, "grpc")  # a new connection per client
+        try:
+            job = {"task": task, "replay": replays[(DOMAIN, task["id"])], "run_id": "grpc"}
+            report = run_job(make_agent("oracle"), client, job, 60.0)
+            assert report["status"] == "finished", report
+            seen.add(report["replica"])
+            record = client.record(report["episode_id"], report["token"])
+            assert record["finished"] and record["final_state"] is not None
+        finally:
+            client.close()
+    assert seen == set(replicated.grpc_targets)  # spread by connection, followed by address
 
 
 def test_losing_a_gateway_replica_fails_only_its_episodes_as_infra_errors(

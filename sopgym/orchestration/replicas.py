@@ -40,6 +40,14 @@ backend gateway_replicas
     option httpchk GET /healthz
 {servers}
 """
+HAPROXY_GRPC = """\
+frontend gateway_grpc
+    bind 127.0.0.1:{port}
+    default_backend gateway_grpc_replicas
+backend gateway_grpc_replicas
+    balance roundrobin
+{servers}
+"""
 
 
 class ProxyMissing(RuntimeError):
@@ -51,6 +59,8 @@ class ReplicatedStack:
     url: str  # the proxy: the address every client is given
     gateways: list[ManagedProcess] = field(default_factory=list)
     gateway_urls: list[str] = field(default_factory=list)
+    grpc_target: str | None = None  # the proxy's gRPC port, when the gateways serve gRPC
+    grpc_targets: list[str] = field(default_factory=list)  # each replica's
     tools: dict[str, list[ManagedProcess]] = field(default_factory=dict)
     tool_urls: dict[str, list[str]] = field(default_factory=dict)
     model_url: str | None = None
@@ -72,9 +82,11 @@ def replicated_stack(
     tool_replicas: int = 2,
     model: bool = False,
     data_root: Path | None = None,
+    grpc: bool = False,
 ) -> Iterator[ReplicatedStack]:
     """Start ``tool_replicas`` replicas of each domain's tool service, the scripted model
-    server when ``model``, ``gateways`` gateway replicas and HAProxy in front of them."""
+    server when ``model``, ``gateways`` gateway replicas (serving gRPC too when ``grpc``) and
+    HAProxy in front of them."""
     haproxy = haproxy_binary()
     if haproxy is None:
         raise ProxyMissing("the replicated stack needs HAProxy: apt-get install haproxy")
@@ -112,12 +124,16 @@ def replicated_stack(
         for index in range(gateways):
             port = free_port()
             url = f"http://127.0.0.1:{port}"
+            grpc_args = []
+            if grpc:
+                target = f"127.0.0.1:{free_port()}"
+                replicated.grpc_targets.append(target)
+                grpc_args = ["--grpc-port", target.split(":")[1], "--advertise-grpc", target]
+            argv = ["gateway", "--port", str(port), "--advertise-url", url, *grpc_args, *services]
             replicated.gateways.append(
                 group.start(
                     f"gateway-{index}",
-                    sopgym_command(
-                        "gateway", "--port", str(port), "--advertise-url", url, *services
-                    ),
+                    sopgym_command(*argv),
                     logs / f"gateway-{index}.log",
                     env={ADMIN_TOKEN_ENV: replicated.admin_token, SERVICE_SECRET_ENV: secret},
                     ready_url=f"{url}/readyz",
@@ -131,8 +147,16 @@ def replicated_stack(
             f"    server gateway-{i} {url.removeprefix('http://')} check inter 500ms fall 1"
             for i, url in enumerate(replicated.gateway_urls)
         )
+        text = HAPROXY_CONFIG.format(port=port, servers=servers)
+        if grpc:
+            grpc_port = free_port()
+            replicated.grpc_target = f"127.0.0.1:{grpc_port}"
+            text += HAPROXY_GRPC.format(port=grpc_port, servers="\n".join(
+                f"    server gateway-{i} {target} check inter 500ms fall 1"
+                for i, target in enumerate(replicated.grpc_targets)
+            ))  # fmt: skip
         config = logs / "haproxy.cfg"
-        config.write_text(HAPROXY_CONFIG.format(port=port, servers=servers))
+        config.write_text(text)
         replicated.url = f"http://127.0.0.1:{port}"
         replicated.proxy = group.start(
             "haproxy",
