@@ -8,6 +8,8 @@ import json
 import os
 import re
 import subprocess
+import tempfile
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -51,7 +53,7 @@ def _strictly_valid(docs: list[dict]) -> list[str]:
 @needs_kubectl
 def test_the_loadtest_overlay_runs_loadtest_pods_and_gathers_every_part() -> None:
     docs = render("loadtest")
-    assert not _strictly_valid(docs)
+    assert not _strictly_valid(_added_or_changed(docs))
     jobs = by_kind(docs, "Job")
     assert set(jobs) == {"loadtest", "loadtest-gather"}, "the load test replaces the run"
     pods = jobs["loadtest"]["spec"]
@@ -70,15 +72,22 @@ def test_the_loadtest_overlay_runs_loadtest_pods_and_gathers_every_part() -> Non
     assert loadtest[loadtest.index("--gateway") + 1] == "$(GATEWAY)"  # the in-cluster gateway
 
 
-def _with_components(tmp_path: Path, *names: str) -> list[dict]:
+@cache
+def _with_components(*names: str) -> list[dict]:
     """The local overlay plus ``names`` components, as a user's overlay would list them."""
-    k8s = os.path.relpath(ROOT / "k8s", tmp_path)  # kustomize takes relative paths only
-    listed = ", ".join(f"{k8s}/components/{n}" for n in names)
-    (tmp_path / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources: [{k8s}/overlays/local]\ncomponents: [{listed}]\n"
-    )
-    return kustomize(tmp_path)
+    with tempfile.TemporaryDirectory() as scratch:
+        k8s = os.path.relpath(ROOT / "k8s", scratch)  # kustomize takes relative paths only
+        listed = ", ".join(f"{k8s}/components/{n}" for n in names)
+        (Path(scratch) / "kustomization.yaml").write_text(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+            f"resources: [{k8s}/overlays/local]\ncomponents: [{listed}]\n"
+        )
+        return kustomize(Path(scratch))
+
+
+def _added_or_changed(docs: list[dict]) -> list[dict]:
+    """What the components add or change (test_deploy.py validates the overlay itself)."""
+    return [d for d in docs if d not in render("local")]
 
 
 def _matches(selector: dict, labels: dict) -> bool:
@@ -89,9 +98,9 @@ def _matches(selector: dict, labels: dict) -> bool:
 
 
 @needs_kubectl
-def test_monitoring_scrapes_every_gateway_replica_and_worker_pod(tmp_path: Path) -> None:
-    docs = _with_components(tmp_path, "monitoring")
-    assert not _strictly_valid(docs)
+def test_monitoring_scrapes_every_gateway_replica_and_worker_pod() -> None:
+    docs = _with_components("monitoring")
+    assert not _strictly_valid(_added_or_changed(docs))
     (monitor,) = by_kind(docs, "ServiceMonitor").values()
     gateway = by_kind(docs, "Service")["gateway"]
     assert _matches(monitor["spec"]["selector"], gateway["metadata"]["labels"])
@@ -104,8 +113,8 @@ def test_monitoring_scrapes_every_gateway_replica_and_worker_pod(tmp_path: Path)
 
 
 @needs_kubectl
-def test_the_grafana_dashboard_asks_only_for_metrics_sopgym_exports(tmp_path: Path) -> None:
-    docs = _with_components(tmp_path, "monitoring")
+def test_the_grafana_dashboard_asks_only_for_metrics_sopgym_exports() -> None:
+    docs = _with_components("monitoring")
     (board,) = [c for c in by_kind(docs, "ConfigMap").values()
                 if c["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]  # fmt: skip
     dashboard = json.loads(board["data"]["sopgym.json"])
@@ -129,9 +138,11 @@ def _family(series: str) -> str:
 
 
 @needs_kubectl
-def test_jaeger_can_keep_its_traces_on_a_volume(tmp_path: Path) -> None:
-    docs = _with_components(tmp_path, "jaeger-storage")
-    assert not _strictly_valid(docs)
+def test_jaeger_can_keep_its_traces_on_a_volume() -> None:
+    docs = _with_components("jaeger-storage")
+    changed = _added_or_changed(docs)
+    assert {d["metadata"]["name"] for d in changed} == {"jaeger", "jaeger-storage"}
+    assert not _strictly_valid(changed)
     jaeger = by_kind(docs, "Deployment")["jaeger"]["spec"]
     env = {e["name"]: e["value"] for e in jaeger["template"]["spec"]["containers"][0]["env"]}
     assert env["SPAN_STORAGE_TYPE"] == "badger" and env["BADGER_EPHEMERAL"] == "false"
