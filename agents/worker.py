@@ -76,6 +76,8 @@ def _run_episode(
             meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
         )
         report["episode_id"], report["token"] = episode.id, episode.token
+        if episode.replica != client.base_url:  # a replicated gateway: where its record is
+            report["replica"] = episode.replica
         outputs = agent.solve(task, episode, context)
         episode.finish(outputs)
         report["status"] = "finished"

@@ -37,6 +37,7 @@ from sopgym.observability import tracing
 from sopgym.observability.asgi import UNTRACED_PATHS, end_server_span, start_server_span
 from sopgym.observability.metrics import CONTENT_TYPE as METRICS_TYPE
 from sopgym.observability.semconv import SCOPE_GATEWAY
+from sopgym.types import JSON
 
 HTTP = "http"
 MCP_PREFIX = "/mcp/"
@@ -57,6 +58,7 @@ class Gateway:
         faults: FaultPlan | None = None,
         service_secret: str | None = None,
         keep_episodes: int = DEFAULT_KEEP_EPISODES,
+        replica: JSON | None = None,
     ) -> None:
         self.core = GatewayCore(
             catalog,
@@ -68,6 +70,7 @@ class Gateway:
             faults=faults,
             service_secret=service_secret,
             keep_episodes=keep_episodes,
+            replica=replica,
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self.openapi = dumps(gateway_openapi(catalog))  # the HTTP API, for clients and fuzzers

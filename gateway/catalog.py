@@ -59,6 +59,20 @@ class ServiceEntry:
     stateful: bool = False
     # a tool-free domain the gateway serves itself (gateway/local.py): its task inputs
     local_tasks: list[JSON] | None = None
+    # every replica's base URL when the service runs more than one (``url`` is the first):
+    # each episode is pinned to one of them, which holds its state (docs/deploy.md)
+    replicas: list[str] = field(default_factory=list)
+
+    def replica_urls(self) -> list[str]:
+        return self.replicas or [self.url]
+
+    def replica_for(self, episode_id: str) -> str:
+        """The replica that holds ``episode_id``: rendezvous hashing spreads episodes evenly
+        and needs no shared state between gateway replicas."""
+        urls = self.replica_urls()
+        if len(urls) == 1:
+            return urls[0]
+        return max(urls, key=lambda url: _rank(episode_id, url))
 
 
 class Catalog:
@@ -124,18 +138,26 @@ class DiscoveryError(RuntimeError):
 
 
 def discover(
-    urls: dict[str, str],
+    urls: dict[str, str | list[str]],
     wait_s: float = 30.0,
     on_wait: Callable[[str, str, str], None] | None = None,
 ) -> Catalog:
     """Fetch ``GET /v1/tools`` from each service, waiting up to ``wait_s`` for all to be
     ready (services and gateway may start together); ``on_wait(domain, url, why)`` hears of
-    the first failed try of each."""
+    the first failed try of each. A service given as several URLs is one service's replicas:
+    each must answer the same catalog."""
     entries = []
     deadline = time.monotonic() + wait_s
     with httpx.Client(timeout=5.0) as client:
-        for domain, url in urls.items():
+        for domain, given in urls.items():
+            replicas = [given] if isinstance(given, str) else given
+            url = replicas[0]
             body = _catalog(client, domain, url, deadline, on_wait)
+            for other in replicas[1:]:
+                if _catalog(client, domain, other, deadline, on_wait)["tools"] != body["tools"]:
+                    raise DiscoveryError(
+                        f"tool service {domain}: replica {other} serves other tools than {url}"
+                    )
             parts = urlsplit(url)
             entries.append(
                 ServiceEntry(
@@ -150,6 +172,7 @@ def discover(
                     output_schema=body.get("output_schema", {}),
                     kind=body.get("kind", "tool_use"),
                     stateful=body.get("stateful") is True,
+                    replicas=replicas if len(replicas) > 1 else [],
                 )
             )
     return Catalog(entries)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -78,8 +79,12 @@ class GatewayCore:
         faults: FaultPlan | None = None,
         service_secret: str | None = None,
         keep_episodes: int = DEFAULT_KEEP_EPISODES,
+        replica: JSON | None = None,
     ) -> None:
         self.catalog = catalog
+        # this replica's own addresses (``{"http": url, "grpc": target}``), returned at open
+        # when the gateway runs replicated: the episode's later requests go there directly
+        self.replica = replica
         self.faults = faults  # injected latency and failures (``--faults``), None: none
         self._secret_line = secret_line(service_secret)  # proves to services it is us
         self.users = conversations.UserSimLink(user_sim) if user_sim else None
@@ -112,7 +117,7 @@ class GatewayCore:
             listed = self._tasks[service.domain] = TaskList(payload, service.local_tasks)
         if listed is None:
             try:
-                status, payload = await self._pool(service.domain).get("/v1/tasks")
+                status, payload = await self._pool(service.url).get("/v1/tasks")
             except (UpstreamError, TimeoutError) as error:
                 raise ToolError(
                     DOWN_CODE, f"tool service {service.domain} unreachable: {error}"
@@ -158,7 +163,7 @@ class GatewayCore:
             raise
         episode_spans.annotate_open(episode, variant)
         self.metrics.opened.add((service.domain, transport))
-        return {
+        opened = {
             "episode_id": episode.id,
             "token": episode.token,
             "sop": service.sop[variant],
@@ -166,6 +171,7 @@ class GatewayCore:
             "output_schema": service.output_schema,
             "tools": [self.catalog.spec(ref, name) for name, ref in routes.items()],
         }
+        return {**opened, "replica": self.replica} if self.replica else opened
 
     def episode(self, episode_id: str) -> Episode:
         episode = self.episodes.get(episode_id)
@@ -211,7 +217,7 @@ class GatewayCore:
                 await self._register(episode, ref.domain)
             status, payload, response = await self._upstream(
                 ref.domain,
-                self._pool(ref.domain).post(
+                self._episode_pool(episode, ref.domain).post(
                     f"/v1/tools/{ref.tool}",
                     body or b"{}",
                     b"x-sopgym-episode: " + episode.id.encode() + b"\r\n"
@@ -295,7 +301,10 @@ class GatewayCore:
             return
         body = orjson.dumps({"episode_id": episode.id, "task_id": episode.task_id})
         status, _, answer = await self._upstream(
-            domain, self._pool(domain).post("/v1/episodes", body, tracing.traceparent_line())
+            domain,
+            self._episode_pool(episode, domain).post(
+                "/v1/episodes", body, tracing.traceparent_line()
+            ),
         )
         if status >= 400:
             raise _service_error(answer)
@@ -307,7 +316,9 @@ class GatewayCore:
         try:
             status, _, answer = await self._upstream(
                 domain,
-                self._pool(domain).delete(f"/v1/episodes/{episode.id}", tracing.traceparent_line()),
+                self._episode_pool(episode, domain).delete(
+                    f"/v1/episodes/{episode.id}", tracing.traceparent_line()
+                ),
             )
             if status >= 400:
                 raise _service_error(answer)
@@ -342,12 +353,16 @@ class GatewayCore:
             raise ToolError("invalid_value", f"unknown domain {domain!r}; serving: {known}", field)
         return self.catalog.services[domain]
 
-    def _pool(self, domain: str) -> UpstreamPool:
-        pool = self._pools.get(domain)
+    def _episode_pool(self, episode: Episode, domain: str) -> UpstreamPool:
+        """The connections to the replica of ``domain``'s service that holds ``episode``."""
+        return self._pool(self.catalog.services[domain].replica_for(episode.id))
+
+    def _pool(self, url: str) -> UpstreamPool:
+        pool = self._pools.get(url)
         if pool is None:
-            service = self.catalog.services[domain]
-            pool = self._pools[domain] = UpstreamPool(
-                service.host, service.port, headers=self._secret_line
+            parts = urlsplit(url)
+            pool = self._pools[url] = UpstreamPool(
+                parts.hostname or "127.0.0.1", parts.port or 80, headers=self._secret_line
             )
         return pool
 

@@ -191,6 +191,7 @@ class Servicer:
                     self.pb2.Tool(name=t["name"], spec_json=orjson.dumps(t))
                     for t in opened["tools"]
                 ],
+                replica_target=(opened.get("replica") or {}).get("grpc", ""),
             )
             return reply, 201
 

@@ -415,8 +415,21 @@ def serve_tools(
     "services",
     multiple=True,
     envvar="SOPGYM_GATEWAY_SERVICES",
-    help="DOMAIN=URL of a tool service; repeat for each domain ($SOPGYM_GATEWAY_SERVICES: "
-    "space-separated).",
+    help="DOMAIN=URL of a tool service (DOMAIN=URL,URL,...: its replicas, each episode pinned "
+    "to one); repeat for each domain ($SOPGYM_GATEWAY_SERVICES: space-separated).",
+)
+@click.option(
+    "--advertise-url",
+    default=None,
+    envvar="SOPGYM_GATEWAY_ADVERTISE_URL",
+    help="This replica's own base URL, returned at episode open so the episode's later "
+    "requests reach this replica (replicated gateways; $SOPGYM_GATEWAY_ADVERTISE_URL).",
+)
+@click.option(
+    "--advertise-grpc",
+    default=None,
+    envvar="SOPGYM_GATEWAY_ADVERTISE_GRPC",
+    help="As --advertise-url, for gRPC: this replica's host:port ($SOPGYM_GATEWAY_ADVERTISE_GRPC).",
 )
 @click.option(
     "--local-domain",
@@ -462,6 +475,8 @@ def gateway(
     user_sim: str | None,
     faults: str | None,
     keep_episodes: int,
+    advertise_url: str | None,
+    advertise_grpc: str | None,
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
@@ -481,12 +496,14 @@ def gateway(
         raise click.UsageError(str(error)) from None
     setup_tracing("sopgym-gateway")
 
-    urls = {}
+    urls: dict[str, str | list[str]] = {}
     for item in services:
-        name, sep, url = item.partition("=")
-        if not sep or not url.startswith("http"):
-            raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
-        urls[name] = url.rstrip("/")
+        name, sep, given = item.partition("=")
+        replicas = [url.rstrip("/") for url in given.split(",")]
+        if not sep or not all(url.startswith("http") for url in replicas):
+            raise click.UsageError(f"--service takes DOMAIN=URL[,URL...], got {item!r}")
+        urls[name] = replicas
+
     def waiting(domain: str, url: str, why: str) -> None:
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
@@ -512,6 +529,7 @@ def gateway(
         faults=plan,
         service_secret=secret,
         keep_episodes=keep_episodes,
+        replica={k: v for k, v in (("http", advertise_url), ("grpc", advertise_grpc)) if v} or None,
     )
     try:
         serve(app, host, port)

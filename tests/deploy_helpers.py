@@ -28,7 +28,7 @@ DOCKERFILES = {
     "user": ROOT / "services" / "user" / "Dockerfile",
     "observability": ROOT / "observability" / "Dockerfile",
 }
-KUSTOMIZE = ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone"]
+KUSTOMIZE = ["kubectl", "kustomize"]  # as users render it: no flags
 _VARIABLE = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
 # What an operator exports before `docker compose up` (the file gives it no default).
 OPERATOR_ENV = {"SOPGYM_SERVICE_SECRET": "a-secret-the-operator-exported"}
@@ -109,13 +109,12 @@ def parse_cli(argv: list[str], env: dict[str, str] | None = None) -> click.Conte
 @cache
 def render(overlay: str) -> list[dict[str, Any]]:
     """The overlay's manifests as ``kubectl kustomize`` renders them (once per session)."""
-    out = subprocess.run(
-        [*KUSTOMIZE, str(ROOT / "k8s" / "overlays" / overlay)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
+    return kustomize(ROOT / "k8s" / "overlays" / overlay)
+
+
+def kustomize(folder: Path) -> list[dict[str, Any]]:
+    out = subprocess.run([*KUSTOMIZE, str(folder)], capture_output=True, text=True, check=True)
+    return [doc for doc in yaml.safe_load_all(out.stdout) if doc]
 
 
 def have(tool: str) -> bool:
@@ -131,3 +130,31 @@ def dockerfile(path: Path) -> dict[str, list[Any]]:
     for command in parser.parse_file(str(path)):
         found.setdefault(command.cmd.upper(), []).append((command.flags, command.value))
     return found
+
+
+def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def container_env(doc: dict, configmaps: dict[str, dict]) -> dict[str, str]:
+    """The environment a container sees from its ConfigMaps (for $(VAR) in its args)."""
+    env = {}
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    for source in container.get("envFrom", []):
+        ref = source.get("configMapRef")
+        if ref:
+            env.update(configmaps[ref["name"]]["data"])
+    for item in container.get("env", []):
+        ref = item.get("valueFrom", {}).get("configMapKeyRef")
+        if ref:
+            env[item["name"]] = configmaps[ref["name"]]["data"][ref["key"]]
+        elif "value" in item:
+            env[item["name"]] = item["value"]
+        else:
+            env[item["name"]] = "0"  # fieldRef / secret: a placeholder
+    return env
+
+
+def expand(arg: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion in container args."""
+    return re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], arg)

@@ -26,8 +26,11 @@ from tests.deploy_helpers import (
     OPERATOR_ENV,
     OVERLAYS,
     ROOT,
+    by_kind,
     compose,
+    container_env,
     dockerfile,
+    expand,
     have,
     parse_cli,
     render,
@@ -161,7 +164,7 @@ def test_compose_telemetry_reaches_jaeger_and_the_receiver() -> None:
     assert services["jaeger"]["environment"]["COLLECTOR_OTLP_ENABLED"] == "true"
     assert "16686:16686" in services["jaeger"]["ports"]
     assert "opentelemetry-collector-contrib" in services["otel-collector"]["image"]
-    config = yaml.safe_load((ROOT / "observability" / "otel-collector.yaml").read_text())
+    config = yaml.safe_load((ROOT / "k8s" / "base" / "otel-collector.yaml").read_text())
     exporters = config["exporters"]
     assert exporters["otlp/jaeger"]["endpoint"].startswith("jaeger:")
     assert "//sopgym-collector:4318" in exporters["otlphttp/sopgym"]["endpoint"]
@@ -180,10 +183,6 @@ def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict]]:
     if not have("kubectl"):
         pytest.skip("kubectl absent: cannot render the kustomize overlays (CI installs it)")
     return request.param, render(request.param)
-
-
-def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
-    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
 
 def test_rendered_manifests_pass_strict_schema_validation(overlay: tuple[str, list[dict]]) -> None:
@@ -212,30 +211,6 @@ def test_strict_validation_rejects_an_unknown_field() -> None:
         kubernetes_validate.validate(bad, kubernetes_validate.latest_version(), strict=True)
 
 
-def _container_env(doc: dict, configmaps: dict[str, dict]) -> dict[str, str]:
-    """The environment a container sees from its ConfigMaps (for $(VAR) in its args)."""
-    env = {}
-    container = doc["spec"]["template"]["spec"]["containers"][0]
-    for source in container.get("envFrom", []):
-        ref = source.get("configMapRef")
-        if ref:
-            env.update(configmaps[ref["name"]]["data"])
-    for item in container.get("env", []):
-        ref = item.get("valueFrom", {}).get("configMapKeyRef")
-        if ref:
-            env[item["name"]] = configmaps[ref["name"]]["data"][ref["key"]]
-        elif "value" in item:
-            env[item["name"]] = item["value"]
-        else:
-            env[item["name"]] = "0"  # fieldRef / secret: a placeholder
-    return env
-
-
-def _expand(arg: str, env: dict[str, str]) -> str:
-    """Kubernetes' $(VAR) expansion in container args."""
-    return re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], arg)
-
-
 def test_every_sopgym_container_runs_a_real_cli_command(overlay: tuple[str, list[dict]]) -> None:
     _, docs = overlay
     configmaps = by_kind(docs, "ConfigMap")
@@ -246,8 +221,8 @@ def test_every_sopgym_container_runs_a_real_cli_command(overlay: tuple[str, list
         if "sopgym/" not in container["image"]:
             continue
         ours += 1
-        env = _container_env(doc, configmaps)
-        args = [_expand(a, env) for a in container["args"]]
+        env = container_env(doc, configmaps)
+        args = [expand(a, env) for a in container["args"]]
         parse_cli(args, env)
         security = doc["spec"]["template"]["spec"]["securityContext"]
         assert security["runAsNonRoot"] and security["runAsUser"] > 0
@@ -282,10 +257,29 @@ def test_tool_services_and_gateway_are_probed_and_the_gateway_scales(
     assert tools["args"][:2] == ["serve-tools", "patient_intake"]
     (hpa,) = by_kind(docs, "HorizontalPodAutoscaler").values()
     assert hpa["spec"]["scaleTargetRef"]["name"] == "gateway"
-    assert services["gateway"]["spec"]["sessionAffinity"] == "ClientIP"
-    assert "prometheus.io/scrape" in deployments["gateway"]["spec"]["template"]["metadata"][
-        "annotations"
-    ]
+    # episode affinity without client IP: each replica advertises its own pod address
+    assert "sessionAffinity" not in services["gateway"]["spec"]
+    gateway = deployments["gateway"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in gateway["env"]}
+    assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert list(env).index("POD_IP") < list(env).index("SOPGYM_GATEWAY_ADVERTISE_URL")
+    assert env["SOPGYM_GATEWAY_ADVERTISE_URL"]["value"] == "http://$(POD_IP):8000"
+    assert env["SOPGYM_GATEWAY_ADVERTISE_GRPC"]["value"] == "$(POD_IP):50051"
+    budgets = {n: b["spec"] for n, b in by_kind(docs, "PodDisruptionBudget").items()}
+    assert budgets["gateway"]["maxUnavailable"] == 1
+    for name in [f"tools-{slug(d)}" for d in SHIPPED]:
+        assert budgets[name]["minAvailable"] == 1, name
+    for name, budget in budgets.items():  # each covers its own Deployment's pods, no other's
+        covered = [
+            n for n, d in deployments.items()
+            if budget["selector"]["matchLabels"].items()
+            <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]  # fmt: skip
+        assert covered == [name], (name, covered)
+    assert (
+        "prometheus.io/scrape"
+        in deployments["gateway"]["spec"]["template"]["metadata"]["annotations"]
+    )
 
 
 def test_only_the_gateway_may_reach_the_tool_services(overlay: tuple[str, list[dict]]) -> None:
@@ -344,6 +338,12 @@ def test_gpu_overlay_serves_vllm_on_a_gpu_instead_of_the_scripted_model() -> Non
                if n.startswith("sopgym-run"))  # fmt: skip
     assert run["data"]["MODEL_URL"] == "http://vllm:8000/v1"
     assert run["data"]["MODEL"].startswith("openai:")
+    # the workers outwait vLLM's start-up (weights download) instead of failing the Job
+    startup = vllm["startupProbe"]
+    workers = by_kind(render("gpu"), "Job")["agent-workers"]["spec"]["template"]["spec"]
+    args = workers["containers"][0]["args"]
+    assert args[args.index("--wait") + 1] == "$(MODEL_WAIT_S)"
+    assert int(run["data"]["MODEL_WAIT_S"]) > startup["periodSeconds"] * startup["failureThreshold"]
 
 
 @needs_kubectl

@@ -17,8 +17,10 @@ infrastructure error instead of an agent mistake.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from opentelemetry.propagate import inject
@@ -32,6 +34,7 @@ from sopgym.types import JSON
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 REFUSED_RETRIES = 1  # after a refused connection: a restarting gateway gets one more try
+REMEMBERED_EPISODES = 10_000  # episodes whose replica a client remembers, for their records
 
 
 class GatewayError(RuntimeError):
@@ -58,6 +61,40 @@ class ToolResult:
         return self.body.get("result", self.body) if self.ok else self.body
 
 
+_Client = TypeVar("_Client")
+
+
+class Replicas(Generic[_Client]):
+    """The gateway replicas a client's episodes live at. A replicated gateway answers an open
+    with the address of the replica that holds the new episode (``replica``); every later
+    request of that episode, its record included, goes there, whichever replica the shared
+    address would have reached (docs/deploy.md, "Scaling out")."""
+
+    def __init__(self, own: _Client, own_address: str, make: Callable[[str], _Client]) -> None:
+        self._own, self._own_address, self._make = own, own_address, make
+        self._clients: dict[str, _Client] = {}
+        self._homes: OrderedDict[str, _Client] = OrderedDict()  # episode id -> its replica
+
+    def home(self, episode_id: str, address: str | None) -> _Client:
+        """The client for the replica at ``address`` (this client when none or its own),
+        remembered as ``episode_id``'s."""
+        client = self._own
+        if address and address.rstrip("/") != self._own_address:
+            if address not in self._clients:
+                self._clients[address] = self._make(address)
+            client = self._clients[address]
+        self._homes[episode_id] = client
+        while len(self._homes) > REMEMBERED_EPISODES:
+            self._homes.popitem(last=False)
+        return client
+
+    def of(self, episode_id: str) -> _Client:
+        return self._homes.get(episode_id, self._own)
+
+    def others(self) -> list[_Client]:
+        return list(self._clients.values())
+
+
 class GatewayClient:
     def __init__(
         self, base_url: str, timeout: float = 30.0, retries: int = 4, backoff: float = 0.2
@@ -65,6 +102,9 @@ class GatewayClient:
         self.base_url = base_url.rstrip("/")
         self._http = HttpTransport(self.base_url, timeout)
         self._retries, self._backoff = retries, backoff
+        self.replicas: Replicas[GatewayClient] = Replicas(
+            self, self.base_url, lambda url: GatewayClient(url, timeout, retries, backoff)
+        )
 
     def request(
         self, method: str, path: str, token: str | None = None, json: Any = None
@@ -111,10 +151,17 @@ class GatewayClient:
         response = self.request("POST", "/v1/episodes", json=payload)
         if response.status != 201:
             raise GatewayError(f"cannot open episode: {response.status} {response.text}")
-        return Episode(self, response.json())
+        opened = response.json()
+        home = self.replicas.home(opened["episode_id"], (opened.get("replica") or {}).get("http"))
+        if home is not self:  # replicated: the next open on a new connection, which the
+            self._http.release()  # shared address's balancer may give another replica
+        return Episode(home, opened)
 
-    def record(self, episode_id: str, token: str) -> JSON:
-        response = self.request("GET", f"/v1/episodes/{episode_id}", token=token)
+    def record(self, episode_id: str, token: str, replica: str | None = None) -> JSON:
+        """The episode's record, from the replica that holds it: the one this client opened
+        it at, or ``replica`` (the address another client was given at open)."""
+        home = self.replicas.home(episode_id, replica) if replica else self.replicas.of(episode_id)
+        response = home.request("GET", f"/v1/episodes/{episode_id}", token=token)
         if response.status != 200:
             raise GatewayError(f"cannot read episode {episode_id}: {response.text}")
         return response.json()
@@ -127,6 +174,8 @@ class GatewayClient:
         return response.json()["tasks"]
 
     def close(self) -> None:
+        for replica in self.replicas.others():
+            replica.close()
         self._http.close()
 
 
@@ -141,6 +190,11 @@ class Episode:
         self.sop: str = opened.get("sop", "")
         self.input_schema: JSON = opened.get("input_schema", {})
         self.output_schema: JSON = opened.get("output_schema", {})
+
+    @property
+    def replica(self) -> str:
+        """The address of the gateway replica that holds this episode."""
+        return self._client.base_url
 
     def call(self, name: str, arguments: Any, call_id: str | None = None) -> ToolResult:
         """Call a tool; ``call_id`` is the model's id for the call, if it gave one."""

@@ -92,6 +92,14 @@ class HttpTransport:
             previous.close()
         return connection
 
+    def release(self) -> None:
+        """Close this thread's connection: its next request opens a new one, which a load
+        balancer that spreads connections (a Kubernetes Service) may send elsewhere."""
+        with self._lock:
+            connection = self._connections.pop(threading.get_ident(), None)
+        if connection is not None:
+            connection.close()
+
     def close(self) -> None:
         with self._lock:
             connections, self._connections = list(self._connections.values()), {}

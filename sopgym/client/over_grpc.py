@@ -18,7 +18,7 @@ import grpc
 import orjson
 from opentelemetry.propagate import inject
 
-from sopgym.client import Episode, GatewayError, InfraError
+from sopgym.client import Episode, GatewayError, InfraError, Replicas
 from sopgym.core.errors import DOWN_CODE, ToolError
 from sopgym.proto import gateway_v1
 from sopgym.types import JSON
@@ -77,6 +77,11 @@ class GrpcGatewayClient:
         )
         self._stub = stubs.GatewayStub(self._channel)
         self._timeout, self._retries, self._backoff = timeout, retries, backoff
+        self.replicas: Replicas[GrpcGatewayClient] = Replicas(
+            self,
+            grpc_target(address),
+            lambda target: GrpcGatewayClient(target, timeout, retries, backoff),
+        )
 
     def invoke(self, method: str, request: Any, token: str | None = None) -> Any:
         """Call ``method`` with retries; raises the :class:`grpc.RpcError` of a refusal, and
@@ -121,11 +126,12 @@ class GrpcGatewayClient:
             reply = self.invoke("OpenEpisode", request)
         except grpc.RpcError as error:
             raise GatewayError(f"cannot open episode: {_describe(error)}") from None
-        return GrpcEpisode(self, reply)
+        return GrpcEpisode(self.replicas.home(reply.episode_id, reply.replica_target), reply)
 
-    def record(self, episode_id: str, token: str) -> JSON:
+    def record(self, episode_id: str, token: str, replica: str | None = None) -> JSON:
+        home = self.replicas.home(episode_id, replica) if replica else self.replicas.of(episode_id)
         try:
-            reply = self.invoke(
+            reply = home.invoke(
                 "GetEpisode", self.pb2.GetEpisodeRequest(episode_id=episode_id), token
             )
         except grpc.RpcError as error:
@@ -149,6 +155,8 @@ class GrpcGatewayClient:
         }
 
     def close(self) -> None:
+        for replica in self.replicas.others():
+            replica.close()
         self._channel.close()
 
 

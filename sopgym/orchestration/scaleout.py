@@ -7,6 +7,7 @@ inside the commands.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from sopgym.types import JSON
 from sopgym.validation import SECONDS
 
 Observer = Callable[[JSON, JSON | None], None]
+RUNS_DIR_ENV = "SOPGYM_RUNS_DIR"
 TRACE_SETTLE_S = 5.0  # > OTEL_BSP_SCHEDULE_DELAY (1 s in compose/k8s) + the Collector's batch
 
 
@@ -65,11 +67,27 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Shard mode: seconds to wait for the gateway and the model to answer.",
         ),
+        click.option(
+            "--retry-infra",
+            is_flag=True,
+            help="Shard mode: work again the shard's tasks the infrastructure failed.",
+        ),
         click.option("--data-root", type=click.Path(path_type=Path), default=None),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def domain_list(patterns: tuple[str, ...], option: str) -> list[str]:
+    """The domains named by ``patterns`` (names, ``all``, families, globs), as ``sopgym run``
+    reads them; a pattern that names none is a usage error."""
+    from sopgym.core.registry import UnknownDomainError, select_domains
+
+    try:
+        return select_domains(pattern for text in patterns for pattern in text.split())
+    except UnknownDomainError as error:
+        raise click.BadParameter(str(error), param_hint=option) from None
 
 
 def worker_metrics(agent: str, model: str, host: str, port: int | None) -> Observer | None:
@@ -105,6 +123,7 @@ def run_shard_command(
     distractors: int,
     sop_variant: str,
     wait_s: float,
+    retry_infra: bool,
     data_root: Path | None,
 ) -> None:
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
@@ -113,7 +132,7 @@ def run_shard_command(
         raise click.UsageError("--shard needs --domain (or $SOPGYM_DOMAINS) and --run-dir")
     settings = ShardSettings(
         gateway=gateway,
-        domains=list(domains),
+        domains=domain_list(domains, "--domain"),
         agent=agent,
         model=model,
         base_url=base_url,
@@ -125,7 +144,9 @@ def run_shard_command(
         task_timeout=task_timeout,
     )
     try:
-        worked = run_shard(settings, shard, run_dir, data_root, wait_s, observe, console.print)
+        worked = run_shard(
+            settings, shard, run_dir, data_root, wait_s, observe, console.print, retry_infra
+        )
     except ShardError as error:
         console.print(f"[red]shard failed[/]: {escape(str(error))}")
         sys.exit(1)
@@ -151,10 +172,15 @@ def merge_command(
     from sopgym.orchestration.shards import ShardError, merge
 
     try:
-        summary = merge(run_dir, shards, wait_s, data_root)
+        summary = merge(run_dir, shards, wait_s, data_root, console.print)
     except ShardError as error:
         raise click.ClickException(str(error)) from None
     print_summary(summary)
+    if summary.get("infra_failed"):  # in shard mode the shard's own workers work them again
+        console.print(
+            "shards re-run their infrastructure errors with: sopgym agent-worker --shard I/N "
+            "--run-dir RUN ... --retry-infra, then sopgym merge again"
+        )
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     if report:
         if wait_s > 0:  # the shards just finished: their last spans are still on the way
@@ -176,9 +202,37 @@ def _write_report(run_dir: Path, data_root: Path | None) -> None:
     write_run_report(run_dir, data_root)
 
 
+def concurrency_levels(
+    context: click.Context | None, parameter: click.Parameter | None, text: str
+) -> list[int]:
+    """``--concurrency 16`` or a sweep, ``--concurrency 1,4,16,64``: 1 to 512 workers each."""
+    try:
+        levels = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: a number of workers or a list, 1,4,16") from None
+    if not levels or not all(1 <= level <= 512 for level in levels):
+        raise click.BadParameter(f"{text!r}: each level must be 1 to 512 workers")
+    return levels
+
+
+def default_out(name: str) -> Path:
+    """A report folder under ``$SOPGYM_RUNS_DIR`` (default ``runs``): the compose and k8s
+    containers set it to their mounted runs volume, so a ``--rm`` container's report stays."""
+    from sopgym.orchestration.runner import new_run_id
+
+    return Path(os.environ.get(RUNS_DIR_ENV, "runs")) / f"{name}-{new_run_id()}"
+
+
 @click.command("loadtest")
 @click.option("--tasks", default=100, show_default=True, type=click.IntRange(1), help="Episodes.")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 512))
+@click.option(
+    "--concurrency",
+    "levels",
+    default="4",
+    show_default=True,
+    callback=concurrency_levels,
+    help="Agent workers (1-512), or a sweep on one stack: 1,4,16,64.",
+)
 @click.option(
     "--duration",
     default=60.0,
@@ -201,16 +255,25 @@ def _write_report(run_dir: Path, data_root: Path | None) -> None:
 @click.option("--grace", default=30.0, show_default=True, help="Seconds in-flight episodes get.")
 @click.option("--no-warmup", is_flag=True, help="Count each worker's first episode too.")
 @click.option(
+    "--wait",
+    "wait_s",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds to wait for the gateway and the model to answer before the load starts.",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="Report folder (default: runs/loadtest-<timestamp>).",
+    help="Report folder (default: $SOPGYM_RUNS_DIR/loadtest-<timestamp>, $SOPGYM_RUNS_DIR "
+    "defaulting to runs).",
 )
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
 def loadtest_command(
     tasks: int,
-    concurrency: int,
+    levels: list[int],
     duration: float,
     gateway: str | None,
     transport: str,
@@ -221,42 +284,42 @@ def loadtest_command(
     task_timeout: float,
     grace: float,
     no_warmup: bool,
+    wait_s: float,
     out_dir: Path | None,
     data_root: Path | None,
 ) -> None:
     """Drive many concurrent episodes against a stack and report throughput and latency."""
     from rich.live import Live
 
-    from sopgym.core.registry import UnknownDomainError, load_domain
-    from sopgym.orchestration.loadtest import Loadtest, LoadtestConfig, write_reports
-    from sopgym.orchestration.runner import new_run_id
+    from sopgym.orchestration.loadtest import (
+        Loadtest,
+        LoadtestConfig,
+        write_reports,
+        write_sweep_reports,
+    )
 
-    if gateway is None:  # the embedded stack serves local domains: know them before it starts
-        try:
-            for name in domains:
-                load_domain(name)
-        except UnknownDomainError as error:
-            raise click.BadParameter(str(error), param_hint="--domain") from None
+    chosen = domain_list(domains, "--domain") if domains else ["patient_intake"]
     config = LoadtestConfig(
         tasks=tasks,
-        concurrency=concurrency,
+        concurrency=levels[0],
         duration=duration,
         gateway=gateway,
         transport=transport,
-        domains=list(domains) or ["patient_intake"],
+        domains=chosen,
         agent=agent,
         model=model,
         model_url=model_url,
         task_timeout=task_timeout,
         grace=grace,
         warmup=not no_warmup,
+        wait_s=wait_s,
     )
-    out_dir = out_dir or Path("runs") / f"loadtest-{new_run_id()}"
+    out_dir = out_dir or default_out("loadtest")
     out_dir.mkdir(parents=True, exist_ok=True)
     where = gateway or "the embedded stack"
     console.print(
-        f"loadtest: {tasks} episodes, {concurrency} workers, at most {duration:.0f}s, "
-        f"against {where} ({transport}), agent={agent} model={model}"
+        f"loadtest: {tasks} episodes, {','.join(map(str, levels))} workers, at most "
+        f"{duration:.0f}s each, against {where} ({transport}), agent={agent} model={model}"
     )
     with Live(_figures_table({}, 0, tasks), console=console, refresh_per_second=4) as live:
 
@@ -264,15 +327,39 @@ def loadtest_command(
             live.update(_figures_table(figures, in_flight, planned))
 
         try:
-            outcome = Loadtest(config, out_dir, data_root).run(show)
+            outcomes = Loadtest(config, out_dir, data_root).sweep(levels, show)
         except Exception as error:  # one line; the worker logs hold the details
             console.print(
                 f"[red]loadtest failed[/]: {escape(str(error))}\nlogs: {out_dir / 'logs'}"
             )
             sys.exit(1)
-        live.update(_figures_table(outcome.figures, outcome.cut, tasks, final=True))
+        last = outcomes[-1]
+        live.update(_figures_table(last.figures, last.cut, tasks, final=True))
     console.print()
-    for path in write_reports(outcome, out_dir):
+    if len(outcomes) == 1:
+        written = write_reports(outcomes[0], out_dir)
+    else:
+        written = write_sweep_reports(outcomes, out_dir)
+    for path in written:
+        console.print(f"wrote {path}")
+
+
+@click.command("loadtest-gather")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--parts", type=click.IntRange(1), required=True, help="Loadtests to expect.")
+@click.option("--wait", "wait_s", default=0.0, show_default=True, help="Seconds to wait for them.")
+def loadtest_gather_command(folder: Path, parts: int, wait_s: float) -> None:
+    """One report from the loadtests of many pods (FOLDER/*/, one per pod of the Kubernetes
+    loadtest Job): the whole load's figures, over time and by error class."""
+    from sopgym.orchestration.loadtest import LoadtestError, gather, write_reports
+
+    try:
+        outcome = gather(folder, parts, wait_s, console.print)
+    except LoadtestError as error:
+        raise click.ClickException(str(error)) from None
+    table = _figures_table(outcome.figures, outcome.cut, outcome.figures["episodes"], final=True)
+    console.print(table)
+    for path in write_reports(outcome, folder):
         console.print(f"wrote {path}")
 
 
@@ -292,4 +379,8 @@ def _figures_table(figures: JSON, in_flight: int, planned: int, final: bool = Fa
     return table
 
 
-SCALEOUT_COMMANDS: list[click.Command] = [merge_command, loadtest_command]
+SCALEOUT_COMMANDS: list[click.Command] = [
+    merge_command,
+    loadtest_command,
+    loadtest_gather_command,
+]

@@ -12,8 +12,15 @@ Files under ``<run>/shards/`` (one set per shard):
 * ``shard-0003-of-0008.jsonl``: ``{"report": <worker report>, "record": <episode record>}``
   per task, appended as tasks finish (a restarted shard skips the tasks it already has);
 * ``shard-0003-of-0008.json``: the shard's settings and progress, ``finished_at`` once done;
-* ``shard-0003-of-0008.claim``: the host that claimed the shard, in ``auto`` mode (compose
-  replicas have no index of their own: each claims the first free shard).
+* ``shard-0003-of-0008.claim``: who works the shard. In ``auto`` mode (compose replicas have
+  no index of their own) each worker claims the first free shard as ``host:pid``; a worker
+  given its index (``--shard 3/8``, a Kubernetes completion index) claims that shard as
+  ``index 3``, which a restarted pod of the same index takes back and an ``auto`` worker never
+  does, so no shard is worked twice whichever way workers start.
+
+A task the infrastructure failed is appended with status ``infra_error`` like any other
+(``merge`` lists it apart from the agent's figures); ``--retry-infra`` drops those lines, so
+the shard's next run works exactly those tasks again.
 """
 
 from __future__ import annotations
@@ -28,9 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
+from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.types import JSON
 
 SHARD_DIR = "shards"
+PROGRESS_S = 15.0  # how often a wait says what it is waiting for
+POLL_S = 2.0  # how often a wait tries again
 
 
 class ShardError(RuntimeError):
@@ -82,18 +92,41 @@ def claim(run_dir: Path, count: int, owner: str | None = None) -> Shard | None:
     folder.mkdir(parents=True, exist_ok=True)
     shards = [Shard(i, count) for i in range(count)]
     for shard in shards:
-        path = folder / f"{shard.stem}.claim"
-        if path.exists() and path.read_text().strip() == owner:
+        if _claimant(folder, shard) == owner:
             return shard
     for shard in shards:
-        try:
-            fd = os.open(folder / f"{shard.stem}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        except FileExistsError:
-            continue
-        os.write(fd, owner.encode() + b"\n")
-        os.close(fd)
-        return shard
+        if _take(folder, shard, owner):
+            return shard
     return None
+
+
+def claim_index(run_dir: Path, shard: Shard) -> None:
+    """Claim the shard a worker was given by index: free, or claimed by its index before (a
+    restarted pod); :class:`ShardError` when an ``auto`` worker holds it."""
+    folder = shard_dir(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    owner = f"index {shard.index}"
+    if _take(folder, shard, owner):
+        return
+    holder = _claimant(folder, shard)
+    if holder != owner:
+        raise ShardError(f"{shard.stem} is already claimed by {holder!r}: not working it twice")
+
+
+def _claimant(folder: Path, shard: Shard) -> str | None:
+    path = folder / f"{shard.stem}.claim"
+    return path.read_text().strip() if path.exists() else None
+
+
+def _take(folder: Path, shard: Shard, owner: str) -> bool:
+    """Claim ``shard`` for ``owner`` if nobody has (atomically, with O_EXCL)."""
+    try:
+        fd = os.open(folder / f"{shard.stem}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return False
+    os.write(fd, owner.encode() + b"\n")
+    os.close(fd)
+    return True
 
 
 @dataclass
@@ -113,22 +146,38 @@ class ShardSettings:
     task_timeout: float = 300.0
 
 
-def _until(deadline: float, attempt: Callable[[], Any], what: str) -> Any:
+def wait_until(
+    deadline: float,
+    attempt: Callable[[], Any],
+    what: str,
+    log: Callable[[str], None] = print,
+) -> Any:
     """``attempt()`` until it succeeds or ``deadline`` passes (services start in any order in
-    compose and Kubernetes: the gateway or the model may come up after the workers)."""
+    compose and Kubernetes: the gateway or the model may come up after the workers; vLLM
+    may take many minutes to load its weights), saying every PROGRESS_S what it waits for."""
+    started = last_said = time.monotonic()
     while True:
         try:
             return attempt()
         except Exception as error:
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 raise ShardError(f"{what}: {error}") from None
-            time.sleep(2.0)
+            if now - last_said >= PROGRESS_S:
+                log(f"waiting for {what} ({now - started:.0f}s of {deadline - started:.0f}s): "
+                    f"{error}")  # fmt: skip
+                last_said = now
+            time.sleep(POLL_S)
 
 
-def fetch_tasks(client: Any, settings: ShardSettings, deadline: float) -> list[JSON]:
+def fetch_tasks(
+    client: Any, settings: ShardSettings, deadline: float, log: Callable[[str], None] = print
+) -> list[JSON]:
     tasks: list[JSON] = []
     for domain in settings.domains:
-        listed = _until(deadline, functools.partial(client.tasks, domain), f"tasks of {domain}")
+        listed = wait_until(
+            deadline, functools.partial(client.tasks, domain), f"tasks of {domain}", log
+        )
         tasks += listed[: settings.limit] if settings.limit else listed
     return tasks
 
@@ -141,26 +190,33 @@ def run_shard(
     wait_s: float = 300.0,
     observe: Callable[[JSON, JSON | None], None] | None = None,
     log: Callable[[str], None] = print,
+    retry_infra: bool = False,
 ) -> int:
-    """Work one shard of the run's tasks; returns how many tasks this call worked."""
+    """Work one shard of the run's tasks (with ``retry_infra``, its infrastructure errors
+    again); returns how many tasks this call worked."""
     from sopgym.agents import make_agent, uses_model
     from sopgym.agents.oracle import NAME, load_replays
     from sopgym.agents.worker import run_job
-    from sopgym.client import GatewayError, connect
+    from sopgym.client import GatewayError, InfraError, connect
     from sopgym.observability import tracing
 
     index, count = parse_shard(shard_text)
-    shard = Shard(index, count) if index is not None else claim(run_dir, count)
-    if shard is None:
-        log(f"all {count} shards of {run_dir.name} are claimed: nothing to do")
-        return 0
+    if index is None:
+        shard = claim(run_dir, count)
+        if shard is None:
+            log(f"all {count} shards of {run_dir.name} are claimed: nothing to do")
+            return 0
+    else:
+        shard = Shard(index, count)
+        claim_index(run_dir, shard)
     folder = shard_dir(run_dir)
-    folder.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait_s
     client = connect(settings.gateway, settings.transport)
     try:
-        tasks = shard.select(fetch_tasks(client, settings, deadline))
+        tasks = shard.select(fetch_tasks(client, settings, deadline, log))
         results = folder / f"{shard.stem}.jsonl"
+        if retry_infra:
+            log(f"{shard.stem}: retrying {drop_infra_errors(results)} infrastructure error(s)")
         done = {row["report"]["task_id"] for row in read_jsonl_prefix(results, repair=True)}
         todo = [t for t in tasks if t["id"] not in done]
         meta = {
@@ -180,7 +236,7 @@ def run_shard(
         if model_based and settings.base_url:
             options["base_url"] = settings.base_url
         if model_based and todo:
-            _until(deadline, lambda: _model_ready(settings), "model endpoint")
+            wait_until(deadline, lambda: _model_ready(settings), "model endpoint", log)
         agent = make_agent(settings.agent, **options)
         replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
         appender = JsonlAppender(results)
@@ -199,6 +255,8 @@ def run_shard(
                 if report.get("episode_id") and token:
                     try:
                         record = client.record(report["episode_id"], token)
+                    except InfraError as error:  # the replica holding it is gone
+                        report.update(status=INFRA_ERROR, error=f"record lost: {error}")
                     except GatewayError as error:  # scored as incomplete, never dropped
                         report["record_error"] = str(error)
                 appender.append({"report": report, "record": record})
@@ -212,10 +270,24 @@ def run_shard(
         client.close()
 
 
+def drop_infra_errors(results: Path) -> int:
+    """Remove a shard's ``infra_error`` lines (rewritten atomically); how many there were."""
+    rows = read_jsonl_prefix(results, repair=True)
+    kept = [r for r in rows if r["report"].get("status") != INFRA_ERROR]
+    if len(kept) < len(rows):
+        write_atomic(results, b"".join(dumps(r) + b"\n" for r in kept))
+    return len(rows) - len(kept)
+
+
 def _model_ready(settings: ShardSettings) -> None:
+    model_ready(settings.model, settings.base_url)
+
+
+def model_ready(model: str, base_url: str | None) -> None:
+    """Raises unless the model endpoint answers (the agents' own preflight)."""
     from sopgym.agents.models import parse_model_spec, preflight
 
-    preflight(parse_model_spec(settings.model, settings.base_url))
+    preflight(parse_model_spec(model, base_url))
 
 
 # ---- merge ----
@@ -228,21 +300,45 @@ def shard_metas(run_dir: Path) -> list[JSON]:
     return [orjson.loads(p.read_bytes()) for p in sorted(shard_dir(run_dir).glob("shard-*.json"))]
 
 
-def wait_for_shards(run_dir: Path, shards: int | None, wait_s: float) -> list[JSON]:
+def wait_for_shards(
+    run_dir: Path, shards: int | None, wait_s: float, log: Callable[[str], None] = print
+) -> list[JSON]:
     """The shards' settings once ``shards`` of them (default: their own count) have finished,
-    or whatever is there when ``wait_s`` runs out."""
-    deadline = time.monotonic() + wait_s
+    or whatever is there when ``wait_s`` runs out; says every PROGRESS_S which it waits for.
+    Shards written for another count than ``shards`` are a :class:`ShardError` at once."""
+    started = last_said = time.monotonic()
     while True:
         metas = shard_metas(run_dir)
+        _check_count(run_dir, metas, shards)
         expected = shards or (metas[0]["count"] if metas else None)
-        finished = sum(1 for m in metas if m.get("finished_at"))
-        if (expected and finished >= expected) or time.monotonic() >= deadline:
+        finished = {m["shard"] for m in metas if m.get("finished_at")}
+        now = time.monotonic()
+        if (expected and len(finished) >= expected) or now >= started + wait_s:
             return metas
-        time.sleep(2.0)
+        if now - last_said >= PROGRESS_S:
+            left = [i for i in range(expected or 0) if i not in finished]
+            log(f"merge: {len(finished)} of {expected or '?'} shards finished after "
+                f"{now - started:.0f}s; waiting for {left or 'the first shard'}")  # fmt: skip
+            last_said = now
+        time.sleep(POLL_S)
+
+
+def _check_count(run_dir: Path, metas: list[JSON], shards: int | None) -> None:
+    counts = sorted({m["count"] for m in metas})
+    if len(counts) > 1 or (shards is not None and counts and counts != [shards]):
+        expected = f"--shards {shards}" if shards is not None else "one count"
+        raise ShardError(
+            f"shards of {run_dir.name} were written for {' and '.join(map(str, counts))} "
+            f"shard(s), not {expected}: cannot merge"
+        )
 
 
 def merge(
-    run_dir: Path, shards: int | None = None, wait_s: float = 0.0, data_root: Path | None = None
+    run_dir: Path,
+    shards: int | None = None,
+    wait_s: float = 0.0,
+    data_root: Path | None = None,
+    log: Callable[[str], None] = print,
 ) -> JSON:
     """Score every shard's results into ``results.jsonl`` and ``summary.json``.
 
@@ -251,7 +347,7 @@ def merge(
     """
     from sopgym.orchestration.runner import RunConfig, Runner
 
-    metas = wait_for_shards(run_dir, shards, wait_s)
+    metas = wait_for_shards(run_dir, shards, wait_s, log)
     if not metas:
         raise ShardError(f"no shard has written to {shard_dir(run_dir)}")
     for key in _SAME:

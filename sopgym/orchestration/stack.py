@@ -90,7 +90,7 @@ def embedded_stack(
                 )
             )
         if model is not None and is_scripted(model):
-            children.append(_start_model_server(stack, domains, data_args, injection_log))
+            children.append(start_model_server(stack, domains, data_args, injection_log))
         talkers = [d for d in domains if load_domain(d).user is not None]
         if talkers:
             children.append(_start_user_sim(stack, talkers, data_args))
@@ -133,7 +133,7 @@ def embedded_stack(
         yield stack
 
 
-def _start_model_server(
+def start_model_server(
     stack: Stack, domains: list[str], data_args: list[str], injection_log: Path | None
 ) -> ManagedProcess:
     log_args = ["--injection-log", str(injection_log)] if injection_log else []
