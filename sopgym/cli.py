@@ -29,6 +29,7 @@ from sopgym.orchestration.scaleout import (
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
 from sopgym.validation import PORT, SECONDS, fault_spec, run_name
+from sopgym.viewer.cli import view_command
 
 DEFAULT_DOMAIN = "patient_intake"
 
@@ -46,6 +47,7 @@ for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
     main.add_command(_command)
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
     main.add_command(_command)
+main.add_command(view_command)  # sopgym view: the run viewer
 
 
 def _domain(name: str) -> Any:

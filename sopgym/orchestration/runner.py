@@ -416,6 +416,7 @@ class Runner:
             "elapsed_s": report.get("elapsed_s"),
             "llm_calls": report.get("llm_calls", []),
             "trace_flushed": report.get("trace_flushed"),  # None: not traced
+            "inputs": task.inputs,  # what the agent was given (the viewer shows it)
             "outputs": trajectory.outputs if trajectory else None,
             "gold_outputs": gold.outputs,
             "score": score.to_json(),
