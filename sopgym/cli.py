@@ -162,6 +162,12 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Record OpenTelemetry traces in the run's trace store (runs/<id>/traces/).",
 )
 @click.option(
+    "--capture-messages",
+    is_flag=True,
+    help="Record the model's input and output messages on its chat spans (GenAI "
+    "gen_ai.input.messages / gen_ai.output.messages; large, and may hold private data).",
+)
+@click.option(
     "--transport",
     type=click.Choice(["http", "grpc", "mcp"]),
     default="http",
@@ -206,6 +212,7 @@ def run(
     repair: bool,
     data_root: Path | None,
     trace: bool,
+    capture_messages: bool,
     transport: str,
     trials: int,
     seed: int,
@@ -257,6 +264,7 @@ def run(
             limit=limit,
             task_timeout=task_timeout,
             trace=trace,
+            capture_messages=capture_messages,
             transport=transport,
             trials=trials,
             seed=seed,

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from sopgym.core.jsonio import CorruptRow
+from sopgym.core.outcomes import SUCCESS
 from sopgym.viewer import pages
 from sopgym.viewer.runs import RunCatalog, RunFolder, outcome
 
@@ -84,7 +85,7 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
                 "run_id": found.id,
                 "running": found.running,
                 "recorded": len(rows),
-                "success": sum(outcome(r) == "success" for r in rows),
+                "success": sum(outcome(r) == SUCCESS for r in rows),
             }
         )
 

@@ -16,12 +16,12 @@ from urllib.parse import urlencode
 
 import orjson
 
+from sopgym.core.outcomes import OUTCOMES, SUCCESS
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.evaluation.svg import bar_chart
 from sopgym.types import JSON
 from sopgym.viewer.runs import (
-    OUTCOMES,
     ChatTurn,
     EpisodeTrace,
     RunFolder,
@@ -336,7 +336,13 @@ def _chat_step(number: int, turn: ChatTurn, first: bool) -> str:
         )
     # each call's input repeats the conversation so far: the first shows it, later ones
     # only what the model answered
-    shown = _messages(turn.input_messages, "input") if first else ""
+    count = len(turn.input_messages) if isinstance(turn.input_messages, list) else "?"
+    shown = (
+        f"<details class='input'><summary>the messages sent ({count})</summary>"
+        f"{_messages(turn.input_messages, 'input')}</details>"
+        if first
+        else ""
+    )
     return f"<li class='step chat'>{head}{shown}{_messages(turn.output_messages, 'output')}</li>"
 
 
@@ -550,7 +556,7 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
     for pair in shared:
         ra, rb = rows_a[pair], rows_b[pair]
         oa, ob = outcome(ra), outcome(rb)
-        change = ("fixed" if ob == "success" else "broken" if oa == "success" else "changed"
+        change = ("fixed" if ob == SUCCESS else "broken" if oa == SUCCESS else "changed"
                   ) if oa != ob else "same"  # fmt: skip
         task_rows.append([(pair[1], task_link(a, ra)), pair[0], str(pair[2]), oa,
                           (ob, task_link(b, rb)), change])  # fmt: skip

@@ -17,27 +17,21 @@ from typing import Any, TypeVar
 import orjson
 
 from sopgym.core.jsonio import read_jsonl_prefix
+from sopgym.core.outcomes import outcome as episode_outcome
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.evaluation.sources import is_run_dir, trace_files
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanRecord, read_spans
 from sopgym.types import JSON
 
-SUCCESS, FAILED, INCOMPLETE, INFRA = "success", "failed", "incomplete", "infra"
-OUTCOMES = (SUCCESS, FAILED, INCOMPLETE, INFRA)
 # what the viewer needs of a trace: roots (trace ids), chat spans (messages), gateway calls
 TRACE_SCOPES = frozenset({sc.SCOPE_AGENT, sc.SCOPE_AGENT_LLM, sc.SCOPE_GATEWAY})
 
 
 def outcome(row: JSON) -> str:
-    """One word for how a recorded episode ended: the agent's success or failure, an episode
-    it never finished, or one the infrastructure failed (never the agent's)."""
+    """How a recorded episode ended (:func:`sopgym.core.outcomes.outcome`)."""
     score = row["score"]
-    if score.get("infra_error"):
-        return INFRA
-    if score["success"]:
-        return SUCCESS
-    return FAILED if score["completed"] else INCOMPLETE
+    return episode_outcome(score["completed"], score["success"], score.get("infra_error"))
 
 
 def tokens(row: JSON) -> int:
