@@ -19,8 +19,10 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from sopgym.cli import main as cli
 from sopgym.evaluation.sources import load_spans
 from sopgym.observability import semconv as sc
 from sopgym.observability.task_spans import SPAN_NAME
@@ -197,3 +199,28 @@ def test_one_trace_per_task_with_its_outcome_on_the_root(runs: Path) -> None:
         traced = {s.trace_id for s in roots}
         by_id = {s.span_id: s for s in spans}
         assert all(s.parent_id in by_id for s in spans if s.trace_id in traced and s.parent_id)
+
+
+def test_report_of_an_untraced_run_has_its_summary_figures_and_drilldown(
+    runs: Path, tmp_path: Path
+) -> None:
+    copied = tmp_path / "cap"  # the run folder copied without its traces: a --no-trace run
+    shutil.copytree(runs / "cap", copied, ignore=shutil.ignore_patterns("traces"))
+    result = CliRunner().invoke(cli, ["report", str(copied), "--data-root", str(DATA_ROOT)])
+    assert result.exit_code == 0, result.output
+    evaluated = orjson.loads((copied / "eval.json").read_bytes())
+    summary = orjson.loads((copied / "summary.json").read_bytes())
+    assert evaluated["untraced"] and summary["tsr"] < 1
+    for key in ("tasks", "completed", "ecr", "c_tsr", "tsr", "tool_f1", "errors"):
+        assert evaluated[key] == summary[key], key
+    markdown = (copied / "report.md").read_text()
+    assert "results.jsonl" in markdown and f"| {summary['tsr']:.1%} |" in markdown
+    failed = next(r for r in _rows(copied) if not r["score"]["success"])
+    field = next(f for f, ok in failed["score"]["fields"].items() if not ok)
+    expected = orjson.dumps(failed["gold_outputs"][field]).decode()
+    given = orjson.dumps(failed["outputs"][field]).decode()
+    assert f"wrong `{field}`: expected `{expected}`, given `{given}`" in markdown
+    refused = next(c for c in failed["trajectory"]["calls"] if c["error_code"])
+    call = f"{refused['name']}({orjson.dumps(refused['arguments']).decode()}) → "
+    assert call + refused["error_code"] in markdown
+    assert "<details><summary>" + failed["task_id"] in (copied / "report.html").read_text()
