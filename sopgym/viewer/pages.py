@@ -31,6 +31,7 @@ from sopgym.viewer.runs import (
 )
 
 Cell = str | tuple[str, str]  # text, or (text, link)
+PLOT_WIDTH = 420  # three plots side by side on a laptop screen
 
 
 def _pretty(value: Any) -> str:
@@ -120,10 +121,15 @@ def runs_page(runs: list[RunFolder]) -> str:
     headers = ["run", "date", "domains", "agent", "model", "seed", "episodes", "TSR",
                "tokens", "status"]  # fmt: skip
     listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
-    options = "".join(f"<option>{escape(r.id)}</option>" for r in runs)
-    compare = (
+    def options(chosen: int) -> str:
+        return "".join(
+            f"<option{' selected' if i == chosen else ''}>{escape(r.id)}</option>"
+            for i, r in enumerate(runs)
+        )
+
+    compare = (  # the two latest runs, preselected
         "<form action='/compare' class='compare'>compare "
-        f"<select name='a'>{options}</select> with <select name='b'>{options}</select> "
+        f"<select name='a'>{options(1)}</select> with <select name='b'>{options(0)}</select> "
         "<button>compare</button></form>"
         if len(runs) > 1
         else ""
@@ -233,16 +239,23 @@ def _breakdowns(summary: JSON, recorded: list[JSON]) -> str:
     ]
     outcomes = Counter(outcome(r) for r in recorded)
     plots = [
-        bar_chart([(d, m["tsr"] or 0.0) for d, m in domains.items()], "TSR per domain", maximum=1),
+        bar_chart(
+            [(d, m["tsr"] or 0.0) for d, m in domains.items()],
+            "TSR per domain",
+            maximum=1,
+            width=PLOT_WIDTH,
+        ),
         bar_chart(
             sorted(summary.get("errors", {}).items(), key=lambda kv: -kv[1]),
             "Errors by class (count)",
             fmt=lambda v: f"{v:.0f}",
+            width=PLOT_WIDTH,
         ),
         bar_chart(
             [(o, float(outcomes.get(o, 0))) for o in OUTCOMES],
             "Episodes by outcome",
             fmt=lambda v: f"{v:.0f}",
+            width=PLOT_WIDTH,
         ),
     ]
     return (
