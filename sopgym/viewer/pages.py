@@ -121,6 +121,7 @@ def runs_page(runs: list[RunFolder]) -> str:
     headers = ["run", "date", "domains", "agent", "model", "seed", "episodes", "TSR",
                "tokens", "status"]  # fmt: skip
     listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
+
     def options(chosen: int) -> str:
         return "".join(
             f"<option{' selected' if i == chosen else ''}>{escape(r.id)}</option>"

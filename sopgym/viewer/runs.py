@@ -28,6 +28,11 @@ from sopgym.types import JSON
 TRACE_SCOPES = frozenset({sc.SCOPE_AGENT, sc.SCOPE_AGENT_LLM, sc.SCOPE_GATEWAY})
 
 
+# what the pages read of a summary.json (a run's own, or one computed from its results)
+SUMMARY_KEYS = frozenset({"tasks", "completed", "ecr", "c_tsr", "tsr", "tool_f1", "errors",
+                          "domains"})  # fmt: skip
+
+
 def outcome(row: JSON) -> str:
     """How a recorded episode ended (:func:`sopgym.core.outcomes.outcome`)."""
     score = row["score"]
@@ -143,10 +148,7 @@ class RunFolder:
         path = self.path / "config.json"
 
         def load() -> JSON:
-            try:
-                data = orjson.loads(path.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
-                return {}
+            data = _json_file(path)
             return data if isinstance(data, dict) else {}
 
         return self._cached("config", [path], load)
@@ -169,9 +171,9 @@ class RunFolder:
         (``partial``)."""
         path = self.path / "summary.json"
         if not self.running:
-            stored = self._cached("summary", [path], lambda: orjson.loads(path.read_bytes()))
-            if isinstance(stored, dict):
-                return stored
+            stored = self._cached("summary", [path], lambda: _json_file(path))
+            if isinstance(stored, dict) and stored.keys() >= SUMMARY_KEYS:
+                return stored  # else unreadable or of another version: computed below
         computed = summarize(TaskScore(**row["score"]) for row in self.rows())
         return {**computed, "partial": True}
 
@@ -213,6 +215,13 @@ class RunCatalog:
 
     def get(self, run_id: str) -> RunFolder | None:
         return next((r for r in self.runs() if r.id == run_id), None)
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
 
 
 def _children(folder: Path) -> list[Path]:
