@@ -18,6 +18,7 @@ class AgentContext:
     deadline: float | None = None  # time.monotonic() by which the task must end
     usage: list[JSON] = field(default_factory=list)  # per-LLM-call records, filled by agents
     seed: int | None = None  # the trial's seed, sent with every model call that takes one
+    episode_id: str | None = None  # once opened: names the conversation on chat spans
 
 
 class Agent(Protocol):

@@ -42,7 +42,8 @@ def run_job(
 
         agent = one_shot_solver(agent)
     run_id, trial = job.get("run_id"), job.get("trial")
-    with genai.task_span(task.id, task.domain, agent.name, model, run_id, trial) as span:
+    parent = tracing.parent_from_traceparent(job.get("traceparent"))  # the runner's task span
+    with genai.task_span(task.id, task.domain, agent.name, model, run_id, trial, parent) as span:
         report = _run_episode(agent, client, job, task, task_timeout)
         genai.end_task(
             span, report["status"], report["episode_id"], report["error"], report["llm_calls"]
@@ -76,6 +77,7 @@ def _run_episode(
             meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
         )
         report["episode_id"], report["token"] = episode.id, episode.token
+        context.episode_id = episode.id
         if episode.replica != client.base_url:  # a replicated gateway: where its record is
             report["replica"] = episode.replica
         outputs = agent.solve(task, episode, context)

@@ -9,18 +9,21 @@ spans through the W3C ``traceparent`` header the agent's HTTP client injects.
 from __future__ import annotations
 
 import functools
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
+from opentelemetry.context import Context
 from opentelemetry.propagate import inject
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from sopgym.observability import semconv as sc
-from sopgym.observability.tracing import capped, payload_limit, tracer
+from sopgym.observability.tracing import OUTPUTS_LIMIT, capped, payload_limit, tracer
 
 
 def _json_text(value: Any) -> str:
@@ -38,9 +41,11 @@ def task_span(
     model: str | None,
     run_id: str | None,
     trial: int | None = None,
+    parent: Context | None = None,
 ) -> Iterator[Span]:
-    """The episode's root span. Its status says how the agent worker saw the task end;
-    ``trial`` says which of the run's repeats of the task it is."""
+    """The agent's span of the episode. Its status says how the agent worker saw the task
+    end; ``trial`` says which of the run's repeats of the task it is; ``parent``: the
+    runner's task span when a runner gave one (the trace's root), else it is the root."""
     attributes: dict[str, Any] = {
         sc.GEN_AI_OPERATION: sc.OP_INVOKE_AGENT,
         sc.GEN_AI_AGENT_NAME: agent,
@@ -54,7 +59,10 @@ def task_span(
     if trial is not None:
         attributes[sc.TRIAL] = trial
     with tracer(sc.SCOPE_AGENT).start_as_current_span(
-        f"{sc.OP_INVOKE_AGENT} {agent}", kind=SpanKind.INTERNAL, attributes=attributes
+        f"{sc.OP_INVOKE_AGENT} {agent}",
+        context=parent,
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
     ) as span:
         yield span
 
@@ -116,12 +124,73 @@ def end_tool(span: Span, status: int, body: Any) -> None:
         span.set_status(Status(StatusCode.ERROR, str(code or status)))
 
 
+def capture_messages() -> bool:
+    """Whether chat spans carry the messages (opt-in: they are large and may be private);
+    ``sopgym run --capture-messages`` sets the variable for its agent workers."""
+    return os.environ.get(sc.CAPTURE_MESSAGES_ENV, "").strip().lower() == "true"
+
+
+_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+
+
+def _text_part(block: Any) -> dict[str, Any]:
+    if isinstance(block, dict) and block.get("type") == "text":
+        return {"type": "text", "content": block.get("text", "")}
+    if isinstance(block, str):
+        return {"type": "text", "content": block}
+    kind = block.get("type", "unknown") if isinstance(block, dict) else "unknown"
+    return {"type": str(kind), "content": block}  # a non-text block, as it is
+
+
+def _text_parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}] if content else []
+    if isinstance(content, list):  # content blocks
+        return [_text_part(block) for block in content]
+    return [{"type": "text", "content": str(content)}]
+
+
+def genai_message(message: Any) -> dict[str, Any]:
+    """A LangChain message in the GenAI conventions' form: ``{"role", "parts"}`` with text,
+    ``tool_call`` and ``tool_call_response`` parts."""
+    role = _ROLES.get(str(getattr(message, "type", "")), str(getattr(message, "type", "user")))
+    content = getattr(message, "content", message)
+    if role == "tool":
+        parts = [{"type": "tool_call_response", "id": getattr(message, "tool_call_id", None),
+                  "response": content}]  # fmt: skip
+    else:
+        parts = _text_parts(content)
+    for call in getattr(message, "tool_calls", None) or []:
+        parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"),
+                      "arguments": call.get("args")})  # fmt: skip
+    return {"role": role, "parts": parts}
+
+
+def _messages_attribute(messages: list[dict[str, Any]]) -> str:
+    text, _ = capped(_json_text(messages), OUTPUTS_LIMIT)
+    return text
+
+
 @contextmanager
-def chat_span(model: str, provider: str | None = None) -> Iterator[Span]:
-    """A ``chat`` span around one LLM call; fill in usage with :func:`end_chat`."""
+def chat_span(
+    model: str,
+    provider: str | None = None,
+    conversation_id: str | None = None,
+    base_url: str | None = None,
+) -> Iterator[Span]:
+    """A ``chat`` span around one LLM call; fill in usage with :func:`end_chat`. The episode
+    id names the conversation; ``base_url`` gives the server's address and port."""
     attributes: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
     if provider:
         attributes[sc.GEN_AI_PROVIDER] = provider
+    if conversation_id:
+        attributes[sc.GEN_AI_CONVERSATION_ID] = conversation_id
+    if base_url:
+        server = urlsplit(base_url)
+        if server.hostname:
+            attributes[sc.SERVER_ADDRESS] = server.hostname
+            port = server.port or (443 if server.scheme == "https" else 80)
+            attributes[sc.SERVER_PORT] = port
     with tracer(sc.SCOPE_AGENT_LLM).start_as_current_span(
         f"{sc.OP_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attributes
     ) as span:
@@ -159,7 +228,14 @@ def traced_model_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(invoke)
     def traced(llm: Any, messages: Any, context: Any, *args: Any, **kwargs: Any) -> Any:
         spec = llm.spec
-        with chat_span(spec.name, spec.provider) as span:
+        conversation = getattr(context, "episode_id", None)
+        with chat_span(spec.name, spec.provider, conversation, spec.base_url) as span:
+            capture = capture_messages() and span.is_recording()
+            if capture:
+                span.set_attribute(
+                    sc.GEN_AI_INPUT_MESSAGES,
+                    _messages_attribute([genai_message(m) for m in messages]),
+                )
             recorded = len(context.usage)
             try:
                 message = invoke(llm, messages, context, *args, **kwargs)
@@ -171,6 +247,9 @@ def traced_model_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
                     span.set_attribute("sopgym.llm.attempts", int(usage.get("attempts", 1)))
             metadata = getattr(message, "response_metadata", None) or {}
             reason = metadata.get("finish_reason")
+            if capture:
+                answer = {**genai_message(message), "finish_reason": reason or "stop"}
+                span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, _messages_attribute([answer]))
             end_chat(
                 span,
                 response_model=metadata.get("model_name"),

@@ -27,7 +27,12 @@ GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"  # on chat spans: the episode id
 ERROR_TYPE = "error.type"
+# opt-in capture of message content on chat spans (the GenAI instrumentations' variable)
+CAPTURE_MESSAGES_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
 
 # ---- HTTP semantic conventions ----
 HTTP_METHOD = "http.request.method"
@@ -40,6 +45,10 @@ RUN_ID = "sopgym.run.id"
 TASK_ID = "sopgym.task.id"
 DOMAIN = "sopgym.domain"
 TASK_STATUS = "sopgym.task.status"  # finished | failed, as the agent worker saw it
+# on the runner's task root, once scored: success | failed | incomplete | infra_error
+TASK_OUTCOME = "sopgym.task.outcome"
+TASK_SUCCESS = "sopgym.task.success"
+TASK_ERROR_CLASSES = "sopgym.task.error_classes"  # the error taxonomy classes it made
 LLM_CALLS = "sopgym.llm.calls"  # on the root: the episode's LLM calls (its chat spans)
 EPISODE_ID = "sopgym.episode.id"
 
@@ -87,4 +96,5 @@ SCOPE_AGENT_LLM = "sopgym.agents.llm"
 SCOPE_GATEWAY = "sopgym.gateway"
 SCOPE_TOOLS = "sopgym.tools"
 SCOPE_MODEL = "sopgym.model"
+SCOPE_RUNNER = "sopgym.runner"  # the task's root span, with its scored outcome
 EVALUATED_SCOPES = frozenset({SCOPE_AGENT, SCOPE_GATEWAY})

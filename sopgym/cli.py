@@ -31,6 +31,7 @@ from sopgym.orchestration.scaleout import (
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
 from sopgym.validation import PORT, SECONDS, fault_spec, run_name
+from sopgym.viewer.cli import view_command
 
 DEFAULT_DOMAIN = "patient_intake"
 
@@ -49,6 +50,7 @@ for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
     main.add_command(_command)
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
     main.add_command(_command)
+main.add_command(view_command)  # sopgym view: the run viewer
 
 
 def _domain(name: str) -> Any:
@@ -163,6 +165,12 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Record OpenTelemetry traces in the run's trace store (runs/<id>/traces/).",
 )
 @click.option(
+    "--capture-messages",
+    is_flag=True,
+    help="Record the model's input and output messages on its chat spans (GenAI "
+    "gen_ai.input.messages / gen_ai.output.messages; large, and may hold private data).",
+)
+@click.option(
     "--transport",
     type=click.Choice(["http", "grpc", "mcp"]),
     default="http",
@@ -207,6 +215,7 @@ def run(
     repair: bool,
     data_root: Path | None,
     trace: bool,
+    capture_messages: bool,
     transport: str,
     trials: int,
     seed: int,
@@ -258,6 +267,7 @@ def run(
             limit=limit,
             task_timeout=task_timeout,
             trace=trace,
+            capture_messages=capture_messages,
             transport=transport,
             trials=trials,
             seed=seed,

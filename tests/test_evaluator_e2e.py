@@ -94,7 +94,9 @@ def test_one_episode_is_one_trace_of_nested_spans(oracle_run: Path) -> None:
     gold = domain_data(DOMAIN).gold
     for root in roots:
         task_id = root.attributes[sc.TASK_ID]
-        assert root.service == "sopgym-agent-worker" and root.parent_id == ""
+        assert root.service == "sopgym-agent-worker"
+        task = by_id[root.parent_id]  # the runner's task span is the trace's root
+        assert task.service == "sopgym-runner" and task.parent_id == ""
         assert root.attributes[sc.DOMAIN] == DOMAIN and root.attributes[sc.RUN_ID] == "oracle"
         assert root.attributes[sc.GEN_AI_AGENT_NAME] == "oracle"
         in_trace = [s for s in spans if s.trace_id == root.trace_id]
@@ -112,7 +114,7 @@ def test_one_episode_is_one_trace_of_nested_spans(oracle_run: Path) -> None:
             assert service.service == "sopgym-tools" and service.name == "POST /v1/tools/{name}"
         ops = {s.attributes.get(sc.GATEWAY_OP) for s in in_trace if s.service == "sopgym-gateway"}
         assert {sc.OP_OPEN, sc.OP_CALL, sc.OP_FINISH} <= ops
-        assert all(s.parent_id in by_id for s in in_trace if s is not root)  # nothing orphaned
+        assert all(s.parent_id in by_id for s in in_trace if s is not task)  # nothing orphaned
 
 
 def test_trace_store_is_otlp_json_lines(oracle_run: Path) -> None:

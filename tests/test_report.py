@@ -5,6 +5,8 @@ the tasks that flipped."""
 from __future__ import annotations
 
 import copy
+import math
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -72,9 +74,21 @@ def test_markdown_and_html_reports(tmp_path: Path) -> None:
 
 
 def test_svg_charts_handle_empty_and_flat_data() -> None:
-    assert "no data" in svg.bar_chart([], "t") and "no data" in svg.histogram([], "t")
-    flat = svg.histogram([1.0, 1.0, 1.0], "t")
-    assert flat.count("<rect") == 40 and "n=3" in flat
+    assert "no data" in svg.bar_chart([], "t") and "no data" in svg.percentile_chart([], "t")
+    flat = svg.percentile_chart([1.0, 1.0, 1.0], "t")
+    assert flat.count("<rect") == 6 and "n=3" in flat and flat.count(">1 ms</text>") == 6
+
+
+def test_latency_chart_shows_percentiles_on_a_log_axis() -> None:
+    # 98 calls of 1 ms and two of 1,000 ms: a linear axis would flatten the body to nothing
+    chart = svg.percentile_chart([1.0] * 98 + [1000.0, 1000.0], "latency")
+    labels = re.findall(r">(p\d+|max)</text>", chart)
+    assert labels == ["p50", "p75", "p90", "p95", "p99", "max"]
+    widths = [float(w) for w in re.findall(r'<rect x="200" y="[\d.]+" width="([\d.]+)"', chart)]
+    assert widths[0] > 0 and widths[-1] > 0  # the 1 ms body has a visible bar
+    # bars at log10(value / floor), floor = half the smallest value: 1 ms -> log10(2)
+    assert abs(widths[-1] / widths[0] / (math.log10(2000) / math.log10(2)) - 1) < 0.01
+    assert ">1e+03 ms</text>" in chart and "log axis" in chart
     bars = svg.bar_chart([("a", 0.5), ("<b>", 1.0)], "TSR", maximum=1)
     assert "&lt;b&gt;" in bars and "50%" in bars
 

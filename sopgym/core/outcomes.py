@@ -13,3 +13,17 @@ INFRA_ERROR = "infra_error"
 
 class InfraFailure(RuntimeError):
     """Raised agent-side when the infrastructure, not the agent, ended an episode."""
+
+
+SUCCESS, FAILED, INCOMPLETE = "success", "failed", "incomplete"
+OUTCOMES = (SUCCESS, FAILED, INCOMPLETE, INFRA_ERROR)
+
+
+def outcome(completed: bool, success: bool, infra_error: str | None) -> str:
+    """One word for how a scored episode ended: the agent's success or failure, an episode
+    it never finished, or one the infrastructure failed (never the agent's)."""
+    if infra_error:
+        return INFRA_ERROR
+    if success:
+        return SUCCESS
+    return FAILED if completed else INCOMPLETE

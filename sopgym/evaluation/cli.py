@@ -151,12 +151,13 @@ def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> Non
 
 def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
     """Score the run's traces; write eval.json, report.md and report.html beside them."""
-    from sopgym.core.jsonio import dumps, write_atomic
+    from sopgym.core.jsonio import dumps, read_jsonl_prefix, write_atomic
     from sopgym.evaluation.report import write_reports
 
     result = scored(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
-    for path in write_reports(result, run_dir, jaeger_ui):
+    recorded = read_jsonl_prefix(run_dir / "results.jsonl")  # the failed tasks' details
+    for path in write_reports(result, run_dir, jaeger_ui, recorded):
         console.print(f"wrote {path}")
 
 

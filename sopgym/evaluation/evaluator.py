@@ -28,6 +28,7 @@ import orjson
 
 from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
+from sopgym.core.jsonio import read_jsonl_prefix
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
@@ -253,14 +254,22 @@ def _evaluate(
             if tasks is not None and key[1] in tasks.gold:
                 rows.append(_row(key, group, latest.pop(key, None), tasks))
         unmatched += [_brief(e, "task not expected in this run") for e in latest.values()]
+    result = _result(rows, source, superseded, unmatched)
+    result.update(spans=spans.total, episodes=len(episodes))
+    result["seconds"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def _result(rows: list[JSON], source: str, superseded: list[JSON], unmatched: list[JSON]) -> JSON:
+    """The evaluation of scored rows: metrics overall, per domain and per agent / model, and
+    the lists of incomplete and infrastructure-failed episodes."""
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
-    elapsed = time.perf_counter() - started
     return {
         "source": source,
         "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "spans": spans.total,
-        "episodes": len(episodes),
+        "spans": 0,
+        "episodes": len(rows),
         **metrics(rows),
         "domains": _grouped(rows, "domain"),
         "agents": _grouped(rows, "agent_model"),
@@ -281,7 +290,6 @@ def _evaluate(
         ],
         "superseded": superseded,
         "unmatched": unmatched,
-        "seconds": round(elapsed, 4),
     }
 
 
@@ -307,11 +315,71 @@ def run_expectation(run_dir: Path, taskset: TaskSet) -> tuple[list[EpisodeKey], 
 def evaluate_path(path: Path, data_root: Path | None = None, run_filter: str | None = None) -> JSON:
     """Evaluate a run folder (its trace store, against its config's task set) or a file or
     folder of OTLP JSON (against the tasks it has traces of)."""
-    from sopgym.evaluation.sources import is_run_dir, load_spans
+    from sopgym.evaluation.sources import is_run_dir, load_spans, trace_files
 
     taskset = TaskSet(data_root)
+    if is_run_dir(path) and not trace_files(path):  # a --no-trace run
+        return evaluate_results(path, taskset)
     spans = load_spans(path, sc.EVALUATED_SCOPES)
     if is_run_dir(path):
         expected, run = run_expectation(path, taskset)
         return evaluate(spans, taskset, expected, run, run_filter, source=str(path))
     return evaluate(spans, taskset, run_filter=run_filter, source=str(path))
+
+
+def evaluate_results(run_dir: Path, taskset: TaskSet) -> JSON:
+    """A run folder without traces (``--no-trace``), evaluated from the scores its runner
+    recorded in ``results.jsonl`` (the same scoring): the figures of its summary, with the
+    gateway's call latencies; no LLM latency or trace ids. ``untraced`` says so."""
+    started = time.perf_counter()
+    expected, group = run_expectation(run_dir, taskset)
+    recorded = {
+        (r["domain"], r["task_id"], int(r.get("trial") or 0)): r
+        for r in read_jsonl_prefix(run_dir / "results.jsonl")
+    }
+    rows = []
+    for key in expected:
+        tasks = taskset.get(key[0])
+        if tasks is None or key[1] not in tasks.gold:
+            continue
+        found = recorded.get(key)
+        if found is None:  # never recorded (an interrupted run): incomplete, as in its summary
+            row = _row(key, group, None, tasks)
+            row["problems"], row["reason"] = ["no result of this task"], "no result of this task"
+        else:
+            row = _recorded_row(found, group[0], tasks.gold[key[1]])
+        rows.append(row)
+    result = _result(rows, str(run_dir), [], [])
+    result["untraced"] = True
+    result["seconds"] = round(time.perf_counter() - started, 4)
+    return result
+
+
+def _recorded_row(found: JSON, run_id: str, gold: Gold) -> JSON:
+    """A results.jsonl row in the shape of :func:`_row` (no trace behind it)."""
+    calls = (found.get("trajectory") or {}).get("calls", [])
+    usage = found.get("llm_calls") or []
+    row: JSON = {
+        "task_id": found["task_id"],
+        "domain": found["domain"],
+        "trial": int(found.get("trial") or 0),
+        "run_id": run_id,
+        "agent": found.get("agent") or "",
+        "model": found.get("model"),
+        "trace_id": None,
+        "episode_id": found.get("episode_id"),
+        "status": found.get("status"),
+        "trace_complete": False,
+        "problems": ["untraced run: scored from results.jsonl"],
+        "score": found["score"],
+        "latency_s": found.get("elapsed_s"),
+        "tool_latency_ms": [c["duration_ms"] for c in calls if c.get("duration_ms") is not None],
+        "calls_made": [[c["name"], c.get("error_code")] for c in calls],
+        "tags": tags(gold),
+        "llm_calls": len(usage),
+        "input_tokens": sum(int(u.get("input_tokens") or 0) for u in usage),
+        "output_tokens": sum(int(u.get("output_tokens") or 0) for u in usage),
+    }
+    if not found["score"]["completed"]:
+        row["reason"] = found.get("error") or "outputs missing"
+    return row

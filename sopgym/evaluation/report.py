@@ -7,7 +7,7 @@ can be opened from the report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -15,8 +15,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from sopgym.core.jsonio import write_atomic
-from sopgym.evaluation.svg import bar_chart, histogram
+from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.types import JSON
 
 Cell = str | tuple[str, str]  # text, or (text, link)
@@ -228,9 +228,10 @@ def _md_cell(cell: Cell) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(result: JSON, jaeger_ui: str | None = None) -> str:
+def markdown(result: JSON, jaeger_ui: str | None = None, recorded: Sequence[JSON] = ()) -> str:
     head = [f"# sopgym evaluation: {result['source']}", "", _provenance(result), ""]
-    return "\n".join(head + [markdown_table(t) for t in tables(result, jaeger_ui)])
+    body = [markdown_table(t) for t in tables(result, jaeger_ui)]
+    return "\n".join([*head, *body, drilldown_markdown(recorded)])
 
 
 def markdown_table(table: Table) -> str:
@@ -268,7 +269,7 @@ th{background:#f0f0f0} .plots{display:flex;flex-wrap:wrap;gap:16px}
 """
 
 
-def html(result: JSON, jaeger_ui: str | None = None) -> str:
+def html(result: JSON, jaeger_ui: str | None = None, recorded: Sequence[JSON] = ()) -> str:
     latencies = [v for r in result["per_task"] for v in r["tool_latency_ms"]]
     plots = [
         bar_chart(
@@ -279,7 +280,7 @@ def html(result: JSON, jaeger_ui: str | None = None) -> str:
             "Error taxonomy (count)",
             fmt=lambda v: f"{v:.0f}",
         ),
-        histogram(latencies, "Tool-call latency at the gateway"),
+        percentile_chart(latencies, "Tool-call latency at the gateway"),
     ]
     body = "".join(html_table(t) for t in tables(result, jaeger_ui))
     return (
@@ -287,11 +288,16 @@ def html(result: JSON, jaeger_ui: str | None = None) -> str:
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
         f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>"
         f"<p>{escape(_provenance(result))}</p>"
-        f"<div class='plots'>{''.join(plots)}</div>{body}</body></html>"
+        f"<div class='plots'>{''.join(plots)}</div>{body}{drilldown_html(recorded)}</body></html>"
     )
 
 
 def _provenance(result: JSON) -> str:
+    if result.get("untraced"):
+        return (
+            f"Scored from the run's results.jsonl ({result['episodes']} episodes; a --no-trace "
+            f"run: no trace links, LLM latency unknown) at {result['evaluated_at']}."
+        )
     return (
         f"Scored from {result['spans']} spans ({result['episodes']} episodes) "
         f"at {result['evaluated_at']}; superseded attempts: {len(result['superseded'])}, "
@@ -299,11 +305,93 @@ def _provenance(result: JSON) -> str:
     )
 
 
-def write_reports(result: JSON, folder: Path, jaeger_ui: str | None = None) -> list[Path]:
+def write_reports(
+    result: JSON, folder: Path, jaeger_ui: str | None = None, recorded: Sequence[JSON] = ()
+) -> list[Path]:
+    """report.md and report.html; ``recorded``: the run's results rows, for the drill-down
+    into its failed tasks."""
     paths = [folder / "report.md", folder / "report.html"]
-    write_atomic(paths[0], markdown(result, jaeger_ui).encode())
-    write_atomic(paths[1], html(result, jaeger_ui).encode())
+    write_atomic(paths[0], markdown(result, jaeger_ui, recorded).encode())
+    write_atomic(paths[1], html(result, jaeger_ui, recorded).encode())
     return paths
+
+
+# ---- the failed tasks, one by one ----
+DRILLDOWN_TITLE = "Failed tasks: wrong fields and calls"
+ARGUMENTS_SHOWN = 300  # characters of a call's arguments in the drill-down
+
+
+def _failures(recorded: Sequence[JSON]) -> list[JSON]:
+    return [r for r in recorded if not r["score"]["success"]]
+
+
+def _wrong(row: JSON) -> list[tuple[str, str, str]]:
+    """(field, expected, given) of every wrong or missing output field, as JSON text."""
+    given, expected = row.get("outputs") or {}, row.get("gold_outputs") or {}
+    return [
+        (name, _short(expected.get(name)), _short(given[name]) if name in given else "(missing)")
+        for name, ok in row["score"].get("fields", {}).items()
+        if not ok
+    ]
+
+
+def _short(value: object) -> str:
+    text = dumps(value).decode()
+    return text if len(text) <= ARGUMENTS_SHOWN else text[:ARGUMENTS_SHOWN] + "…"
+
+
+def _call_lines(row: JSON) -> list[str]:
+    lines = []
+    for call in (row.get("trajectory") or {}).get("calls", []):
+        refused = call.get("error_code")
+        verdict = f" → {refused}" + (f" ({call['error_field']})" if call.get("error_field") else "")
+        lines.append(f"{call['name']}({_short(call.get('arguments'))}){verdict if refused else ''}")
+    return lines
+
+
+def _heading(row: JSON) -> str:
+    why = row.get("error") or ("not completed" if not row["score"]["completed"] else "wrong answer")
+    return f"{row['task_id']} ({row['domain']}, trial {row.get('trial') or 0}): {why}"
+
+
+def drilldown_markdown(recorded: Sequence[JSON]) -> str:
+    failed = _failures(recorded)
+    if not recorded:
+        return ""
+    lines = [f"## {DRILLDOWN_TITLE}", ""]
+    if not failed:
+        return "\n".join([*lines, "none", ""])
+    for row in failed:
+        lines += [f"### {_heading(row)}", ""]
+        lines += [f"- wrong `{f}`: expected `{e}`, given `{g}`" for f, e, g in _wrong(row)]
+        lines += [f"{i}. `{line}`" for i, line in enumerate(_call_lines(row), 1)] or ["no call"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def drilldown_html(recorded: Sequence[JSON]) -> str:
+    failed = _failures(recorded)
+    if not recorded:
+        return ""
+    if not failed:
+        return f"<h2>{escape(DRILLDOWN_TITLE)}</h2><p>none</p>"
+    items = []
+    for row in failed:
+        fields = "".join(
+            f"<tr><td>{escape(f)}</td><td>{escape(e)}</td><td>{escape(g)}</td></tr>"
+            for f, e, g in _wrong(row)
+        )
+        table = (
+            f"<table><tr><th>field</th><th>expected</th><th>given</th></tr>{fields}</table>"
+            if fields
+            else ""
+        )
+        calls = "".join(f"<li><code>{escape(line)}</code></li>" for line in _call_lines(row))
+        items.append(
+            f"<details><summary>{escape(_heading(row))}</summary>{table}"
+            f"<ol>{calls or '<li>no call</li>'}</ol></details>"
+        )
+    return f"<h2>{escape(DRILLDOWN_TITLE)}</h2>{''.join(items)}"
 
 
 TERMINAL_COLUMNS = ["tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1", "calls",

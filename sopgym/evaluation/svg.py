@@ -3,6 +3,7 @@ so the report stays one self-contained file that opens anywhere."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from html import escape
 
@@ -44,46 +45,30 @@ def bar_chart(
     return "".join(parts)
 
 
-def histogram(values: Sequence[float], title: str, unit: str = "ms", bins: int = 40) -> str:
-    """A distribution as vertical bars; values beyond the 99th percentile share the last bin
-    so one slow outlier does not flatten the rest."""
-    width, height, left, bottom, top = 640, 220, 48, 36, 28
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}">',
-        f'<text x="4" y="16" {_FONT} font-weight="bold">{escape(title)}</text>',
-    ]
+PERCENTILES = (0.5, 0.75, 0.9, 0.95, 0.99)
+
+
+def percentile_chart(values: Sequence[float], title: str, unit: str = "ms") -> str:
+    """A distribution as its percentiles (p50 ... p99 and the maximum), one bar each on a
+    log axis: tails that are orders of magnitude apart stay readable and no label overlaps."""
     if not values:
-        parts.append(f'<text x="4" y="{top + 14}" {_FONT}>no data</text></svg>')
-        return "".join(parts)
+        return bar_chart([], title)
     ordered = sorted(values)
-    low, high = ordered[0], ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    span = (high - low) or 1.0
-    counts = [0] * bins
-    for value in ordered:
-        counts[min(bins - 1, int((value - low) / span * bins))] += 1
-    plot_w, plot_h = width - left - 12, height - top - bottom
-    bar_w = plot_w / bins
-    tallest = max(counts)
-    for i, count in enumerate(counts):
-        h = count / tallest * plot_h
-        x0 = low + i * span / bins
-        parts.append(
-            f'<rect x="{left + i * bar_w:.1f}" y="{top + plot_h - h:.1f}" '
-            f'width="{max(1.0, bar_w - 1):.1f}" height="{h:.1f}" fill="{_BAR}">'
-            f"<title>{x0:.3g}-{x0 + span / bins:.3g} {unit}: {count}</title></rect>"
-        )
-    median = ordered[len(ordered) // 2]
-    axis_y = top + plot_h
-    parts.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - 12}" y2="{axis_y}" stroke="#333"/>')
-    for value, anchor in ((low, "start"), (median, "middle"), (high, "end")):
-        x = left + (value - low) / span * plot_w
-        parts.append(
-            f'<text x="{x:.1f}" y="{axis_y + 16}" {_FONT} text-anchor="{anchor}">{value:.3g}</text>'
-        )
-    parts.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" {_FONT} text-anchor="middle">'
-        f"{escape(unit)} (min, median, p99; n={len(ordered)}, max {ordered[-1]:.3g})</text>"
+    points = [
+        (f"p{q * 100:g}", ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))])
+        for q in PERCENTILES
+    ]
+    points.append(("max", ordered[-1]))
+    floor = min(v for v in ordered if v > 0) / 2 if any(v > 0 for v in ordered) else 1.0
+    top = math.log10(max(ordered[-1], floor) / floor) or 1.0
+    return bar_chart(
+        [(label, math.log10(max(value, floor) / floor)) for label, value in points],
+        f"{title} (n={len(ordered)}; log axis)",
+        fmt=_unlog(floor, unit),
+        maximum=top,
     )
-    parts.append(f'<text x="4" y="{top + 10}" {_FONT}>{tallest}</text></svg>')
-    return "".join(parts)
+
+
+def _unlog(floor: float, unit: str) -> Callable[[float], str]:
+    """The label of a bar drawn at log10(value / floor): the value itself."""
+    return lambda length: f"{floor * 10**length:.3g} {unit}"

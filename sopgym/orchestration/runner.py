@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import orjson
+from opentelemetry import trace
 
 from sopgym.agents import oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
@@ -34,13 +35,15 @@ from sopgym.client import GatewayClient, InfraError
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
-from sopgym.core.outcomes import INFRA_ERROR
+from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.orchestration.liveness import EndpointWatch
+from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
+from sopgym.observability.task_spans import TaskSpans, set_outcome
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.stack import Stack, embedded_stack
@@ -60,6 +63,7 @@ class RunConfig:
     agent_options: JSON = field(default_factory=dict)
     base_url: str | None = None  # the model endpoint (scripted: the stack's model server)
     trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
+    capture_messages: bool = False  # the model's messages on its chat spans (opt-in: size)
     transport: str = "http"  # how the agent workers reach the gateway: http or grpc
     trials: int = 1  # times every task runs
     seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
@@ -249,9 +253,18 @@ class Runner:
         stopping = threading.Event()
         live: dict[int, ManagedProcess] = {}  # each thread's current worker process
         watch = EndpointWatch(stack.gateway_url, self._live_model(stack))
+        task_spans = TaskSpans(stack.env)  # each episode's trace root, with its outcome
 
         def record(task: Task, trial: int, report: JSON) -> None:
-            row = self._score(admin, stack.admin_token, task, trial, report)
+            row = self._score(admin, stack.admin_token, task, trial, report)  # in the trace
+            score = row["score"]
+            set_outcome(
+                trace.get_current_span(),  # the task's root (TaskSpans.task)
+                outcome(score["completed"], score["success"], score["infra_error"]),
+                score["success"],
+                sorted(k for k, v in score["errors"].items() if v),
+                row["episode_id"],
+            )
             with lock:
                 appender.append(row)
             if progress:
@@ -261,7 +274,7 @@ class Runner:
 
         def work(index: int) -> None:
             try:
-                self._worker_loop(stack, index, jobs, record, stopping, live, watch)
+                self._worker_loop(stack, index, jobs, record, stopping, live, watch, task_spans)
             except BaseException as error:  # surfaced in the main thread
                 if not stopping.is_set():
                     failures.append(error)
@@ -283,6 +296,7 @@ class Runner:
             if not any(t.is_alive() for t in threads):  # never close under a writer
                 appender.close()
             admin.close()
+            task_spans.close()
         if failures:
             raise failures[0]
 
@@ -295,53 +309,55 @@ class Runner:
         stopping: threading.Event,
         live: dict[int, ManagedProcess],
         watch: EndpointWatch,
+        task_spans: TaskSpans,
     ) -> None:
         worker = live[index] = self._spawn_worker(stack, index)
         while (attempt := jobs.get()) is not None:
             task, trial = attempt
-            if watch.down is not None:  # no worker could play it: recorded, never dispatched
-                cause = f"not run: {watch.down}"
-                record(task, trial, {"task_id": task.id, "episode_id": None,
-                                     "status": INFRA_ERROR, "error": cause})  # fmt: skip
-                continue
-            job = self.job(task, trial)
-            try:  # a worker stuck past the task's time (a hung tool, say) is stopped
-                report = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
-            except TimeoutError:
-                report, timed_out = None, True
-            else:
-                timed_out = False
-            if report is not None:
-                record(task, trial, report)
-                continue
-            if stopping.is_set():  # stopped by the interrupt: resume runs the task again
-                self.interrupted.append(attempt)
-                return
-            # A worker past the task's time (a hung tool, a stuck agent) failed the task; one
-            # that died is an infrastructure error. Either way a fresh worker goes on.
-            status, why = (
-                ("failed", f"no answer within --task-timeout {self.config.task_timeout:g} s")
-                if timed_out
-                else (INFRA_ERROR, f"agent worker exited: {worker.log_tail(5)}")
-            )
-            record(
-                task,
-                trial,
-                {
-                    "task_id": task.id,
-                    "episode_id": None,
-                    "status": status,
-                    "error": why,
-                },
-            )
-            worker.stop()
-            worker = live[index] = self._spawn_worker(stack, index)
+            with task_spans.task(task.id, task.domain, self.paths.root.name, trial) as traced:
+                if watch.down is not None:  # no worker could play it: recorded, never dispatched
+                    cause = f"not run: {watch.down}"
+                    record(task, trial, {"task_id": task.id, "episode_id": None,
+                                         "status": INFRA_ERROR, "error": cause})  # fmt: skip
+                    continue
+                job = self.job(task, trial, traced[1])
+                try:  # a worker stuck past the task's time (a hung tool, say) is stopped
+                    report = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
+                except TimeoutError:
+                    report, timed_out = None, True
+                else:
+                    timed_out = False
+                if report is not None:
+                    record(task, trial, report)
+                    continue
+                if stopping.is_set():  # stopped by the interrupt: resume runs the task again
+                    self.interrupted.append(attempt)
+                    return
+                # A worker past the task's time (a hung tool, a stuck agent) failed the task;
+                # one that died is an infrastructure error. Either way a fresh worker goes on.
+                status, why = (
+                    ("failed", f"no answer within --task-timeout {self.config.task_timeout:g} s")
+                    if timed_out
+                    else (INFRA_ERROR, f"agent worker exited: {worker.log_tail(5)}")
+                )
+                record(
+                    task,
+                    trial,
+                    {
+                        "task_id": task.id,
+                        "episode_id": None,
+                        "status": status,
+                        "error": why,
+                    },
+                )
+                worker.stop()
+                worker = live[index] = self._spawn_worker(stack, index)
         worker.stop()
         del live[index]
 
-    def job(self, task: Task, trial: int) -> JSON:
+    def job(self, task: Task, trial: int, traceparent: str | None = None) -> JSON:
         """An agent worker's job: the task's inputs, never where its gold lives; the oracle
-        alone gets what it replays."""
+        alone gets what it replays; ``traceparent``: the task's root span (its trace)."""
         job = {
             "task": task.to_json(),
             "distractors": self.config.distractors,
@@ -350,6 +366,8 @@ class Runner:
             "trial": trial,
             "seed": trial_seed(self.config.seed, trial),
         }
+        if traceparent:
+            job["traceparent"] = traceparent
         if self.config.agent == oracle.NAME:
             job["replay"] = oracle.replay_of(self.data[task.domain].gold[task.id])
         return job
@@ -372,8 +390,9 @@ class Runner:
             "--options",
             orjson.dumps(self._agent_options(stack)).decode(),
         )
+        env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
         return stack.group.start(
-            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=stack.env, pipes=True
+            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True
         )
 
     def check_model(self) -> None:
@@ -440,6 +459,7 @@ class Runner:
             "elapsed_s": report.get("elapsed_s"),
             "llm_calls": report.get("llm_calls", []),
             "trace_flushed": report.get("trace_flushed"),  # None: not traced
+            "inputs": task.inputs,  # what the agent was given (the viewer shows it)
             "outputs": trajectory.outputs if trajectory else None,
             "gold_outputs": gold.outputs,
             "score": score.to_json(),

@@ -1,0 +1,99 @@
+"""The runner's span per task episode: the root of the episode's one trace.
+
+The runner knows what no other process does: how the episode scored. So it opens a ``task``
+span before it hands the job to an agent worker (whose ``invoke_agent`` span becomes its
+child through the job's ``traceparent``), reads the gateway's record inside it (the record
+request joins the same trace instead of starting one of its own) and, once the episode is
+scored, writes the outcome onto it: Jaeger can then search a run for failed tasks by tag.
+
+The provider is the run's own (not the process-wide one): a process may run several runs one
+after another, each with its own trace receiver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+import sopgym
+from sopgym.observability import semconv as sc
+from sopgym.observability.lean import current_traceparent
+
+SERVICE = "sopgym-runner"
+SPAN_NAME = "task"
+
+
+class TaskSpans:
+    """Root spans of one run's episodes, exported to the run's receiver; a no-op when the
+    run is not traced (``env`` names no OTLP traces endpoint)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        self._provider: TracerProvider | None = None
+        if endpoint:
+            from sopgym.observability.protowire import OTLPSpanExporter
+
+            resource = Resource.create(
+                {
+                    "service.name": SERVICE,
+                    "service.namespace": "sopgym",
+                    "service.version": sopgym.__version__,
+                }
+            )
+            self._provider = TracerProvider(resource=resource)
+            self._provider.add_span_processor(
+                BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
+            )
+
+    @contextmanager
+    def task(
+        self, task_id: str, domain: str, run_id: str, trial: int
+    ) -> Iterator[tuple[Span | None, str | None]]:
+        """The task's root span, current inside the block, and the ``traceparent`` that
+        makes the agent worker's spans its children (``(None, None)`` untraced)."""
+        if self._provider is None:
+            yield None, None
+            return
+        tracer = self._provider.get_tracer(sc.SCOPE_RUNNER, sopgym.__version__)
+        attributes: dict[str, str | int] = {
+            sc.TASK_ID: task_id,
+            sc.DOMAIN: domain,
+            sc.RUN_ID: run_id,
+            sc.TRIAL: trial,
+        }
+        with tracer.start_as_current_span(
+            SPAN_NAME, kind=SpanKind.INTERNAL, attributes=attributes
+        ) as span:
+            yield span, current_traceparent()
+
+    def close(self) -> None:
+        """Export what is buffered and stop (before the run's receiver stops)."""
+        if self._provider is not None:
+            self._provider.shutdown()
+
+
+def set_outcome(
+    span: Span | None,
+    outcome: str,
+    success: bool,
+    error_classes: list[str],
+    episode_id: str | None,
+) -> None:
+    """The scored outcome on the task's root: ``sopgym.task.outcome`` (success / failed /
+    incomplete / infra_error), ``sopgym.task.success``, the error classes the episode made
+    and, for anything but a success, ``error.type`` = the outcome and ERROR status."""
+    if span is None or not span.is_recording():
+        return
+    span.set_attribute(sc.TASK_OUTCOME, outcome)
+    span.set_attribute(sc.TASK_SUCCESS, success)
+    span.set_attribute(sc.TASK_ERROR_CLASSES, error_classes)
+    if episode_id:
+        span.set_attribute(sc.EPISODE_ID, episode_id)
+    if not success:
+        span.set_attribute(sc.ERROR_TYPE, outcome)
+        span.set_status(Status(StatusCode.ERROR, outcome))

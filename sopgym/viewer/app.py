@@ -1,0 +1,92 @@
+"""The viewer's web app: server-rendered pages over a :class:`RunCatalog`, a small JSON
+endpoint for a running run's progress, and the one stylesheet and script (served from the
+package, so nothing is fetched from the network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Query
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from sopgym.core.jsonio import CorruptRow
+from sopgym.core.outcomes import SUCCESS
+from sopgym.viewer import pages
+from sopgym.viewer.runs import RunCatalog, RunFolder, outcome
+
+STATIC = Path(__file__).parent / "static"
+
+
+def _missing(what: str) -> HTMLResponse:
+    return HTMLResponse(pages.error_page("not found", what), status_code=404)
+
+
+def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
+    app = FastAPI(title="sopgym view", docs_url=None, redoc_url=None, openapi_url=None)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.exception_handler(CorruptRow)
+    async def corrupt(_: object, error: CorruptRow) -> HTMLResponse:
+        # a results row that is not JSON: say where, as the CLI does (never a traceback)
+        return HTMLResponse(pages.error_page("unreadable run", str(error)), status_code=422)
+
+    def run_or_none(run_id: str) -> RunFolder | None:
+        return catalog.get(run_id)
+
+    @app.get("/", response_class=HTMLResponse)
+    def runs() -> str:
+        return pages.runs_page(catalog.runs())
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run(run_id: str) -> HTMLResponse:
+        found = run_or_none(run_id)
+        if found is None:
+            return _missing(f"no run {run_id!r} among the folders served")
+        return HTMLResponse(pages.run_page(found))
+
+    @app.get("/runs/{run_id}/task", response_class=HTMLResponse)
+    def task(
+        run_id: str, domain: str = Query(), task: str = Query(), trial: int = Query(0, ge=0)
+    ) -> HTMLResponse:
+        found = run_or_none(run_id)
+        if found is None:
+            return _missing(f"no run {run_id!r} among the folders served")
+        row = found.row(domain, task, trial)
+        if row is None:
+            return _missing(f"run {run_id} has no episode of {domain}/{task} trial {trial}")
+        trace = found.traces().get(str(row.get("episode_id")))
+        return HTMLResponse(pages.task_page(found, row, trace, jaeger_ui))
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(a: str = Query(), b: str = Query()) -> HTMLResponse:
+        run_a, run_b = run_or_none(a), run_or_none(b)
+        if run_a is None or run_b is None:
+            return _missing(f"no run {a if run_a is None else b!r} among the folders served")
+        return HTMLResponse(pages.compare_page(run_a, run_b))
+
+    @app.get("/api/runs/{run_id}/progress")
+    def progress(run_id: str) -> JSONResponse:
+        found = run_or_none(run_id)
+        if found is None:
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "not_found",
+                        "message": f"no run {run_id!r}",
+                        "field": "run_id",
+                    }
+                },
+                status_code=404,
+            )
+        rows = found.rows()
+        return JSONResponse(
+            {
+                "run_id": found.id,
+                "running": found.running,
+                "recorded": len(rows),
+                "success": sum(outcome(r) == SUCCESS for r in rows),
+            }
+        )
+
+    return app

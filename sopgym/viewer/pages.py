@@ -1,0 +1,599 @@
+"""The viewer's pages, rendered on the server as plain HTML (every value escaped here); the
+one script (``static/viewer.js``) only filters and sorts tables and polls a running run.
+
+Elements the browser tests look for carry stable ids or ``data-`` attributes (``#tasks``,
+``data-outcome``, ``#answer``, ``#steps``), so a page that loses its content fails them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+
+from sopgym.core.outcomes import OUTCOMES, SUCCESS
+from sopgym.evaluation.report import num, pct
+from sopgym.evaluation.scoring import TaskScore, summarize
+from sopgym.evaluation.svg import bar_chart
+from sopgym.types import JSON
+from sopgym.viewer.runs import (
+    ChatTurn,
+    EpisodeTrace,
+    RunFolder,
+    outcome,
+    task_key,
+    tokens,
+)
+
+Cell = str | tuple[str, str]  # text, or (text, link)
+PLOT_WIDTH = 420  # three plots side by side on a laptop screen
+
+
+def _pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+
+
+def _json_block(value: Any, css: str = "json") -> str:
+    return f'<pre class="{css}">{escape(_pretty(value))}</pre>'
+
+
+def _json_line(value: Any, css: str) -> str:
+    """A payload on one (wrapped) line: tool arguments and results stay compact."""
+    return f'<pre class="{css}">{escape(orjson.dumps(value, default=str).decode())}</pre>'
+
+
+def _cell(cell: Cell) -> str:
+    if isinstance(cell, tuple):
+        return f'<a href="{escape(cell[1])}">{escape(cell[0])}</a>'
+    return escape(cell)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Cell]], table_id: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in rows)
+    ident = f' id="{escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def page(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
+    trail = " / ".join(f'<a href="{escape(link)}">{escape(text)}</a>' for text, link in crumbs)
+    nav = f'<nav><a href="/">runs</a>{" / " + trail if trail else ""}</nav>'
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{escape(title)} · sopgym</title>"
+        "<link rel='stylesheet' href='/static/viewer.css'></head><body>"
+        f"{nav}<h1>{escape(title)}</h1>{body}"
+        "<script src='/static/viewer.js'></script></body></html>"
+    )
+
+
+def run_link(run: RunFolder) -> str:
+    return f"/runs/{run.id}"
+
+
+def task_link(run: RunFolder, row: JSON) -> str:
+    domain, task_id, trial = task_key(row)
+    query = urlencode({"domain": domain, "task": task_id, "trial": trial})
+    return f"/runs/{run.id}/task?{query}"
+
+
+def _config_line(config: JSON) -> str:
+    keys = ("agent", "model", "sop_variant", "distractors", "transport", "seed", "trials")
+    parts = [f"{k}={config[k]}" for k in keys if k in config]
+    if config.get("faults"):
+        parts.append(f"faults={config['faults']}")
+    return ", ".join(parts)
+
+
+def _when(run: RunFolder) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started()))
+
+
+def _status(run: RunFolder) -> str:
+    return "running" if run.running else "done"
+
+
+# ---- the runs list ----
+def runs_page(runs: list[RunFolder]) -> str:
+    rows: list[list[Cell]] = []
+    for run in runs:
+        config, summary = run.config(), run.summary()
+        recorded = run.rows()
+        rows.append(
+            [
+                (run.id, run_link(run)),
+                _when(run),
+                ", ".join(config.get("domains", [])),
+                str(config.get("agent", "?")),
+                str(config.get("model", "?")),
+                str(config.get("seed", "?")),
+                f"{len(recorded)}" + ("" if summary.get("partial") else f" / {summary['tasks']}"),
+                pct(summary.get("tsr")),
+                f"{sum(tokens(r) for r in recorded):,}",
+                _status(run),
+            ]
+        )
+    headers = ["run", "date", "domains", "agent", "model", "seed", "episodes", "TSR",
+               "tokens", "status"]  # fmt: skip
+    listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
+
+    def options(chosen: int) -> str:
+        return "".join(
+            f"<option{' selected' if i == chosen else ''}>{escape(r.id)}</option>"
+            for i, r in enumerate(runs)
+        )
+
+    compare = (  # the two latest runs, preselected
+        "<form action='/compare' class='compare'>compare "
+        f"<select name='a'>{options(1)}</select> with <select name='b'>{options(0)}</select> "
+        "<button>compare</button></form>"
+        if len(runs) > 1
+        else ""
+    )
+    return page("sopgym runs", listing + compare)
+
+
+# ---- a run ----
+def _figures(summary: JSON, recorded: list[JSON]) -> str:
+    items = [
+        ("episodes", str(summary["tasks"])),
+        ("completed", str(summary["completed"])),
+        ("ECR", pct(summary["ecr"])),
+        ("C-TSR", pct(summary["c_tsr"])),
+        ("TSR", pct(summary["tsr"])),
+        ("tool F1", num(summary["tool_f1"])),
+        ("infra errors", str(summary.get("infra_errors", 0))),
+        ("tokens", f"{sum(tokens(r) for r in recorded):,}"),
+    ]
+    cells = "".join(
+        f"<div class='figure' data-figure='{escape(k)}'><b>{escape(v)}</b>{escape(k)}</div>"
+        for k, v in items
+    )
+    return f"<div class='figures' id='figures'>{cells}</div>"
+
+
+def _error_classes(row: JSON) -> list[str]:
+    return sorted(k for k, v in row["score"].get("errors", {}).items() if v)
+
+
+def _wrong_fields(row: JSON) -> list[str]:
+    return [k for k, ok in row["score"].get("fields", {}).items() if not ok]
+
+
+def _calls_text(row: JSON) -> str:
+    calls = (row.get("trajectory") or {}).get("calls", [])
+    return " > ".join(
+        f"{c['name']}!{c['error_code']}" if c.get("error_code") else c["name"] for c in calls
+    )
+
+
+def _select(name: str, label: str, values: Iterable[str]) -> str:
+    options = "".join(f"<option value='{escape(v)}'>{escape(v)}</option>" for v in values)
+    return (
+        f"<label>{escape(label)} <select id='f-{name}' data-filter='{name}'>"
+        f"<option value=''>all</option>{options}</select></label>"
+    )
+
+
+def task_table(run: RunFolder, recorded: list[JSON]) -> str:
+    domains = sorted({r["domain"] for r in recorded})
+    errors = sorted({e for r in recorded for e in _error_classes(r)})
+    filters = (
+        "<div class='filters'>"
+        + _select("domain", "domain", domains)
+        + _select("outcome", "outcome", OUTCOMES)
+        + _select("error", "error class", errors)
+        + "<label>search <input id='f-search' type='search' placeholder='task, tool, field'>"
+        "</label> <span id='shown'></span></div>"
+    )
+    headers = [("task", "text"), ("domain", "text"), ("trial", "num"), ("outcome", "text"),
+               ("wrong fields", "text"), ("errors", "text"), ("calls", "num"),
+               ("tool F1", "num"), ("latency s", "num"), ("tokens", "num")]  # fmt: skip
+    head = "".join(
+        f"<th data-sort='{kind}' title='sort'>{escape(name)}</th>" for name, kind in headers
+    )
+    body = []
+    for row in sorted(recorded, key=task_key):
+        score, result = row["score"], outcome(row)
+        wrong, errors_of = _wrong_fields(row), _error_classes(row)
+        cells = [
+            f"<a href='{escape(task_link(run, row))}'>{escape(row['task_id'])}</a>",
+            escape(row["domain"]),
+            str(row.get("trial") or 0),
+            f"<span class='badge {result}'>{result}</span>",
+            escape(", ".join(wrong) or "-"),
+            escape(", ".join(f"{k}={score['errors'][k]}" for k in errors_of) or "-"),
+            str(score.get("calls", 0)),
+            num(score.get("tool_f1"), 2),
+            num(row.get("elapsed_s"), 2),
+            str(tokens(row)),
+        ]
+        search = " ".join([row["task_id"], row["domain"], _calls_text(row), *wrong]).lower()
+        body.append(
+            f"<tr data-domain='{escape(row['domain'])}' data-outcome='{result}' "
+            f"data-errors='{escape(' '.join(errors_of))}' data-search='{escape(search)}'>"
+            + "".join(f"<td>{c}</td>" for c in cells)
+            + "</tr>"
+        )
+    return (
+        f"<h2>Tasks</h2>{filters}<table id='tasks' class='sortable'><thead><tr>{head}</tr>"
+        f"</thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _breakdowns(summary: JSON, recorded: list[JSON]) -> str:
+    domains = summary.get("domains", {})
+    domain_rows: list[list[Cell]] = [
+        [d, str(m["tasks"]), str(m["completed"]), pct(m["ecr"]), pct(m["c_tsr"]), pct(m["tsr"]),
+         num(m["tool_f1"]), ", ".join(f"{k}={v}" for k, v in sorted(m["errors"].items())) or "-"]
+        for d, m in domains.items()
+    ]  # fmt: skip
+    tasks_with = Counter(e for r in recorded for e in _error_classes(r))
+    error_rows: list[list[Cell]] = [
+        [(k, f"?{urlencode({'error': k})}#tasks"), str(v), str(tasks_with.get(k, 0))]
+        for k, v in sorted(summary.get("errors", {}).items(), key=lambda kv: -kv[1])
+    ]
+    outcomes = Counter(outcome(r) for r in recorded)
+    plots = [
+        bar_chart(
+            [(d, m["tsr"] or 0.0) for d, m in domains.items()],
+            "TSR per domain",
+            maximum=1,
+            width=PLOT_WIDTH,
+        ),
+        bar_chart(
+            sorted(summary.get("errors", {}).items(), key=lambda kv: -kv[1]),
+            "Errors by class (count)",
+            fmt=lambda v: f"{v:.0f}",
+            width=PLOT_WIDTH,
+        ),
+        bar_chart(
+            [(o, float(outcomes.get(o, 0))) for o in OUTCOMES],
+            "Episodes by outcome",
+            fmt=lambda v: f"{v:.0f}",
+            width=PLOT_WIDTH,
+        ),
+    ]
+    return (
+        f"<div class='plots'>{''.join(plots)}</div>"
+        "<h2>By domain</h2>"
+        + table(
+            ["domain", "episodes", "completed", "ECR", "C-TSR", "TSR", "tool F1", "errors"],
+            domain_rows,
+            "domains",
+        )
+        + "<h2>By error class</h2>"
+        + (
+            table(["error class", "count", "episodes with it"], error_rows, "errors")
+            if error_rows
+            else "<p>no errors</p>"
+        )
+    )
+
+
+def run_page(run: RunFolder) -> str:
+    config, summary, recorded = run.config(), run.summary(), run.rows()
+    progress = (
+        f"<p id='progress' data-run='{escape(run.id)}' data-count='{len(recorded)}' "
+        f"class='live'>running: {len(recorded)} episodes recorded so far (updates live)</p>"
+        if run.running
+        else f"<p id='progress'>done: {len(recorded)} episodes recorded</p>"
+    )
+    infra = summary.get("infra_failed") or []
+    notes = (
+        f"<p class='note'>{len(infra)} episodes failed by the infrastructure: left out of "
+        "ECR, C-TSR and TSR (rerun them with <code>sopgym run --resume RUN --retry-infra</code>)"
+        "</p>"
+        if infra
+        else ""
+    )
+    body = (
+        f"<p class='config'>{escape(_config_line(config))} · started {escape(_when(run))}</p>"
+        + progress
+        + notes
+        + _figures(summary, recorded)
+        + _breakdowns(summary, recorded)
+        + task_table(run, recorded)
+    )
+    return page(f"run {run.id}", body)
+
+
+# ---- one task ----
+def _message_text(message: Any) -> str:
+    """A GenAI-convention message (role + parts) as readable text; anything else as JSON."""
+    if not isinstance(message, dict):
+        return _pretty(message)
+    parts = message.get("parts")
+    if not isinstance(parts, list):
+        return _pretty(message)
+    lines = []
+    for part in parts:
+        if not isinstance(part, dict):
+            lines.append(_pretty(part))
+        elif part.get("type") == "text":
+            lines.append(str(part.get("content", "")))
+        elif part.get("type") == "tool_call":
+            lines.append(f"→ {part.get('name')}({_pretty(part.get('arguments'))})")
+        elif part.get("type") == "tool_call_response":
+            lines.append(f"← {_pretty(part.get('response'))}")
+        else:
+            lines.append(_pretty(part))
+    return "\n".join(lines)
+
+
+def _messages(messages: Any, css: str) -> str:
+    if not isinstance(messages, list):
+        return f"<pre class='{css}'>{escape(str(messages))}</pre>"
+    return "".join(
+        f"<div class='message {css}'><span class='role'>"
+        f"{escape(str(m.get('role', '?')) if isinstance(m, dict) else '?')}</span>"
+        f"<pre>{escape(_message_text(m))}</pre></div>"
+        for m in messages
+    )
+
+
+def _chat_step(number: int, turn: ChatTurn, first: bool) -> str:
+    usage = f"{turn.input_tokens or 0} in / {turn.output_tokens or 0} out tokens"
+    head = (
+        f"<div class='step-head'>{number}. model call <b>{escape(turn.model)}</b> · {usage} · "
+        f"{turn.duration_ms:.1f} ms</div>"
+    )
+    if turn.input_messages is None and turn.output_messages is None:
+        return (
+            f"<li class='step chat'>{head}<p class='muted'>messages not captured "
+            "(run with <code>--capture-messages</code>)</p></li>"
+        )
+    # each call's input repeats the conversation so far: the first shows it, later ones
+    # only what the model answered
+    count = len(turn.input_messages) if isinstance(turn.input_messages, list) else "?"
+    shown = (
+        f"<details class='input'><summary>the messages sent ({count})</summary>"
+        f"{_messages(turn.input_messages, 'input')}</details>"
+        if first
+        else ""
+    )
+    return f"<li class='step chat'>{head}{shown}{_messages(turn.output_messages, 'output')}</li>"
+
+
+def _call_step(number: int, index: int, call: JSON) -> str:
+    failed = bool(call.get("error_code"))
+    flags = []
+    if not call.get("in_catalog", True):
+        flags.append("not in the catalog")
+    if call.get("distractor"):
+        flags.append("distractor")
+    verdict = (
+        f"<div class='verdict error'>refused {escape(str(call.get('status')))}: "
+        f"<code class='error-code'>{escape(str(call['error_code']))}</code>"
+        + (
+            f" on field <code class='error-field'>{escape(str(call['error_field']))}</code>"
+            if call.get("error_field")
+            else ""
+        )
+        + "</div>"
+        if failed
+        else f"<div class='verdict'>result</div>{_json_line(call.get('result'), 'result')}"
+    )
+    latency = call.get("duration_ms")
+    head = (
+        f"<div class='step-head'>{number}. tool call #{index} <b>{escape(call['name'])}</b>"
+        + (f" · {latency:.2f} ms" if isinstance(latency, int | float) else "")
+        + (f" · {escape(', '.join(flags))}" if flags else "")
+        + "</div>"
+    )
+    return (
+        f"<li class='step call{' failed' if failed else ''}' data-tool='{escape(call['name'])}'>"
+        f"{head}<div class='verdict'>arguments</div>"
+        f"{_json_line(call.get('arguments'), 'arguments')}{verdict}</li>"
+    )
+
+
+def _steps(row: JSON, trace: EpisodeTrace | None) -> str:
+    """Every step in order: the model's calls (from the trace) and the tool calls (the
+    gateway's record), interleaved by when they began when the trace says so."""
+    calls = (row.get("trajectory") or {}).get("calls", [])
+    timeline: list[tuple[int, int, str, Any]] = []
+    chats = trace.chats if trace else []
+    for order, turn in enumerate(chats):
+        timeline.append((turn.start_ns, order, "chat", turn))
+    starts = trace.call_starts if trace else {}
+    last = 0
+    for index, call in enumerate(calls):
+        last = starts.get(index, last)  # a call the trace lacks keeps its recorded order
+        timeline.append((last, len(chats) + index, "call", (index, call)))
+    if not chats or len(starts) < len(calls):  # no times: model calls first, then the calls
+        timeline.sort(key=lambda item: (item[2] != "chat", item[1]))
+    else:
+        timeline.sort(key=lambda item: (item[0], item[1]))
+    items = []
+    first_chat = True
+    for number, (_, _, kind, value) in enumerate(timeline, 1):
+        if kind == "chat":
+            items.append(_chat_step(number, value, first_chat))
+            first_chat = False
+        else:
+            items.append(_call_step(number, *value))
+    if not items:
+        return "<ol id='steps'><li class='muted'>no step recorded</li></ol>"
+    note = (
+        ""
+        if chats
+        else "<p class='muted'>model calls: "
+        + escape(
+            "; ".join(
+                f"{c.get('input_tokens', 0)} in / {c.get('output_tokens', 0)} out tokens, "
+                f"{1000 * float(c.get('latency_s') or 0):.1f} ms"
+                for c in row.get("llm_calls") or []
+            )
+            or "none"
+        )
+        + " (no trace of this episode: messages and their order are not known)</p>"
+    )
+    return f"{note}<ol id='steps'>{''.join(items)}</ol>"
+
+
+def _answer(row: JSON) -> str:
+    given = row.get("outputs") or {}
+    expected = row.get("gold_outputs") or {}
+    fields = row["score"].get("fields", {})
+    names = list(dict.fromkeys([*expected, *fields, *given]))
+    body = []
+    for name in names:
+        ok = fields.get(name)
+        verdict = "ok" if ok else ("wrong" if ok is False else "not scored")
+        got = _pretty(given[name]) if name in given else "(missing)"
+        body.append(
+            f"<tr class='{verdict.replace(' ', '-')}' data-field='{escape(name)}'>"
+            f"<td>{escape(name)}</td><td class='expected'>{escape(_pretty(expected.get(name)))}"
+            f"</td><td class='given'>{escape(got)}</td><td>{verdict}</td></tr>"
+        )
+    if not body:
+        return "<p id='answer'>no answer recorded</p>"
+    return (
+        "<table id='answer'><thead><tr><th>field</th><th>expected</th><th>given</th>"
+        f"<th>verdict</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _scores(row: JSON) -> str:
+    rows = [
+        [name, num(s.get("value")), "yes" if s.get("gates") else "no", s.get("explanation") or ""]
+        for name, s in row["score"].get("scores", {}).items()
+    ]
+    return table(["scorer", "value", "gates success", "explanation"], rows, "scores")
+
+
+def _at(state: Any, path: str) -> Any:
+    """The value at a ``state_diff`` path ($.a.b[2]) of a state, or None where it is absent."""
+    value = state
+    for part in path.split(" ")[0].lstrip("$").replace("[", ".[").split("."):
+        if not part:
+            continue
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return value
+
+
+def _state_diff(row: JSON) -> str:
+    scored = row["score"].get("scores", {}).get("final_state") or {}
+    differences = (scored.get("metrics") or {}).get("differences") or []
+    if not differences:
+        return ""
+    state = (row.get("trajectory") or {}).get("final_state")
+    rows = [[path, _pretty(_at(state, path))] for path in differences]
+    return "<h2>Final state: where it differs from the gold</h2>" + table(
+        ["path", "the episode's value"], rows, "state-diff"
+    )
+
+
+def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None) -> str:
+    result, config = outcome(row), run.config()
+    trajectory = row.get("trajectory") or {}
+    trace_id = trace.trace_id if trace else None
+    facts = [
+        ("outcome", f"<span class='badge {result}' id='outcome'>{result}</span>"),
+        ("domain", escape(row["domain"])),
+        ("trial", str(row.get("trial") or 0)),
+        ("agent / model", escape(f"{row.get('agent')} / {row.get('model')}")),
+        ("SOP variant", escape(str(config.get("sop_variant", "?")))),
+        ("episode", escape(str(row.get("episode_id")))),
+        ("status", escape(str(row.get("status")))),
+        ("latency", f"{num(row.get('elapsed_s'), 2)} s"),
+    ]
+    if row.get("error"):
+        facts.append(("error", f"<code>{escape(str(row['error']))}</code>"))
+    if trace_id:
+        link = (
+            f"<a href='{escape(jaeger_ui.rstrip('/'))}/trace/{trace_id}'>{trace_id} in Jaeger</a>"
+            if jaeger_ui
+            else escape(trace_id)
+        )
+        facts.append(("trace", link))
+    if trajectory.get("catalog"):
+        facts.append(("catalog", escape(", ".join(trajectory["catalog"]))))
+    fact_rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
+    inputs = (
+        _json_block(row["inputs"], "inputs")
+        if "inputs" in row
+        else "<p class='muted'>this run did not record task inputs (older sopgym)</p>"
+    )
+    body = (
+        f"<table class='facts'>{fact_rows}</table>"
+        f"<h2>Final answer against the gold</h2>{_answer(row)}"
+        f"<h2>Scores</h2>{_scores(row)}"
+        f"{_state_diff(row)}"
+        f"<h2>Steps</h2>{_steps(row, trace)}"
+        f"<h2>Task input</h2>{inputs}"
+    )
+    return page(
+        f"{row['task_id']} ({result})",
+        body,
+        crumbs=[(f"run {run.id}", run_link(run))],
+    )
+
+
+# ---- two runs ----
+def _summary_of(rows: list[JSON]) -> JSON:
+    return summarize(TaskScore(**r["score"]) for r in rows)
+
+
+def compare_page(a: RunFolder, b: RunFolder) -> str:
+    rows_a = {task_key(r): r for r in a.rows()}
+    rows_b = {task_key(r): r for r in b.rows()}
+    shared = sorted(set(rows_a) & set(rows_b))
+    only_a, only_b = sorted(set(rows_a) - set(rows_b)), sorted(set(rows_b) - set(rows_a))
+    sum_a = _summary_of([rows_a[k] for k in shared])
+    sum_b = _summary_of([rows_b[k] for k in shared])
+    metrics = [("ECR", "ecr", True), ("C-TSR", "c_tsr", True), ("TSR", "tsr", True),
+               ("tool precision", "tool_precision", False), ("tool recall", "tool_recall", False),
+               ("tool F1", "tool_f1", False)]  # fmt: skip
+
+    def shown(value: float | None, rate: bool, signed: bool = False) -> str:
+        if value is None:
+            return "n/a"
+        text = pct(value) if rate else num(value)
+        return f"+{text}" if signed and value > 0 else text
+
+    metric_rows: list[list[Cell]] = []
+    for label, key, rate in metrics:
+        va, vb = sum_a.get(key), sum_b.get(key)
+        delta = vb - va if va is not None and vb is not None else None
+        metric_rows.append([label, shown(va, rate), shown(vb, rate), shown(delta, rate, True)])
+    task_rows: list[list[Cell]] = []
+    for pair in shared:
+        ra, rb = rows_a[pair], rows_b[pair]
+        oa, ob = outcome(ra), outcome(rb)
+        change = ("fixed" if ob == SUCCESS else "broken" if oa == SUCCESS else "changed"
+                  ) if oa != ob else "same"  # fmt: skip
+        task_rows.append([(pair[1], task_link(a, ra)), pair[0], str(pair[2]), oa,
+                          (ob, task_link(b, rb)), change])  # fmt: skip
+    changes = Counter(r[5] for r in task_rows)
+
+    def listed(keys: list[tuple[str, str, int]]) -> str:
+        return escape(", ".join(f"{d}/{t}#{n}" for d, t, n in keys)) or "none"
+
+    body = (
+        f"<p>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
+        f"({escape(_config_line(a.config()))})<br>B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
+        f"({escape(_config_line(b.config()))})</p>"
+        f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
+        f"{len(only_a)} only in A and {len(only_b)} only in B are listed below, not compared. "
+        f"fixed in B: {changes['fixed']}, broken in B: {changes['broken']}.</p>"
+        + table(["metric", "A", "B", "B - A"], metric_rows, "deltas")
+        + "<h2>Task by task</h2>"
+        + table(["task", "domain", "trial", "A", "B", "change"], task_rows, "pairs")
+        + f"<h2>Only in A ({len(only_a)})</h2><p id='only-a'>{listed(only_a)}</p>"
+        + f"<h2>Only in B ({len(only_b)})</h2><p id='only-b'>{listed(only_b)}</p>"
+    )
+    return page(f"compare {a.id} and {b.id}", body)
+
+
+def error_page(title: str, message: str) -> str:
+    return page(title, f"<p class='note' id='error'>{escape(message)}</p>")

@@ -1,0 +1,101 @@
+"""The viewer's app without a browser (the browser tests, on real runs, are in test_viewer.py):
+a run still being written shows live progress, and bad requests or unreadable run folders get
+a clear answer, never a server error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi.testclient import TestClient
+
+from sopgym.evaluation.scoring import TaskScore, summarize
+from sopgym.viewer.app import create_app
+from sopgym.viewer.runs import RunCatalog
+
+DOMAIN = "patient_intake"
+
+
+def _row(number: int, success: bool) -> dict[str, Any]:
+    task_id = f"{DOMAIN}-{number:03d}"
+    score = TaskScore(task_id, DOMAIN, completed=True, success=success,
+                      fields={"insurance_status": success}, calls=1, gold_calls=1,
+                      errors={} if success else {"wrong_final": 1})  # fmt: skip
+    call = {"name": "validate_insurance", "arguments": {"patient_id": "P1"}, "status": 200,
+            "error_code": None, "error_field": None, "result": {"policy_found": True},
+            "duration_ms": 0.4, "in_catalog": True, "distractor": False}  # fmt: skip
+    return {
+        "task_id": task_id, "trial": 0, "domain": DOMAIN, "agent": "fc", "model": "scripted",
+        "episode_id": f"ep-{number}", "status": "finished", "error": None, "elapsed_s": 0.1,
+        "llm_calls": [{"input_tokens": 100, "output_tokens": 10}], "inputs": {"patient_id": "P1"},
+        "outputs": {"insurance_status": "valid"},
+        "gold_outputs": {"insurance_status": "valid" if success else "invalid"},
+        "score": score.to_json(), "trajectory": {"calls": [call], "finished": True},
+    }  # fmt: skip
+
+
+def _append(run: Path, *rows: dict[str, Any]) -> None:
+    with (run / "results.jsonl").open("ab") as out:
+        for row in rows:
+            out.write(orjson.dumps(row) + b"\n")
+
+
+def _client(tmp_path: Path) -> tuple[TestClient, Path]:
+    run = tmp_path / "runs" / "live"
+    run.mkdir(parents=True)
+    config = {"domains": [DOMAIN], "agent": "fc", "model": "scripted", "seed": 3}
+    (run / "config.json").write_bytes(orjson.dumps(config))
+    return TestClient(create_app(RunCatalog([tmp_path / "runs"]))), run
+
+
+def test_a_running_run_shows_its_progress_live(tmp_path: Path) -> None:
+    client, run = _client(tmp_path)
+    _append(run, _row(0, True))
+    page = client.get("/runs/live")
+    assert page.status_code == 200 and "running: 1 episodes recorded" in page.text
+    assert client.get("/api/runs/live/progress").json() == {
+        "run_id": "live", "running": True, "recorded": 1, "success": 1,
+    }  # fmt: skip
+    with (run / "results.jsonl").open("ab") as out:
+        out.write(orjson.dumps(_row(1, False))[:40])  # a row still being written
+    assert client.get("/api/runs/live/progress").json()["recorded"] == 1
+    (run / "results.jsonl").write_bytes(b"")
+    _append(run, _row(0, True), _row(1, False))
+    assert client.get("/api/runs/live/progress").json()["recorded"] == 2
+    listing = client.get("/").text
+    assert "live" in listing and "50.0%" in listing and "running" in listing  # partial TSR
+    task = client.get("/runs/live/task", params={"domain": DOMAIN, "task": f"{DOMAIN}-001"})
+    assert task.status_code == 200 and "wrong" in task.text and "&quot;invalid&quot;" in task.text
+
+
+def test_bad_requests_get_clear_answers(tmp_path: Path) -> None:
+    client, run = _client(tmp_path)
+    _append(run, _row(0, True))
+    assert client.get("/runs/nope").status_code == 404
+    missing = client.get("/runs/live/task", params={"domain": DOMAIN, "task": "x"})
+    assert missing.status_code == 404 and "no episode of" in missing.text
+    assert client.get("/runs/live/task").status_code == 422  # no task named
+    assert client.get("/runs/live/task", params={"domain": DOMAIN, "task": "x",
+                                                 "trial": "-1"}).status_code == 422  # fmt: skip
+    assert client.get("/compare", params={"a": "live", "b": "nope"}).status_code == 404
+    gone = client.get("/api/runs/nope/progress")
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "not_found"
+    with (run / "results.jsonl").open("ab") as out:
+        out.write(b"not json\n")
+    broken = client.get("/runs/live")
+    assert broken.status_code == 422 and "results.jsonl" in broken.text and "line 2" in broken.text
+
+
+def test_a_run_folder_given_directly_is_served(tmp_path: Path) -> None:
+    _, run = _client(tmp_path)
+    row = _row(0, True)
+    _append(run, row)
+    client = TestClient(create_app(RunCatalog([run])))
+    (run / "summary.json").write_bytes(b'{"tasks": 1}')  # of another version: not trusted
+    assert client.get("/runs/live").status_code == 200
+    assert "1 / 1" not in client.get("/").text  # figures computed from the results instead
+    summary = summarize([TaskScore(**row["score"])])
+    (run / "summary.json").write_bytes(orjson.dumps(summary))
+    page = client.get("/")
+    assert page.status_code == 200 and "/runs/live" in page.text and "1 / 1" in page.text
