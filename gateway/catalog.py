@@ -57,6 +57,7 @@ class ServiceEntry:
     output_schema: JSON = field(default_factory=dict)
     kind: str = "tool_use"  # the domain's task kind (dialogue episodes talk to a user)
     stateful: bool = False
+    path: str = ""  # the service's mount below the root of host:port (a group's /domains/...)
     # a tool-free domain the gateway serves itself (gateway/local.py): its task inputs
     local_tasks: list[JSON] | None = None
 
@@ -150,6 +151,7 @@ def discover(
                     output_schema=body.get("output_schema", {}),
                     kind=body.get("kind", "tool_use"),
                     stateful=body.get("stateful") is True,
+                    path=parts.path.rstrip("/"),
                 )
             )
     return Catalog(entries)

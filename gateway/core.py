@@ -213,7 +213,9 @@ class GatewayCore:
                 self._pool(ref.domain).post(
                     f"/v1/tools/{ref.tool}",
                     body or b"{}",
-                    b"x-sopgym-episode: " + episode.id.encode() + b"\r\n"
+                    b"x-sopgym-episode: "
+                    + episode.id.encode()
+                    + b"\r\n"
                     + tracing.traceparent_line(),
                 ),
             )
@@ -346,7 +348,7 @@ class GatewayCore:
         if pool is None:
             service = self.catalog.services[domain]
             pool = self._pools[domain] = UpstreamPool(
-                service.host, service.port, headers=self._secret_line
+                service.host, service.port, headers=self._secret_line, base_path=service.path
             )
         return pool
 

@@ -61,6 +61,7 @@ class RunConfig:
     trials: int = 1  # times every task runs
     seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
     faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
+    service_groups: int = 1  # tool-service processes the run's domains share
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -226,6 +227,7 @@ class Runner:
                 grpc=self.config.transport == "grpc",
                 seed=self.config.seed,
                 faults=self.config.faults,
+                service_groups=self.config.service_groups,
             ) as stack:
                 if model is not None and model.scripted:
                     preflight(replace(model, base_url=stack.model_url))
