@@ -53,7 +53,7 @@ def embedded_stack(
     faults: str | None = None,
     service_groups: int = 1,
 ) -> Iterator[Stack]:
-    """Start services (in parallel), then the gateway; stop everything on the way out.
+    """Start the services and the gateway (all at once); stop everything on the way out.
 
     With ``traces``, an OTLP receiver writing the trace store there starts first, and every
     child (``stack.env``) exports its spans to it. With a ``scripted[:profile]`` ``model``,
@@ -108,8 +108,6 @@ def embedded_stack(
         talkers = [d for d in domains if load_domain(d).user is not None]
         if talkers:
             children.append(_start_user_sim(stack, talkers, data_args))
-        for child in children:
-            child.wait_ready()
         port = free_port()
         stack.gateway_url = f"http://127.0.0.1:{port}"
         service_args = [a for d, u in stack.services.items() for a in ("--service", f"{d}={u}")]
@@ -124,7 +122,7 @@ def embedded_stack(
             service_args += ["--user-sim", stack.user_sim_url]
         if faults:
             service_args += ["--faults", faults]
-        group.start(
+        gateway = group.start(  # now, not once they are ready: it waits for their catalogs
             "gateway",
             sopgym_command(
                 "gateway",
@@ -143,7 +141,9 @@ def embedded_stack(
                 SERVICE_SECRET_ENV: stack.service_secret,
             },
             ready_url=f"{stack.gateway_url}/readyz",
-        ).wait_ready()
+        )
+        for child in [*children, gateway]:  # a service that fails says so, not the gateway
+            child.wait_ready()
         yield stack
 
 
