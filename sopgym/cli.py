@@ -315,6 +315,7 @@ def run(
         sys.exit(1)
     print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
+    console.print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in runner.phases.items()))
 
 
 def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, list]:
