@@ -4,7 +4,8 @@ A real traced run (the LangGraph ReAct agent on patient intake, driven by the sc
 with its ``noisy`` error profile, so traces hold refusals, retries and chat spans) is
 replicated into many runs (fresh run ids, episode ids and trace ids per copy) until the store
 holds ``--spans`` spans; then the whole evaluation is timed: read the OTLP JSON lines, rebuild
-every episode, score every task. Target (issue 4): >= 50,000 spans/s.
+every episode, score every task. Target (issue 22): >= 250,000 spans/s on one core, on a quiet
+machine; on a busy one the CPU-time figure is the fairer of the two.
 
     python bench/bench_evaluator.py [--spans 200000] [--source RUN_DIR]
 """
@@ -78,7 +79,8 @@ def main() -> None:
     print(f"read + parse   {parsed - started:.2f} s")
     print(f"rebuild + score {wall - (parsed - started):.2f} s")
     print(f"total {wall:.2f} s wall, {cpu:.2f} s CPU: {spans.total / wall:,.0f} spans/s "
-          f"(target >= 50,000 on one core)")  # fmt: skip
+          f"by the wall clock, {spans.total / cpu:,.0f} by CPU time "
+          f"(target >= 250,000 on one core)")  # fmt: skip
     probe = min(timeit.repeat("d.get(1)", "d = {1: 1}", number=200_000, repeat=5)) / 200_000
     print(f"machine speed probe: dict.get {probe * 1e9:.0f} ns (shared machines vary; "
           f"an idle modern x86 core: ~20-25 ns)")  # fmt: skip

@@ -220,7 +220,9 @@ class GatewayCore:
                 self._episode_pool(episode, ref.domain).post(
                     f"/v1/tools/{ref.tool}",
                     body or b"{}",
-                    b"x-sopgym-episode: " + episode.id.encode() + b"\r\n"
+                    b"x-sopgym-episode: "
+                    + episode.id.encode()
+                    + b"\r\n"
                     + tracing.traceparent_line(),
                 ),
             )
@@ -360,9 +362,12 @@ class GatewayCore:
     def _pool(self, url: str) -> UpstreamPool:
         pool = self._pools.get(url)
         if pool is None:
-            parts = urlsplit(url)
+            parts = urlsplit(url)  # a group's service is mounted below the root: /domains/...
             pool = self._pools[url] = UpstreamPool(
-                parts.hostname or "127.0.0.1", parts.port or 80, headers=self._secret_line
+                parts.hostname or "127.0.0.1",
+                parts.port or 80,
+                headers=self._secret_line,
+                base_path=parts.path,
             )
         return pool
 

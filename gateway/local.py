@@ -27,7 +27,7 @@ def local_entry(name: str, data_root: Path | None = None) -> ServiceEntry:
     domain = load_domain(name)
     if not is_tool_free(domain):
         raise ValueError(f"domain {name} has tools: serve it with its tool service (--service)")
-    data = dataset.load(domain, data_root)
+    tasks, _ = dataset.load_tasks(dataset.materialize(domain, data_root))  # no tables: unused
     return ServiceEntry(
         domain=name,
         url="",
@@ -37,7 +37,7 @@ def local_entry(name: str, data_root: Path | None = None) -> ServiceEntry:
         sop={variant: domain.sop(variant) for variant in domain.sop_files},
         input_schema=domain.input_schema,
         output_schema=domain.output_schema,
-        local_tasks=[t.to_json() for t in data.tasks],
+        local_tasks=[t.to_json() for t in tasks],
     )
 
 

@@ -78,41 +78,64 @@ class _Connection(asyncio.Protocol):
 
 class UpstreamPool:
     """Keep-alive connections to one ``host:port``, at most ``limit`` open at once;
-    ``headers`` (ready-encoded lines) go with every request."""
+    ``headers`` (ready-encoded lines) go with every request, whose path follows ``base_path``
+    (a service mounted below the root, as in a group of tool services)."""
 
     def __init__(
-        self, host: str, port: int, limit: int = 128, timeout: float = 30.0, headers: bytes = b""
+        self,
+        host: str,
+        port: int,
+        limit: int = 128,
+        timeout: float = 30.0,
+        headers: bytes = b"",
+        base_path: str = "",
     ) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self._base_path = base_path.rstrip("/").encode()
         self._idle: deque[_Connection] = deque()
         self._slots = asyncio.Semaphore(limit)
         self._fixed_headers = f"Host: {host}:{port}\r\n".encode() + headers
 
     async def post(self, path: str, body: bytes, headers: bytes = b"") -> tuple[int, bytes]:
         """POST a JSON body; ``headers`` are extra ready-encoded ``Name: value\\r\\n`` lines."""
-        request = b"".join((
-            b"POST ",
-            path.encode(),
-            b" HTTP/1.1\r\n",
-            self._fixed_headers,
-            b"Content-Type: application/json\r\nContent-Length: ",
-            str(len(body)).encode(),
-            b"\r\n",
-            headers,
-            b"\r\n",
-            body,
-        ))
+        request = b"".join(
+            (
+                b"POST ",
+                self._base_path,
+                path.encode(),
+                b" HTTP/1.1\r\n",
+                self._fixed_headers,
+                b"Content-Type: application/json\r\nContent-Length: ",
+                str(len(body)).encode(),
+                b"\r\n",
+                headers,
+                b"\r\n",
+                body,
+            )
+        )
         return await self._send(request)
 
     async def get(self, path: str) -> tuple[int, bytes]:
         """GET ``path`` (rare: task lists, fetched once per domain)."""
-        return await self._send(b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._fixed_headers
-                                + b"\r\n")
+        return await self._send(
+            b"GET "
+            + self._base_path
+            + path.encode()
+            + b" HTTP/1.1\r\n"
+            + self._fixed_headers
+            + b"\r\n"
+        )
 
     async def delete(self, path: str, headers: bytes = b"") -> tuple[int, bytes]:
         """DELETE ``path`` (an episode closing), with extra header lines as for :meth:`post`."""
         return await self._send(
-            b"DELETE " + path.encode() + b" HTTP/1.1\r\n" + self._fixed_headers + headers + b"\r\n"
+            b"DELETE "
+            + self._base_path
+            + path.encode()
+            + b" HTTP/1.1\r\n"
+            + self._fixed_headers
+            + headers
+            + b"\r\n"
         )
 
     async def _send(self, request: bytes) -> tuple[int, bytes]:

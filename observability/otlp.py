@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import gc
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -341,6 +342,7 @@ def spans_of(
 
 
 # ---- trace files ----
+_NOT_SPACE = re.compile(rb"\S")
 _SCOPE_MARK = b'"scopeSpans":[{"scope":{"name":"'
 _SPAN_MARK = b'"startTimeUnixNano"'
 
@@ -370,14 +372,15 @@ def read_batch(
     is a :class:`TraceFormatError`, never silently left out of the scores.
     """
     batch = batch if batch is not None else SpanBatch()
-    if not data.strip():
+    if not data or data.isspace():  # (isspace stops at the first other byte; strip copies)
         return batch
-    try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    else:
-        return _checked_spans_of(document, scopes, batch, "the document")
+    if not _is_json_lines(data):
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # read line by line below, which names the line that is not JSON
+        else:
+            return _checked_spans_of(document, scopes, batch, "the document")
     wanted = {scope.encode() for scope in scopes} if scopes is not None else None
     view = memoryview(data)
     lines = _lines(data)
@@ -399,6 +402,21 @@ def read_batch(
             raise TraceFormatError(f"line {number} is not JSON: {error}") from None
         _checked_spans_of(document, scopes, batch, f"line {number}")
     return batch
+
+
+def _is_json_lines(data: bytes) -> bool:
+    """Whether ``data`` is JSON lines, known from its first line: a whole JSON object with
+    more lines after it (a pretty-printed document's first line is no object). Asked first:
+    parsing a large store as one document only to see it fail still reads all of it."""
+    first = _NOT_SPACE.search(data)
+    start = first.start() if first else 0
+    end = data.find(b"\n", start)
+    if end < 0 or _NOT_SPACE.search(data, end) is None:  # one line: the document itself
+        return False
+    try:
+        return isinstance(orjson.loads(memoryview(data)[start:end]), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _checked_spans_of(

@@ -198,6 +198,13 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Inject faults at the gateway, e.g. 'latency=exp:20ms,429=0.05,503=0.05,timeout=0.01,"
     "drop=0.02,lookup_patient:503=0.5' (see docs/reliability.md).",
 )
+@click.option(
+    "--service-groups",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Tool-service processes the domains share (each domain keeps its own app and data).",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
@@ -220,6 +227,7 @@ def run(
     trials: int,
     seed: int,
     faults: str | None,
+    service_groups: int,
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
@@ -272,6 +280,7 @@ def run(
             trials=trials,
             seed=seed,
             faults=faults,
+            service_groups=service_groups,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
@@ -319,6 +328,7 @@ def run(
         sys.exit(1)
     print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
+    console.print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in runner.phases.items()))
 
 
 def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, list]:
@@ -375,7 +385,7 @@ def _progress() -> Progress:
 
 
 @main.command("serve-tools")
-@click.argument("domain")
+@click.argument("domains", nargs=-1, required=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8100, show_default=True, type=PORT)
 @click.option("--data-root", type=click.Path(path_type=Path), default=None)
@@ -397,24 +407,30 @@ def _progress() -> Progress:
     "($SOPGYM_TOOL_TIMEOUT; keep it under the gateway's 30 s upstream limit).",
 )
 def serve_tools(
-    domain: str,
+    domains: tuple[str, ...],
     host: str,
     port: int,
     data_root: Path | None,
     idle_timeout: float,
     tool_timeout: float,
 ) -> None:
-    """Serve one domain's tools over HTTP."""
+    """Serve one domain's tools over HTTP, or several domains' in one process, each under
+    /domains/<name with / as __>."""
     from sopgym.core.access import SERVICE_SECRET_ENV
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.tools.app import create_app
+    from sopgym.services.tools.group import ToolServiceGroup
     from sopgym.serving import serve
 
-    setup_tracing("sopgym-tools", {"sopgym.domain": domain})
+    packs = {name: _domain(name) for name in dict.fromkeys(domains)}
+    setup_tracing("sopgym-tools", {"sopgym.domain": domains[0]} if len(packs) == 1 else {})
     secret = os.environ.get(SERVICE_SECRET_ENV)  # set: only the gateway may call
-    app = create_app(_domain(domain), data_root, idle_timeout, secret, tool_timeout)
-    serve(traced(app, "sopgym.tools"), host, port)
+    apps = {
+        name: traced(create_app(pack, data_root, idle_timeout, secret, tool_timeout), "sopgym.tools")
+        for name, pack in packs.items()
+    }
+    serve(next(iter(apps.values())) if len(apps) == 1 else ToolServiceGroup(apps), host, port)
 
 
 @main.command()

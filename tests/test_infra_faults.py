@@ -68,8 +68,9 @@ def test_killed_tool_service_gives_infra_errors_and_retry_infra_recovers(tmp_pat
     domains = ("ledger", "crm")
     first = ("--limit", "8")
     finish(sopgym(*run_args(tmp_path, "--run-id", "straight", *first, domains=domains)))
+    # ledger's own tool-service process (two groups: crm's is another), so crm stays up
     victim = sopgym(*run_args(tmp_path, "--run-id", "killed", "--workers", "1", *first,
-                              domains=domains))  # fmt: skip
+                              "--service-groups", "2", domains=domains))  # fmt: skip
     wait_for_rows(tmp_path / "killed", 3)
     started = time.monotonic()
     pid = child(victim.pid, "serve-tools", "ledger")

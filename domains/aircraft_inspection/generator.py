@@ -13,8 +13,6 @@ from datetime import date, timedelta
 from itertools import count
 from pathlib import Path
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 
@@ -107,6 +105,8 @@ QUIET = {"clean", "deferral_open", "boundaries", "old_unit_unregistered"}
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     serials = count(40_000_000, 7)
     defects = count(1)

@@ -13,8 +13,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 
@@ -44,6 +42,8 @@ CONTENT_TYPES = ["post", "comment", "image", "video", "review"]
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     ranges = _ip_ranges(rng)
     by_type: dict[str, list[str]] = {}

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import count
 from pathlib import Path
-from typing import Generic, TypeVar
-
-import pandas as pd
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
+
+if TYPE_CHECKING:  # pandas loads when data is generated, not with the pack
+    import pandas as pd
 
 TASK_COUNT = 208
 REGIONS = ["NE", "SE", "MW", "SW", "PN"]
@@ -155,6 +156,8 @@ def stamp(moment: datetime) -> str:
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     data = Dataset()
     standings, outages, devices = Rotation(STANDING), Rotation(OUTAGES), Rotation(DEVICES)
@@ -423,6 +426,8 @@ def _issue_text(rng: random.Random, profile: tuple[int, int, int]) -> str:
 
 
 def _firmware_catalog() -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for model, recommended in [m for models in MODELS.values() for m in models] + RETIRED_MODELS:
         rows.append(

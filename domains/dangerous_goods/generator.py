@@ -12,8 +12,6 @@ import random
 from datetime import date, timedelta
 from pathlib import Path
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 
@@ -131,6 +129,8 @@ SCENARIOS: list[tuple[str, ...]] = [
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     products, sheets, guidelines, tasks = [], [], [], []
     for i in range(TASK_COUNT):

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 
@@ -146,6 +144,8 @@ class _Catalog:
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     sellers = [
         {

@@ -12,8 +12,6 @@ import random
 from datetime import date, timedelta
 from pathlib import Path
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 from sopgym.domains.know_your_business.policy import REQUIRED_LICENSE
@@ -217,6 +215,8 @@ MISSING_FIELDS = {
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     rows: dict[str, list[dict]] = {
         "applications": [],

@@ -11,8 +11,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TypedDict
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 from sopgym.types import JSON
@@ -134,6 +132,8 @@ class Pharmacy(TypedDict):
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     patients: list[JSON] = []
     policies: list[Policy] = []

@@ -13,8 +13,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 
@@ -83,6 +81,8 @@ QC_SCENARIOS = [
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     annotators = _annotators()
     videos, scenes, outputs, audits, panels, tasks = [], [], [], [], [], []

@@ -14,8 +14,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 from sopgym.domains.video_classification.tools._common import CATEGORIES, LANGUAGES
@@ -64,6 +62,8 @@ HASH_LISTS = ["industry-shared-v4", "internal-confirmed"]
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     videos, known, reviews, uploaders, tasks = [], [], [], [], []
     human = 0  # counts escalated tasks, so verdicts and categories rotate over them only

@@ -12,8 +12,6 @@ import random
 from datetime import date, timedelta
 from pathlib import Path
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 from sopgym.domains.warehouse_package_inspection.render import (
@@ -78,6 +76,8 @@ DAMAGE_CYCLE = ["clean", "minor", "specks", "severe", "clean"]
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     files_dir.mkdir(parents=True, exist_ok=True)
     locations = _locations(rng)

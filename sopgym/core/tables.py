@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas loads on first use: most sopgym processes never hold a table
+    import pandas as pd
 
 
 class DuplicateKeyError(ValueError):
@@ -83,6 +85,8 @@ class Tables:
 
     @classmethod
     def load(cls, folder: Path) -> Tables:
+        import pandas as pd
+
         frames = {}
         for path in sorted(folder.glob("*.jsonl")):
             records = [orjson.loads(line) for line in path.read_bytes().splitlines() if line]
@@ -96,6 +100,8 @@ def _clean(record: Mapping[Any, Any]) -> dict[str, Any]:
     ``record`` is one of ``DataFrame.to_dict("records")`` (typed with hashable keys); every
     table's column labels are strings.
     """
+    import pandas as pd  # loaded already: the record came from a frame
+
     out: dict[str, Any] = {}
     for key, value in record.items():
         if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:

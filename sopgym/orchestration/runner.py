@@ -68,6 +68,7 @@ class RunConfig:
     trials: int = 1  # times every task runs
     seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
     faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
+    service_groups: int = 1  # tool-service processes the run's domains share
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -156,6 +157,8 @@ class Runner:
         self._model_checked = False
         self._lock_fd: int | None = None
         self.interrupted: list[Attempt] = []  # in flight at Ctrl-C/SIGTERM, not recorded
+        # wall seconds of the last execute() by phase; "scoring" is spent within "tasks"
+        self.phases: dict[str, float] = {}
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
@@ -219,9 +222,11 @@ class Runner:
     # ---- execution ----
     def execute(self, tasks: list[Task], progress: Progress | None = None) -> JSON:
         todo = self.pending(tasks)
+        self.phases = {"start-up": 0.0, "tasks": 0.0, "scoring": 0.0, "shut-down": 0.0}
         if todo:
             model = self._model_spec()
             self.check_model()
+            started = time.perf_counter()
             with embedded_stack(
                 self.config.domains,
                 self.paths.logs,
@@ -233,11 +238,19 @@ class Runner:
                 grpc=self.config.transport == "grpc",
                 seed=self.config.seed,
                 faults=self.config.faults,
+                service_groups=self.config.service_groups,
             ) as stack:
                 if model is not None and model.scripted:
                     preflight(replace(model, base_url=stack.model_url))
+                self.phases["start-up"] = time.perf_counter() - started
                 self._drive(stack, todo, progress)
-        return self.write_summary(tasks)
+                stopping = time.perf_counter()
+                self.phases["tasks"] = stopping - started - self.phases["start-up"]
+            self.phases["shut-down"] = time.perf_counter() - stopping
+        summarizing = time.perf_counter()
+        summary = self.write_summary(tasks)
+        self.phases["summary"] = time.perf_counter() - summarizing
+        return summary
 
     def _drive(self, stack: Stack, todo: list[Attempt], progress: Progress | None) -> None:
         jobs: queue.Queue[Attempt | None] = queue.Queue()
@@ -256,6 +269,7 @@ class Runner:
         task_spans = TaskSpans(stack.env)  # each episode's trace root, with its outcome
 
         def record(task: Task, trial: int, report: JSON) -> None:
+            scoring = time.perf_counter()
             row = self._score(admin, stack.admin_token, task, trial, report)  # in the trace
             score = row["score"]
             set_outcome(
@@ -266,6 +280,7 @@ class Runner:
                 row["episode_id"],
             )
             with lock:
+                self.phases["scoring"] += time.perf_counter() - scoring
                 appender.append(row)
             if progress:
                 progress(row)

@@ -1,4 +1,9 @@
-"""The embedded stack: every domain's tool service and the gateway as loopback subprocesses."""
+"""The embedded stack: the domains' tool services and the gateway as loopback subprocesses.
+
+The tool services run in ``service_groups`` processes (one by default): a process serves its
+domains each in its own app over its own data (:mod:`sopgym.services.tools.group`), so the
+interpreter and libraries every service needs are paid for once per group, not per domain.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
+from sopgym.services.tools.group import mount_path
 
 ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
 
@@ -45,8 +51,9 @@ def embedded_stack(
     grpc: bool = False,
     seed: int = 0,
     faults: str | None = None,
+    service_groups: int = 1,
 ) -> Iterator[Stack]:
-    """Start services (in parallel), then the gateway; stop everything on the way out.
+    """Start the services and the gateway (all at once); stop everything on the way out.
 
     With ``traces``, an OTLP receiver writing the trace store there starts first, and every
     child (``stack.env``) exports its spans to it. With a ``scripted[:profile]`` ``model``,
@@ -57,7 +64,8 @@ def embedded_stack(
     domains get no tool service: the gateway serves them itself. ``seed`` salts the gateway's
     distractor draws and, when not 0, the simulated users' wording (0 keeps each pack's own
     seed, the one its gold conversations were made with). ``faults`` is the gateway's fault
-    injection spec (:mod:`sopgym.gateway.faults`), drawn from ``seed``.
+    injection spec (:mod:`sopgym.gateway.faults`), drawn from ``seed``. The domains with tools
+    are served by ``service_groups`` processes (fewer when there are fewer such domains).
     """
     with ProcessGroup() as group:
         stack = Stack(
@@ -73,18 +81,24 @@ def embedded_stack(
             stack.env = start_collector(group, traces, logs)
         data_args = ["--data-root", str(data_root)] if data_root else []
         children = []
+        tooled = []
         for domain in domains:
             if is_tool_free(load_domain(domain)):
                 stack.local_domains.append(domain)
-                continue
+            else:
+                tooled.append(domain)
+        for index, members in enumerate(split_groups(tooled, service_groups), 1):
             port = free_port()
             url = f"http://127.0.0.1:{port}"
-            stack.services[domain] = url
+            alone = len(members) == 1  # served at the root, as in compose and k8s
+            for domain in members:
+                stack.services[domain] = url if alone else url + mount_path(domain)
+            name = f"tools-{members[0]}" if alone else f"tools-group{index}"
             children.append(
                 group.start(
-                    f"tools-{domain}",
-                    sopgym_command("serve-tools", domain, "--port", str(port), *data_args),
-                    logs / f"tools-{domain.replace('/', '__')}.log",
+                    name,
+                    sopgym_command("serve-tools", *members, "--port", str(port), *data_args),
+                    logs / f"{name.replace('/', '__')}.log",
                     env={**stack.env, SERVICE_SECRET_ENV: stack.service_secret},
                     ready_url=f"{url}/readyz",
                 )
@@ -94,8 +108,6 @@ def embedded_stack(
         talkers = [d for d in domains if load_domain(d).user is not None]
         if talkers:
             children.append(_start_user_sim(stack, talkers, data_args))
-        for child in children:
-            child.wait_ready()
         port = free_port()
         stack.gateway_url = f"http://127.0.0.1:{port}"
         service_args = [a for d, u in stack.services.items() for a in ("--service", f"{d}={u}")]
@@ -110,7 +122,7 @@ def embedded_stack(
             service_args += ["--user-sim", stack.user_sim_url]
         if faults:
             service_args += ["--faults", faults]
-        group.start(
+        gateway = group.start(  # now, not once they are ready: it waits for their catalogs
             "gateway",
             sopgym_command(
                 "gateway",
@@ -129,8 +141,23 @@ def embedded_stack(
                 SERVICE_SECRET_ENV: stack.service_secret,
             },
             ready_url=f"{stack.gateway_url}/readyz",
-        ).wait_ready()
+        )
+        for child in [*children, gateway]:  # a service that fails says so, not the gateway
+            child.wait_ready()
         yield stack
+
+
+def split_groups(domains: list[str], groups: int) -> list[list[str]]:
+    """``domains`` in ``groups`` runs of consecutive names (a family stays together), as even
+    in size as can be; fewer groups when there are fewer domains, none for no domain."""
+    count = max(1, min(groups, len(domains)))
+    size, extra = divmod(len(domains), count)
+    split, start = [], 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        split.append(domains[start:end])
+        start = end
+    return [members for members in split if members]
 
 
 def start_model_server(

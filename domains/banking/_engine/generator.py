@@ -12,8 +12,6 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tasks import Task
 from sopgym.domains.banking._engine import fields
@@ -62,6 +60,8 @@ def _amounts(scenario: Scenario, branch: str, rng: random.Random) -> tuple[int, 
 
 def make_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
     def generate(seed: int, files_dir: Path) -> GeneratedData:
+        import pandas as pd
+
         rng = random.Random(seed)
         paths = branches(scenario)
         applications: list[JSON] = []

@@ -9,8 +9,6 @@ import random
 from pathlib import Path
 from typing import Final
 
-import pandas as pd
-
 from sopgym.core.dialogue import DIALOGUE, user_turn
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tables import Tables
@@ -27,6 +25,8 @@ DOMAIN_NAME: Final = "tod/live"
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     worlds: list[JSON] = []
     tasks: list[Task] = []

@@ -13,8 +13,6 @@ import random
 from pathlib import Path
 from typing import Final
 
-import pandas as pd
-
 from sopgym.core.domain import GeneratedData
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import Task
@@ -48,6 +46,8 @@ def candidates(intent: Intent, rng: random.Random) -> list[Intent]:
 
 
 def generate(seed: int, files_dir: Path) -> GeneratedData:
+    import pandas as pd
+
     rng = random.Random(seed)
     worlds: list[JSON] = []
     starts: list[JSON] = []

@@ -5,13 +5,15 @@ schema."""
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
 from sopgym.types import JSON
 
-_SPACES = re.compile(r"\s+")
+# The first character of any text float() may take (after stripping, case-folded): a
+# sign, a digit, a point, or inf / infinity / nan. Other text is no number, and is known so
+# without the cost of float()'s refusal (an exception), which scoring meets on every word.
+_NUMBER_START = frozenset("+-.0123456789in")
 
 
 def normalize(value: Any) -> Any:
@@ -20,24 +22,43 @@ def normalize(value: Any) -> Any:
     Lists compare as multisets (sorted), so this is no rule for ordered data such as a graph's
     directed edges (see :mod:`.graph`).
     """
-    if isinstance(value, bool) or value is None:
+    kind = value.__class__  # exact types first: scoring calls this on every value it compares
+    if kind is str:
+        return _normalized_text(value)
+    if kind is bool or value is None:
+        return value
+    if kind is int or kind is float:
+        return float(value)
+    if kind is dict:
+        return {str(k).casefold(): normalize(v) for k, v in value.items()}
+    if kind is list:
+        return sorted([normalize(v) for v in value], key=repr)
+    # subclasses of the JSON types (and tuples) take the same rules, checked the slow way
+    if isinstance(value, str):
+        return _normalized_text(value)
+    if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, str):
-        text = _SPACES.sub(" ", value.strip()).casefold()
-        if text in ("true", "false"):
-            return text == "true"
-        try:
-            number = float(text.replace(",", ""))
-        except ValueError:
-            return text
-        return number if math.isfinite(number) else text
     if isinstance(value, (list, tuple)):
-        return sorted((normalize(v) for v in value), key=repr)
+        return sorted([normalize(v) for v in value], key=repr)
     if isinstance(value, dict):
         return {str(k).casefold(): normalize(v) for k, v in value.items()}
     return value
+
+
+def _normalized_text(value: str) -> Any:
+    text = " ".join(value.split()).casefold()  # str.split(): the whitespace \s matches
+    if text == "true" or text == "false":
+        return text == "true"
+    digits = text.replace(",", "")
+    if not digits or digits[0] not in _NUMBER_START:
+        return text
+    try:
+        number = float(digits)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
@@ -51,10 +72,22 @@ FREE_TEXT = "x-free-text"  # a schema keyword: this key holds free text and is n
 FREE_TEXT_KEYS = "x-free-text-keys"  # a root keyword: names never compared, at any depth
 
 
-def free_text_keys(schema: Any) -> set[str]:
+def free_text_keys(schema: Any) -> frozenset[str]:
     """Names of the properties, at any depth of ``schema``, declared ``"x-free-text": true``,
     and the names its ``x-free-text-keys`` lists (imports whose keys the schema may not
-    declare)."""
+    declare). A domain's schema is one object scored against many times: found once."""
+    known = _FREE_TEXT_FOUND.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    found = frozenset(_free_text_keys(schema))
+    _FREE_TEXT_FOUND[id(schema)] = (schema, found)  # holds the schema: its id stays its own
+    return found
+
+
+_FREE_TEXT_FOUND: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _free_text_keys(schema: Any) -> set[str]:
     found: set[str] = set()
     if isinstance(schema, dict):
         found.update(k for k in schema.get(FREE_TEXT_KEYS) or [] if isinstance(k, str))
@@ -62,14 +95,14 @@ def free_text_keys(schema: Any) -> set[str]:
             if isinstance(sub, dict) and sub.get(FREE_TEXT) is True:
                 found.add(name)
         for sub in schema.values():
-            found |= free_text_keys(sub)
+            found |= _free_text_keys(sub)
     elif isinstance(schema, list):
         for sub in schema:
-            found |= free_text_keys(sub)
+            found |= _free_text_keys(sub)
     return found
 
 
-def _without(value: Any, keys: set[str]) -> Any:
+def _without(value: Any, keys: frozenset[str]) -> Any:
     if isinstance(value, dict):
         return {k: _without(v, keys) for k, v in value.items() if k not in keys}
     if isinstance(value, list):
