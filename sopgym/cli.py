@@ -427,7 +427,9 @@ def serve_tools(
     setup_tracing("sopgym-tools", {"sopgym.domain": domains[0]} if len(packs) == 1 else {})
     secret = os.environ.get(SERVICE_SECRET_ENV)  # set: only the gateway may call
     apps = {
-        name: traced(create_app(pack, data_root, idle_timeout, secret, tool_timeout), "sopgym.tools")
+        name: traced(
+            create_app(pack, data_root, idle_timeout, secret, tool_timeout), "sopgym.tools"
+        )
         for name, pack in packs.items()
     }
     serve(next(iter(apps.values())) if len(apps) == 1 else ToolServiceGroup(apps), host, port)

@@ -41,9 +41,9 @@ from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
-from sopgym.orchestration.liveness import EndpointWatch
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
 from sopgym.observability.task_spans import TaskSpans, set_outcome
+from sopgym.orchestration.liveness import EndpointWatch
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.stack import Stack, embedded_stack
