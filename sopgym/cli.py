@@ -20,6 +20,7 @@ from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, 
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
+from sopgym.orchestration.runs_cli import RUNS_COMMANDS, describe_config, resumed_config
 from sopgym.orchestration.scaleout import (
     SCALEOUT_COMMANDS,
     run_shard_command,
@@ -45,6 +46,8 @@ main.add_command(audit_group)  # sopgym audit sop-bench ...
 for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
     main.add_command(_command)
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
+    main.add_command(_command)
+for _command in RUNS_COMMANDS:  # sopgym runs / show / export
     main.add_command(_command)
 
 
@@ -125,6 +128,18 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option(
+    "--tasks",
+    default=None,
+    help="Only these task ids, comma-separated (ID,ID,...), looked up in every domain run.",
+)
+@click.option("--match", default=None, help="Only tasks whose id matches this glob, e.g. 'crm-0*'.")
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    default=None,
+    help="N tasks per domain drawn at random with --seed (the same seed draws the same tasks).",
+)
+@click.option(
     "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
 )
 @click.option(
@@ -137,7 +152,11 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Name of the run folder (default: timestamp).",
 )
 @click.option(
-    "--resume", default=None, callback=run_name, help="Finish an interrupted run by its run id."
+    "--resume",
+    default=None,
+    callback=run_name,
+    help="Finish an interrupted run by its run id, with its stored config: an option that "
+    "contradicts it is refused (--workers may change).",
 )
 @click.option(
     "--retry-infra",
@@ -196,6 +215,9 @@ def run(
     distractors: int,
     sop_variant: str,
     limit: int | None,
+    tasks: str | None,
+    match: str | None,
+    sample: int | None,
     task_timeout: float,
     runs_dir: Path,
     run_id: str | None,
@@ -212,9 +234,12 @@ def run(
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
+    from sopgym.orchestration.selection import parse_task_ids
 
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
+    if limit is not None and sample is not None:
+        raise click.UsageError("--limit takes the first N tasks, --sample N at random: give one")
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -223,6 +248,7 @@ def run(
             config = RunConfig.read(run_dir / "config.json")
         except ValueError as error:
             raise click.UsageError(str(error)) from None
+        config = resumed_config(click.get_current_context(), config)
     else:
         try:
             names = select_domains(list(domains) or [DEFAULT_DOMAIN])
@@ -253,6 +279,9 @@ def run(
             distractors=distractors,
             sop_variant=sop_variant,
             limit=limit,
+            task_ids=parse_task_ids(tasks) if tasks is not None else None,
+            match=match,
+            sample=sample,
             task_timeout=task_timeout,
             trace=trace,
             transport=transport,
@@ -275,8 +304,8 @@ def run(
     console.print(
         f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks"
         + (f" x {config.trials} trials" if config.trials > 1 else "")
-        + f" ({len(todo)} to run), "
-        f"agent={config.agent} model={config.model} workers={config.workers}"
+        + f" ({len(todo)} to run)\n{escape(describe_config(config))}",
+        soft_wrap=True,
     )
     try:
         with _progress() as bar:
@@ -313,6 +342,7 @@ def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, li
     a run held by another runner or a corrupt row is one line and exit 2."""
     from sopgym.core.jsonio import CorruptRow
     from sopgym.orchestration.runner import RunLocked
+    from sopgym.orchestration.selection import SelectionError
 
     try:
         tasks = runner.prepare()
@@ -325,6 +355,8 @@ def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, li
         _fail(str(error))
     except CorruptRow as error:
         _fail(f"{error}; rerun with --repair to drop it (its task runs again)")
+    except SelectionError as error:
+        _fail(str(error))
     raise AssertionError("unreachable")
 
 
@@ -461,6 +493,7 @@ def gateway(
         if not sep or not url.startswith("http"):
             raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
         urls[name] = url.rstrip("/")
+
     def waiting(domain: str, url: str, why: str) -> None:
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 

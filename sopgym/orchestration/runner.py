@@ -40,6 +40,7 @@ from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
+from sopgym.orchestration.selection import select_tasks
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.types import JSON
 
@@ -61,6 +62,10 @@ class RunConfig:
     trials: int = 1  # times every task runs
     seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
     faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
+    # the task selection (sopgym.orchestration.selection), kept so that a resume takes the same
+    task_ids: list[str] | None = None  # --tasks
+    match: str | None = None  # --match: a glob over task ids
+    sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -152,16 +157,30 @@ class Runner:
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
-        """Take the run's lock, write/verify its config and load every domain's tasks; return
-        those to run."""
+        """Load every domain's tasks and select the run's (:class:`SelectionError` when the
+        selection names unknown tasks or none), take the run's lock and write its config;
+        return the selected tasks."""
+        for name in self.config.domains:
+            self.data[name] = dataset.load(load_domain(name), self.data_root)
+        tasks = select_tasks(  # a selection of no task refuses before the folder exists
+            {name: self.data[name].tasks for name in self.config.domains},
+            task_ids=self.config.task_ids,
+            match=self.config.match,
+            sample=self.config.sample,
+            limit=self.config.limit,
+            seed=self.config.seed,
+        )
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         if not self.paths.config.exists():
-            recorded = {**asdict(self.config), "provenance": provenance(self.config.domains)}
+            recorded = {
+                **asdict(self.config),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "task_count": len(tasks),  # before a summary exists, `sopgym runs` counts on it
+                "provenance": provenance(self.config.domains),
+            }
             write_atomic(self.paths.config, dumps(recorded))
-        for name in self.config.domains:
-            self.data[name] = dataset.load(load_domain(name), self.data_root)
-        return [t for name in self.config.domains for t in self.tasks_of(name)]
+        return tasks
 
     def _take_lock(self) -> None:
         """Hold ``run.lock`` for this process's life (the kernel drops it when we die, even by
@@ -193,10 +212,6 @@ class Runner:
         if len(kept) < len(rows):
             write_atomic(self.paths.results, b"".join(dumps(r) + b"\n" for r in kept))
         return len(rows) - len(kept)
-
-    def tasks_of(self, domain: str) -> list[Task]:
-        tasks = self.data[domain].tasks
-        return tasks[: self.config.limit] if self.config.limit else tasks
 
     def pending(self, tasks: list[Task]) -> list[Attempt]:
         """Every (task, trial) the results do not hold yet, trial by trial."""
@@ -416,6 +431,7 @@ class Runner:
             "elapsed_s": report.get("elapsed_s"),
             "llm_calls": report.get("llm_calls", []),
             "trace_flushed": report.get("trace_flushed"),  # None: not traced
+            "inputs": task.inputs,  # what the agent was given (the viewer shows it)
             "outputs": trajectory.outputs if trajectory else None,
             "gold_outputs": gold.outputs,
             "score": score.to_json(),
