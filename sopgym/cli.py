@@ -38,6 +38,7 @@ from sopgym.validation import (
     PORT,
     SECONDS,
     fault_spec,
+    id_list,
     port_option,
     run_name,
 )
@@ -175,7 +176,9 @@ def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option(
     "--tasks",
+    "task_ids",
     default=None,
+    callback=id_list,
     help="Only these task ids, comma-separated (ID,ID,...), looked up in every domain run.",
 )
 @click.option("--match", default=None, help="Only tasks whose id matches this glob, e.g. 'crm-0*'.")
@@ -260,7 +263,7 @@ def run(
     distractors: int,
     sop_variant: str,
     limit: int | None,
-    tasks: str | None,
+    task_ids: list[str] | None,
     match: str | None,
     sample: int | None,
     task_timeout: float,
@@ -279,7 +282,6 @@ def run(
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
-    from sopgym.orchestration.selection import parse_task_ids
 
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
@@ -324,7 +326,7 @@ def run(
             distractors=distractors,
             sop_variant=sop_variant,
             limit=limit,
-            task_ids=parse_task_ids(tasks) if tasks is not None else None,
+            task_ids=task_ids,
             match=match,
             sample=sample,
             task_timeout=task_timeout,

@@ -48,6 +48,16 @@ def run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def id_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    """``ID,ID,...`` as a list of ids (blanks between commas dropped); at least one."""
+    if value is None:
+        return None
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if not ids:
+        raise click.BadParameter(f"{value!r} names no id", ctx, param)
+    return ids
+
+
 def fault_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A fault injection spec, parsed now so that a typo fails before the stack starts."""
     if value is None:

@@ -22,7 +22,6 @@ from sopgym.core.jsonio import CorruptRow
 from sopgym.core.registry import UnknownDomainError, select_domains
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.orchestration.runs import episode_tokens, flat_row, list_runs, results
-from sopgym.orchestration.selection import parse_task_ids
 from sopgym.terminal import console, stdout
 from sopgym.types import JSON
 
@@ -70,28 +69,10 @@ def describe_selection(config: RunConfig) -> str:
     return " ".join(chosen) or "all"
 
 
-# `sopgym run` options that are part of a run's config: a resume refuses a value that differs
-# from the stored one (by RunConfig field); --workers may differ (how fast, not what is run).
-_CONFIG_FIELDS = {
-    "domains": "domains",
-    "agent": "agent",
-    "model": "model",
-    "base_url": "base_url",
-    "distractors": "distractors",
-    "sop_variant": "sop_variant",
-    "limit": "limit",
-    "task_timeout": "task_timeout",
-    "trace": "trace",
-    "transport": "transport",
-    "trials": "trials",
-    "seed": "seed",
-    "faults": "faults",
-    "tasks": "task_ids",
-    "match": "match",
-    "sample": "sample",
-}
-
-
+# A `sopgym run` option is part of the run's config when it names a RunConfig field: a resume
+# refuses a value that differs from the stored one, except for --workers (how fast the run
+# goes, not what it measures).
+_FREE_ON_RESUME = frozenset({"workers"})
 _GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
@@ -106,8 +87,7 @@ def resumed_config(ctx: click.Context, stored: RunConfig) -> RunConfig:
     if given.get("run_id") not in (None, ctx.params["resume"]):
         raise click.UsageError("--run-id names a new run; --resume RUN_ID continues one")
     for name, value in given.items():
-        field = _CONFIG_FIELDS.get(name)
-        if field is None:
+        if name not in RunConfig.__dataclass_fields__ or name in _FREE_ON_RESUME:
             continue
         if name == "domains":
             if not value:
@@ -116,13 +96,11 @@ def resumed_config(ctx: click.Context, stored: RunConfig) -> RunConfig:
                 value = select_domains(list(value))
             except UnknownDomainError as error:
                 raise click.UsageError(str(error)) from None
-        elif name == "tasks":
-            value = parse_task_ids(value)
-        kept = getattr(stored, field)
+        kept = getattr(stored, name)
         if value != kept:
             raise click.UsageError(
                 f"{_option_name(ctx, name, value)} {_shown(value)} contradicts the run's stored "
-                f"{field} {_shown(kept)}: a resume keeps its run's config (start a new run "
+                f"{name} {_shown(kept)}: a resume keeps its run's config (start a new run "
                 "to change it)"
             )
     workers = given.get("workers")

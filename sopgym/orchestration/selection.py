@@ -17,11 +17,6 @@ class SelectionError(ValueError):
     """The options name tasks the run's domains do not have, or select none at all."""
 
 
-def parse_task_ids(text: str) -> list[str]:
-    """``--tasks ID,ID,...`` as a list of ids (blanks between commas are dropped)."""
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def select_tasks(
     tasks_by_domain: dict[str, list[Task]],
     *,
