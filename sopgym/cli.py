@@ -633,7 +633,14 @@ def env_serve(
     show_default=True,
     help="How the worker reaches the gateway (the mcp agent always uses MCP).",
 )
-@click.option("--agent", default=DEFAULT_AGENT, show_default=True, help=f"Agent: {AGENT_HELP}.")
+@click.option(
+    "--agent",
+    default="oracle",
+    show_default=True,
+    help=f"Agent: {AGENT_HELP}. The default differs from sopgym run's ({DEFAULT_AGENT}): a "
+    "worker started by hand needs no model endpoint to prove the path; runs and shards name "
+    "their agent.",
+)
 @click.option(
     "--model",
     default="scripted",
