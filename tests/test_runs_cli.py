@@ -122,8 +122,14 @@ def test_show_prints_the_input_the_failing_call_and_the_wrong_field(tmp_path: Pa
     assert expected in row and f"not-{expected}" in row and "wrong" in row
     assert "output_fields" in out and "fields wrong or missing" in out
     assert "2 model calls" not in out and "model calls: 1 (0 failed), 110 tokens" in out
-    by_path = _invoke("show", str(tmp_path / "r"), runner.data["crm"].tasks[0].id)
+    first = runner.data["crm"].tasks[0]
+    rows = [orjson.loads(line) for line in runner.paths.results.read_bytes().splitlines()]
+    del rows[0]["inputs"]  # a run from before rows recorded them: read from the dataset
+    runner.paths.results.write_bytes(b"".join(dumps(r) + b"\n" for r in rows))
+    by_path = _invoke("show", str(tmp_path / "r"), first.id, "--data-root", str(DATA_ROOT))
     assert by_path.exit_code == 0 and "SUCCESS" in by_path.stdout
+    lines = by_path.stdout.splitlines()
+    assert orjson.loads(lines[lines.index("input") + 1]) == first.inputs
     for args, says in (
         (["show", "r", "crm-999"], "has no result for task crm-999 trial 0"),
         (["show", "r", task.id, "--trial", "2"], "(its trials: 0)"),
