@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from sopgym.validation import PORT
+from sopgym.validation import HOST, port_option
 
 
 @click.command("collector")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=4318, show_default=True, type=PORT)
+@HOST
+@port_option(4318)
 @click.option(
     "--out",
     "out_dir",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
+from sopgym.orchestration.runs_cli import RUNS_COMMANDS, describe_config, resumed_config
 from sopgym.orchestration.scaleout import (
     SCALEOUT_COMMANDS,
     run_shard_command,
@@ -30,7 +32,18 @@ from sopgym.orchestration.scaleout import (
 )
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
-from sopgym.validation import PORT, SECONDS, fault_spec, run_name
+from sopgym.validation import (
+    AGENT_HELP,
+    DATA_ROOT,
+    HOST,
+    MODEL_HELP,
+    PORT,
+    SECONDS,
+    fault_spec,
+    id_list,
+    port_option,
+    run_name,
+)
 from sopgym.viewer.cli import view_command
 
 DEFAULT_DOMAIN = "patient_intake"
@@ -51,6 +64,8 @@ for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
     main.add_command(_command)
 main.add_command(view_command)  # sopgym view: the run viewer
+for _command in RUNS_COMMANDS:  # sopgym runs / show / export
+    main.add_command(_command)
 
 
 def _domain(name: str) -> Any:
@@ -61,17 +76,32 @@ def _domain(name: str) -> Any:
 
 
 @main.command("list")
-@click.option("--details", is_flag=True, help="Also show tools and the label distribution.")
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
-def list_domains(details: bool, data_root: Path | None) -> None:
-    """List the domains and their task and tool counts."""
-    from collections import Counter
-
+@click.argument("domains", nargs=-1)
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Also show each domain's tools and, per output field, its label distribution.",
+)
+@DATA_ROOT
+def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None) -> None:
+    """List the domains (all, or DOMAINS: names, families, globs) with their task and tool
+    counts."""
     from sopgym.core import dataset
 
+    try:
+        names = select_domains(list(domains)) if domains else domain_names()
+    except UnknownDomainError as error:
+        raise click.UsageError(str(error)) from None
     table = Table(Column("domain", no_wrap=True), "tasks", "tools", "distractors", "title")
-    labels: list[tuple[str, str, Counter[str]]] = []
-    for name in domain_names():
+    tools = Table(Column("domain", no_wrap=True), "SOP tools", title="tools", title_justify="left")
+    labels = Table(
+        Column("domain", no_wrap=True),
+        "output field",
+        "gold values",
+        title="output fields",
+        title_justify="left",
+    )
+    for name in names:
         domain = _domain(name)
         data = dataset.load(domain, data_root)
         table.add_row(
@@ -81,16 +111,30 @@ def list_domains(details: bool, data_root: Path | None) -> None:
             str(len(domain.distractors)),
             domain.title,
         )
-        if details:
-            for field in domain.output_fields:
-                counts = Counter(str(g.outputs.get(field)) for g in data.gold.values())
-                labels.append((name, field, counts))
+        tools.add_row(name, ", ".join(t.name for t in domain.tools) or "-")
+        schemas = domain.output_schema.get("properties", {})
+        for field in domain.output_fields:
+            values = [g.outputs.get(field) for g in data.gold.values()]
+            labels.add_row(name, field, field_distribution(schemas.get(field, {}), values))
     stdout().print(table)
     if details:
-        detail = Table(Column("domain", no_wrap=True), "output field", "label distribution")
-        for name, field, counts in labels:
-            detail.add_row(name, field, ", ".join(f"{k}: {v}" for k, v in counts.most_common()))
-        stdout().print(detail)
+        stdout().print(tools)
+        stdout().print(labels)
+
+
+def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
+    """An output field's gold values: a label (its schema lists the values) by count; a
+    number by its range; free text and structured values by how many distinct ones (listing
+    them would print every answer)."""
+    if "enum" in schema or schema.get("type") == "boolean":
+        counts = Counter(str(v) for v in values)
+        return ", ".join(f"{k}: {v}" for k, v in counts.most_common())
+    given = [v for v in values if v is not None]
+    distinct = len({orjson.dumps(v, option=orjson.OPT_SORT_KEYS) for v in given})
+    nulls = f", {len(values) - len(given)} null" if len(given) < len(values) else ""
+    if given and all(isinstance(v, int | float) and not isinstance(v, bool) for v in given):
+        return f"numbers {min(given):g} to {max(given):g}, {distinct} distinct{nulls}"
+    return f"{distinct} distinct values{nulls} (free text or structured: not listed)"
 
 
 @main.command()
@@ -99,20 +143,26 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     "--agent",
     default=DEFAULT_AGENT,
     show_default=True,
-    help="Agent to run: fc, react, plan (LLM agents) or oracle (replays the gold).",
+    help=f"Agent to run: {AGENT_HELP}.",
 )
 @click.option(
     "--model",
     default="scripted",
     show_default=True,
-    help="Model spec: scripted[:profile], openai:<model>, anthropic:<model>, bedrock:<model-id>.",
+    help=MODEL_HELP,
 )
 @click.option(
     "--base-url",
     default=None,
     help="Endpoint of the model's API, e.g. an OpenAI-compatible server's .../v1.",
 )
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Agent worker processes: how many tasks run at once.",
+)
 @click.option(
     "--distractors",
     default=0,
@@ -130,10 +180,28 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option(
+    "--tasks",
+    "task_ids",
+    default=None,
+    callback=id_list,
+    help="Only these task ids, comma-separated (ID,ID,...), looked up in every domain run.",
+)
+@click.option("--match", default=None, help="Only tasks whose id matches this glob, e.g. 'crm-0*'.")
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    default=None,
+    help="N tasks per domain drawn at random with --seed (the same seed draws the same tasks).",
+)
+@click.option(
     "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
 )
 @click.option(
-    "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True
+    "--runs-dir",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="The folder that holds run folders.",
 )
 @click.option(
     "--run-id",
@@ -142,7 +210,11 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Name of the run folder (default: timestamp).",
 )
 @click.option(
-    "--resume", default=None, callback=run_name, help="Finish an interrupted run by its run id."
+    "--resume",
+    default=None,
+    callback=run_name,
+    help="Finish an interrupted run by its run id, with its stored config: an option that "
+    "contradicts it is refused (--workers may change).",
 )
 @click.option(
     "--retry-infra",
@@ -152,12 +224,7 @@ def list_domains(details: bool, data_root: Path | None) -> None:
 @click.option(
     "--repair", is_flag=True, help="With --resume: drop corrupt rows of results.jsonl (rerun)."
 )
-@click.option(
-    "--data-root",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where generated datasets are cached (default: ~/.cache/sopgym).",
-)
+@DATA_ROOT
 @click.option(
     "--trace/--no-trace",
     default=True,
@@ -214,6 +281,9 @@ def run(
     distractors: int,
     sop_variant: str,
     limit: int | None,
+    task_ids: list[str] | None,
+    match: str | None,
+    sample: int | None,
     task_timeout: float,
     runs_dir: Path,
     run_id: str | None,
@@ -235,6 +305,8 @@ def run(
 
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
+    if limit is not None and sample is not None:
+        raise click.UsageError("--limit takes the first N tasks, --sample N at random: give one")
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -243,6 +315,7 @@ def run(
             config = RunConfig.read(run_dir / "config.json")
         except ValueError as error:
             raise click.UsageError(str(error)) from None
+        config = resumed_config(click.get_current_context(), config)
     else:
         try:
             names = select_domains(list(domains) or [DEFAULT_DOMAIN])
@@ -273,6 +346,9 @@ def run(
             distractors=distractors,
             sop_variant=sop_variant,
             limit=limit,
+            task_ids=task_ids,
+            match=match,
+            sample=sample,
             task_timeout=task_timeout,
             trace=trace,
             capture_messages=capture_messages,
@@ -297,8 +373,8 @@ def run(
     console.print(
         f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks"
         + (f" x {config.trials} trials" if config.trials > 1 else "")
-        + f" ({len(todo)} to run), "
-        f"agent={config.agent} model={config.model} workers={config.workers}"
+        + f" ({len(todo)} to run)\n{escape(describe_config(config))}",
+        soft_wrap=True,
     )
     try:
         with _progress() as bar:
@@ -336,6 +412,7 @@ def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, li
     a run held by another runner or a corrupt row is one line and exit 2."""
     from sopgym.core.jsonio import CorruptRow
     from sopgym.orchestration.runner import RunLocked
+    from sopgym.orchestration.selection import SelectionError
 
     try:
         tasks = runner.prepare()
@@ -348,6 +425,8 @@ def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, li
         _fail(str(error))
     except CorruptRow as error:
         _fail(f"{error}; rerun with --repair to drop it (its task runs again)")
+    except SelectionError as error:
+        _fail(str(error))
     raise AssertionError("unreachable")
 
 
@@ -386,9 +465,9 @@ def _progress() -> Progress:
 
 @main.command("serve-tools")
 @click.argument("domains", nargs=-1, required=True)
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8100, show_default=True, type=PORT)
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@HOST
+@port_option(8100)
+@DATA_ROOT
 @click.option(
     "--episode-idle-timeout",
     "idle_timeout",
@@ -436,8 +515,8 @@ def serve_tools(
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=PORT)
+@HOST
+@port_option(8000)
 @click.option(
     "--service",
     "services",
@@ -467,8 +546,14 @@ def serve_tools(
     help="Tool-free domains (answer-only, one-shot) the gateway serves itself: a name, a "
     "family or a glob; repeatable ($SOPGYM_GATEWAY_LOCAL_DOMAINS: space-separated).",
 )
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
-@click.option("--distractors", default=0, show_default=True, type=click.IntRange(0))
+@DATA_ROOT
+@click.option(
+    "--distractors",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Extra, unneeded tools in each episode's catalog when its opener names no count.",
+)
 @click.option("--seed", default=0, show_default=True, help="Salts each task's distractor draw.")
 @click.option("--grpc-port", type=PORT, default=None, help="Also serve the gRPC API on this port.")
 @click.option(
@@ -568,11 +653,22 @@ def gateway(
 @main.command("env-serve")
 @click.option("--gateway", "gateway_url", required=True, help="The gateway's base URL.")
 @click.option("--domain", "domains", multiple=True, required=True, help="Repeatable.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8090, show_default=True, type=int)
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
-@click.option("--distractors", default=None, type=click.IntRange(0))
-@click.option("--max-steps", default=64, show_default=True, type=click.IntRange(1))
+@HOST
+@port_option(8090)
+@DATA_ROOT
+@click.option(
+    "--distractors",
+    default=None,
+    type=click.IntRange(0),
+    help="Extra, unneeded tools in each episode's catalog (default: the gateway's own count).",
+)
+@click.option(
+    "--max-steps",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Actions after which an episode that has not finished is truncated.",
+)
 def env_serve(
     gateway_url: str,
     domains: tuple[str, ...],
@@ -603,12 +699,30 @@ def env_serve(
     help="The gateway: base URL (http transport) or host:port (grpc transport).",
 )
 @click.option(
-    "--transport", type=click.Choice(["http", "grpc", "mcp"]), default="http", show_default=True
+    "--transport",
+    type=click.Choice(["http", "grpc", "mcp"]),
+    default="http",
+    show_default=True,
+    help="How the worker reaches the gateway (the mcp agent always uses MCP).",
 )
-@click.option("--agent", default="oracle", show_default=True)
-@click.option("--model", default="scripted", show_default=True)
+@click.option(
+    "--agent",
+    default="oracle",
+    show_default=True,
+    help=f"Agent: {AGENT_HELP}. The default differs from sopgym run's ({DEFAULT_AGENT}): a "
+    "worker started by hand needs no model endpoint to prove the path; runs and shards name "
+    "their agent.",
+)
+@click.option(
+    "--model",
+    default="scripted",
+    show_default=True,
+    help=MODEL_HELP,
+)
 @click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")
-@click.option("--task-timeout", default=300.0, show_default=True, type=SECONDS)
+@click.option(
+    "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
+)
 @click.option("--options", default="{}", help="Agent options as a JSON object.")
 @shard_options
 @click.option(
@@ -617,7 +731,12 @@ def env_serve(
     default=None,
     help="Serve Prometheus metrics (GET /metrics) and GET /healthz on this port.",
 )
-@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@click.option(
+    "--metrics-host",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address the --metrics-port server listens on.",
+)
 def agent_worker(
     gateway_url: str,
     transport: str,
@@ -667,8 +786,8 @@ def agent_worker(
 
 
 @main.command("model-server")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8200, show_default=True, type=PORT)
+@HOST
+@port_option(8200)
 @click.option(
     "--domain",
     "domains",
@@ -687,7 +806,7 @@ def agent_worker(
     default=None,
     help="JSONL file recording every mistake the model injects, per task.",
 )
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@DATA_ROOT
 def model_server(
     host: str,
     port: int,
@@ -716,8 +835,8 @@ def model_server(
 
 
 @main.command("user-sim")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8300, show_default=True, type=PORT)
+@HOST
+@port_option(8300)
 @click.option(
     "--domain",
     "domains",
@@ -737,7 +856,7 @@ def model_server(
     "instead of the domain's rules.",
 )
 @click.option("--base-url", default=None, help="The user model's OpenAI-compatible endpoint.")
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@DATA_ROOT
 def user_sim(
     host: str,
     port: int,

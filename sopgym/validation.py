@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 PORT = click.IntRange(1, 65535)
 """A TCP port: anything else is refused (no silent wrap-around to another port)."""
@@ -44,6 +48,16 @@ def run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> s
     return value
 
 
+def id_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    """``ID,ID,...`` as a list of ids (blanks between commas dropped); at least one."""
+    if value is None:
+        return None
+    ids = [part.strip() for part in value.split(",") if part.strip()]
+    if not ids:
+        raise click.BadParameter(f"{value!r} names no id", ctx, param)
+    return ids
+
+
 def fault_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A fault injection spec, parsed now so that a typo fails before the stack starts."""
     if value is None:
@@ -55,3 +69,41 @@ def fault_spec(ctx: click.Context, param: click.Parameter, value: str | None) ->
     except FaultSpecError as error:
         raise click.BadParameter(str(error), ctx, param) from None
     return value
+
+
+DATA_ROOT = click.option(
+    "--data-root",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where generated datasets (tasks and gold) are cached (default: ~/.cache/sopgym).",
+)
+"""The dataset cache every command that reads tasks or gold takes."""
+
+HOST = click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0: every interface, as in a container).",
+)
+"""The listening address of every server command."""
+
+
+def port_option(default: int) -> Callable[[_Command], _Command]:
+    """A server command's listening port."""
+    return click.option(
+        "--port", default=default, show_default=True, type=PORT, help="Port to listen on."
+    )
+
+
+AGENT_HELP = (
+    "react (text ReAct), fc (native function calling), plan (plan-and-execute), mcp (fc "
+    "through the gateway's MCP door), oneshot (one model call: answer-only and graph tasks), "
+    "oracle (replays the reference policy's gold calls; must score 100%) or baseline (the "
+    "generic policy of imported benchmarks, no model, no SOP: a reference point)"
+)
+"""What ``--agent`` takes, said the same way by every command that runs agents."""
+
+MODEL_HELP = (
+    "Model spec: scripted[:profile], openai:<model>, anthropic:<model>, bedrock:<model-id>."
+)
+"""What ``--model`` takes (sopgym.agents.models)."""

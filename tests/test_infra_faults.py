@@ -92,7 +92,7 @@ def test_killed_tool_service_gives_infra_errors_and_retry_infra_recovers(tmp_pat
     assert partial["scored"] == partial["tasks"] - len(infra)
     assert partial["tsr"] == 1.0  # over the episodes the agent really played
 
-    finish(sopgym(*run_args(tmp_path, "--resume", "killed", "--retry-infra")))
+    finish(sopgym(*run_args(tmp_path, "--resume", "killed", "--retry-infra", domains=domains)))
     resumed = rows(tmp_path / "killed")
     assert keyed(resumed) == keyed(rows(tmp_path / "straight")), "no row lost or doubled"
     straight, after = summary(tmp_path / "straight"), summary(tmp_path / "killed")

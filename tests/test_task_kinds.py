@@ -303,7 +303,7 @@ def test_trials_with_a_noisy_model_are_seeded_and_resumable(tmp_path: Path) -> N
     shutil.copy(run / "config.json", resumed / "config.json")
     kept = [r for r in rows if r["trial"] == 0 or (r["trial"] == 1 and r["task_id"] < tasks[4])]
     (resumed / "results.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in kept))
-    result = _run(tmp_path, "ignored", "--resume", "resumed")
+    result = _run(tmp_path, "resumed", "--resume", "resumed")  # --run-id may only repeat it
     assert f"({3 * len(tasks) - len(kept)} to run)" in result.stderr, result.stderr
     assert _outcomes(resumed) == _outcomes(run)
     assert _summary(resumed)["trials"] == trials

@@ -15,13 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from sopgym.terminal import console
-
-_DATA_ROOT = click.option(
-    "--data-root",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Where generated datasets (the gold) are cached (default: ~/.cache/sopgym).",
-)
+from sopgym.validation import DATA_ROOT
 
 
 def _parse_duration(text: str) -> timedelta:
@@ -88,11 +82,16 @@ def _source_options(command: _Command) -> _Command:
         [
             click.argument("source", type=click.Path(path_type=Path), required=False),
             click.option("--jaeger", default=None, help="Jaeger query URL (uses /api/v3/traces)."),
-            click.option("--service", default="sopgym-gateway", show_default=True),
+            click.option(
+                "--service",
+                default="sopgym-gateway",
+                show_default=True,
+                help="With --jaeger: the service whose traces to fetch.",
+            ),
             click.option("--lookback", default="24h", show_default=True, help="Jaeger window."),
             click.option("--trace-id", "trace_ids", multiple=True, help="Fetch these traces only."),
             click.option("--run-id", default=None, help="Only episodes of this run id."),
-            _DATA_ROOT,
+            DATA_ROOT,
         ]
     ):
         command = option(command)
@@ -143,7 +142,7 @@ def eval_command(
     show_default=True,
     help="Base URL the report links trace ids to.",
 )
-@_DATA_ROOT
+@DATA_ROOT
 def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> None:
     """Write <run>/report.md and a self-contained <run>/report.html from the run's traces."""
     write_run_report(run_dir, data_root, jaeger_ui)
@@ -165,7 +164,7 @@ def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | Non
 @click.argument("run_a", type=click.Path(path_type=Path, exists=True))
 @click.argument("run_b", type=click.Path(path_type=Path, exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the deltas as JSON.")
-@_DATA_ROOT
+@DATA_ROOT
 def compare_command(run_a: Path, run_b: Path, as_json: bool, data_root: Path | None) -> None:
     """Metric deltas (B - A) overall and per domain, and the tasks that flipped."""
     from sopgym.core.jsonio import dumps

@@ -46,6 +46,7 @@ from sopgym.observability.task_spans import TaskSpans, set_outcome
 from sopgym.orchestration.liveness import EndpointWatch
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
+from sopgym.orchestration.selection import select_tasks
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.types import JSON
 
@@ -69,6 +70,10 @@ class RunConfig:
     seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
     faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
     service_groups: int = 1  # tool-service processes the run's domains share
+    # the task selection (sopgym.orchestration.selection), kept so that a resume takes the same
+    task_ids: list[str] | None = None  # --tasks
+    match: str | None = None  # --match: a glob over task ids
+    sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -162,16 +167,30 @@ class Runner:
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
-        """Take the run's lock, write/verify its config and load every domain's tasks; return
-        those to run."""
+        """Load every domain's tasks and select the run's (:class:`SelectionError` when the
+        selection names unknown tasks or none), take the run's lock and write its config;
+        return the selected tasks."""
+        for name in self.config.domains:
+            self.data[name] = dataset.load(load_domain(name), self.data_root)
+        tasks = select_tasks(  # a selection of no task refuses before the folder exists
+            {name: self.data[name].tasks for name in self.config.domains},
+            task_ids=self.config.task_ids,
+            match=self.config.match,
+            sample=self.config.sample,
+            limit=self.config.limit,
+            seed=self.config.seed,
+        )
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         if not self.paths.config.exists():
-            recorded = {**asdict(self.config), "provenance": provenance(self.config.domains)}
+            recorded = {
+                **asdict(self.config),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "task_count": len(tasks),  # before a summary exists, `sopgym runs` counts on it
+                "provenance": provenance(self.config.domains),
+            }
             write_atomic(self.paths.config, dumps(recorded))
-        for name in self.config.domains:
-            self.data[name] = dataset.load(load_domain(name), self.data_root)
-        return [t for name in self.config.domains for t in self.tasks_of(name)]
+        return tasks
 
     def _take_lock(self) -> None:
         """Hold ``run.lock`` for this process's life (the kernel drops it when we die, even by
@@ -203,10 +222,6 @@ class Runner:
         if len(kept) < len(rows):
             write_atomic(self.paths.results, b"".join(dumps(r) + b"\n" for r in kept))
         return len(rows) - len(kept)
-
-    def tasks_of(self, domain: str) -> list[Task]:
-        tasks = self.data[domain].tasks
-        return tasks[: self.config.limit] if self.config.limit else tasks
 
     def pending(self, tasks: list[Task]) -> list[Attempt]:
         """Every (task, trial) the results do not hold yet, trial by trial."""

@@ -17,9 +17,10 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from sopgym.agents import DEFAULT_AGENT
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
-from sopgym.validation import SECONDS
+from sopgym.validation import AGENT_HELP, DATA_ROOT, MODEL_HELP, SECONDS
 
 Observer = Callable[[JSON, JSON | None], None]
 RUNS_DIR_ENV = "SOPGYM_RUNS_DIR"
@@ -51,7 +52,13 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Shard mode: the run folder all shards share.",
         ),
         click.option("--limit", type=click.IntRange(1), default=None, help="First N per domain."),
-        click.option("--distractors", type=click.IntRange(0), default=0, show_default=True),
+        click.option(
+            "--distractors",
+            type=click.IntRange(0),
+            default=0,
+            show_default=True,
+            help="Extra, unneeded tools added to each episode's catalog.",
+        ),
         click.option(
             "--sop",
             "sop_variant",
@@ -72,7 +79,7 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Shard mode: work again the shard's tasks the infrastructure failed.",
         ),
-        click.option("--data-root", type=click.Path(path_type=Path), default=None),
+        DATA_ROOT,
     ]
     for option in reversed(options):
         command = option(command)
@@ -164,7 +171,7 @@ def run_shard_command(
     help="Seconds to wait for every shard to finish before merging.",
 )
 @click.option("--report", is_flag=True, help="Also write report.md/report.html from the traces.")
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@DATA_ROOT
 def merge_command(
     run_dir: Path, shards: int | None, wait_s: float, report: bool, data_root: Path | None
 ) -> None:
@@ -246,12 +253,20 @@ def default_out(name: str) -> Path:
     help="A running stack's gateway (base URL; host:port with --transport grpc). "
     "Default: start the embedded stack with the scripted model.",
 )
-@click.option("--transport", type=click.Choice(["http", "grpc"]), default="http", show_default=True)
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "grpc"]),
+    default="http",
+    show_default=True,
+    help="How the agent workers reach the gateway.",
+)
 @click.option("--domain", "domains", multiple=True, help="Domain(s) to draw tasks from.")
-@click.option("--agent", default="fc", show_default=True)
-@click.option("--model", default="scripted", show_default=True)
+@click.option("--agent", default=DEFAULT_AGENT, show_default=True, help=f"Agent: {AGENT_HELP}.")
+@click.option("--model", default="scripted", show_default=True, help=MODEL_HELP)
 @click.option("--model-url", default=None, help="The model's /v1 base URL (with --gateway).")
-@click.option("--task-timeout", default=120.0, show_default=True, type=SECONDS)
+@click.option(
+    "--task-timeout", default=120.0, show_default=True, type=SECONDS, help="Seconds per episode."
+)
 @click.option("--grace", default=30.0, show_default=True, help="Seconds in-flight episodes get.")
 @click.option("--no-warmup", is_flag=True, help="Count each worker's first episode too.")
 @click.option(
@@ -270,7 +285,7 @@ def default_out(name: str) -> Path:
     help="Report folder (default: $SOPGYM_RUNS_DIR/loadtest-<timestamp>, $SOPGYM_RUNS_DIR "
     "defaulting to runs).",
 )
-@click.option("--data-root", type=click.Path(path_type=Path), default=None)
+@DATA_ROOT
 def loadtest_command(
     tasks: int,
     levels: list[int],
