@@ -9,9 +9,10 @@ the gateway, the memory of the five tool services, and the prompt a large catalo
     bench_gateway.py);
   * memory: the resident set size (VmRSS) of the five tool services together, each serving
     its data and a handful of open episodes;
-  * prompt: the fc agent's first request for a loans episode whose catalog holds the SOP's
-    tools, the 45 financial distractors and every stateless tool of the other shipped packs
-    (the gateway's ``--distractors``): tools, characters and about four characters a token.
+  * prompt: the fc agent's first request for an episode of each scenario shown its whole
+    catalog (the SOP's tools, 45 financial distractors and the back-office tools: the paper's
+    274-284), through the gateway's catalog: tools, characters and about four characters a
+    token.
 
     python bench/bench_banking.py [--copies 500] [--writes 300]
 """
@@ -30,7 +31,7 @@ import orjson
 from sopgym.agents.prompts import case_message, system_prompt
 from sopgym.client import GatewayClient
 from sopgym.core import dataset
-from sopgym.core.registry import domain_names, load_domain
+from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.domains.banking._engine.database import store_factory
 from sopgym.domains.banking._engine.pack import SCENARIO_NAMES, scenario_of
@@ -127,23 +128,24 @@ def served(writes: int, folder: Path) -> tuple[list[float], dict[str, int]]:
     return latencies, rss
 
 
-def prompt_size() -> dict[str, int]:
-    """The fc agent's first request for a loans episode with every distractor available."""
-    entries = []
-    for name in domain_names(extra=""):
-        domain = load_domain(name)
-        if not domain.all_tools():
-            continue
-        entries.append(ServiceEntry(
-            domain=name, url="http://127.0.0.1:1", host="127.0.0.1", port=1,
-            tools={t.name: t.spec.rendered() for t in domain.tools},
-            distractors={t.name: t.spec.rendered() for t in domain.distractors},
-            stateful=domain.stateful,
-        ))  # fmt: skip
-    catalog = Catalog(entries)
-    domain = load_domain("banking/loans")
+def full_catalog(name: str) -> tuple[Catalog, int]:
+    """A gateway catalog of one scenario pack, and the ``--distractors`` that shows it whole."""
+    domain = load_domain(name)
+    entry = ServiceEntry(
+        domain=name, url="http://127.0.0.1:1", host="127.0.0.1", port=1,
+        tools={t.name: t.spec.rendered() for t in domain.tools},
+        distractors={t.name: t.spec.rendered() for t in domain.distractors},
+        stateful=domain.stateful,
+    )  # fmt: skip
+    return Catalog([entry]), len(domain.distractors)
+
+
+def prompt_size(name: str) -> dict[str, int]:
+    """The fc agent's first request for an episode of ``name`` shown its whole catalog."""
+    catalog, distractors = full_catalog(name)
+    domain = load_domain(name)
     task = dataset.load(domain).tasks[0]
-    routes, _ = catalog.episode_tools("banking/loans", task.id, 10_000)
+    routes, _ = catalog.episode_tools(name, task.id, distractors)
     tools = [catalog.spec(ref, shown)["openai"] for shown, ref in routes.items()]
     system = system_prompt(domain.output_schema)
     user = case_message(domain.sop(), task.inputs)
@@ -168,10 +170,11 @@ def main() -> None:
     for name, kib in rss.items():
         print(f"rss       {name:<28} {kib / 1024:.1f} MiB")
     print(f"rss       five services together       {sum(rss.values()) / 1024:.1f} MiB")
-    size = prompt_size()
-    print(f"prompt    loans catalog of {size['tools']} tools: {size['total_chars']} chars "
-          f"(tools {size['tools_chars']}, SOP and case {size['sop_and_case_chars']}), "
-          f"~{size['approx_tokens']} tokens")
+    for name in SCENARIO_NAMES:
+        size = prompt_size(f"banking/{name}")
+        print(f"prompt    {name:<20} {size['tools']} tools: {size['total_chars']} chars "
+              f"(tools {size['tools_chars']}, SOP and case {size['sop_and_case_chars']}), "
+              f"~{size['approx_tokens']} tokens")
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ class Scenario:
     apis: tuple[Api, ...]
     task_count: int
     paper_graph: tuple[int, int]  # (nodes, edges) in the paper's Table 1
+    paper_catalog: int  # APIs in the scenario's whole catalog (paper A.3), distractors included
     pricing: Pricing | None = None
 
     @cached_property
