@@ -75,6 +75,7 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         output_schema=output_schema(scenario),
         dependencies=scenario.dependencies(),
         sop_files=dict(VARIANTS),
+        harmless_state=scenario.harmless_state,
     )
 
 
