@@ -28,7 +28,7 @@ from sopgym.orchestration.scaleout import (
 )
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
-from sopgym.validation import PORT, SECONDS, fault_spec, run_name
+from sopgym.validation import PORT, SECONDS, fault_spec, retrieval_spec, run_name
 
 DEFAULT_DOMAIN = "patient_intake"
 
@@ -116,6 +116,14 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Extra, unneeded tools added to each episode's catalog.",
 )
 @click.option(
+    "--tool-retrieval",
+    default=None,
+    metavar="METHOD[:K]",
+    callback=retrieval_spec,
+    help="fc/mcp agents: offer the model only the K tools (default 30) that best match the SOP "
+    "and the task: bm25, or embedding (pip install -e '.[retrieval]').",
+)
+@click.option(
     "--sop",
     "sop_variant",
     default="clean",
@@ -194,6 +202,7 @@ def run(
     base_url: str | None,
     workers: int,
     distractors: int,
+    tool_retrieval: str | None,
     sop_variant: str,
     limit: int | None,
     task_timeout: float,
@@ -260,6 +269,11 @@ def run(
             seed=seed,
             faults=faults,
         )
+        if tool_retrieval:
+            if agent not in ("fc", "mcp"):
+                raise click.UsageError("--tool-retrieval narrows the catalog of the fc and mcp "
+                                       f"agents, not of {agent}")  # fmt: skip
+            config.agent_options["tool_retrieval"] = tool_retrieval
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
             raise click.UsageError(f"{run_dir} exists; use --resume {run_dir.name}")

@@ -130,6 +130,11 @@ class ScriptedModel:
         if (convo.native_tools or convo.react) and position < len(emitted):
             event = emitted[position]
             assert event.call is not None
+            if event.kind is None and convo.native_tools and not _offered(body, event.call.name):
+                # a model cannot call what it was not shown (a narrowed catalog): it says so
+                # and never answers, so the task fails as the agent's, never silently passes
+                text = f"The SOP's next step needs {event.call.name}, which no offered tool is."
+                return replies.completion(model, text, None, tokens, stop)
             self._log_through(model, profile, script, event)
             if convo.react:
                 thought = f"The SOP's next step for this case is {event.call.name}."
@@ -286,6 +291,10 @@ class ScriptedModel:
         self._logged.add(key)
         self._log.write(orjson.dumps({**head, **record}) + b"\n")
         self._log.flush()
+
+
+def _offered(body: JSON, name: str) -> bool:
+    return name in _tool_names(body.get("tools") or [])
 
 
 def _tool_names(tools: Any) -> list[str]:
