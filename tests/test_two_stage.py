@@ -49,6 +49,7 @@ def _played(
 def test_two_stage_view_per_scenario_counts_every_task() -> None:
     loans = "banking/loans"
     gold_1 = domain_data(loans).gold[domain_data(loans).tasks[1].id]
+    assert gold_1.final_state is not None
     noted = copy.deepcopy(gold_1.final_state)
     noted["application"]["decision_note"] = "checked twice"  # harmless: the SOP never writes it
     other = next(d for d in DECISIONS if d != gold_1.outputs["decision"])

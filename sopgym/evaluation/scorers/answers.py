@@ -146,7 +146,8 @@ def _final_state(case: Case) -> Score:
         return Score(0.0, {"differences": ["$ (no final state recorded)"], "harmless": []},
                      "no final state")  # fmt: skip
     matcher = harmless_matcher(case.domain.harmless_state)
-    harmless, wrong = [], []
+    harmless: list[str] = []
+    wrong: list[str] = []
     for path in state_diff(actual, expected):
         (harmless if matcher and matcher.fullmatch(path) else wrong).append(path)
     if wrong:
