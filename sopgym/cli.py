@@ -224,6 +224,8 @@ def run(
 
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
+    if resume and tool_retrieval:
+        raise click.UsageError("--tool-retrieval is recorded with the run; a resume keeps it")
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():

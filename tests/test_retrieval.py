@@ -96,6 +96,8 @@ def test_run_refuses_a_bad_spec_and_agents_without_native_tools() -> None:
     assert bad.exit_code == 2 and "the method is one of bm25, embedding" in bad.output
     react = runner.invoke(main, ["run", LOANS, "--agent", "react", "--tool-retrieval", "bm25"])
     assert react.exit_code == 2 and "not of react" in react.output
+    resumed = runner.invoke(main, ["run", "--resume", "r1", "--tool-retrieval", "bm25"])
+    assert resumed.exit_code == 2 and "a resume keeps it" in resumed.output
 
 
 @pytest.mark.skipif(
