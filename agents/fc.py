@@ -1,5 +1,10 @@
 """The function-calling agent: the model sees the episode's tools natively and loops
-model -> tools -> model until it answers without calling a tool."""
+model -> tools -> model until it answers without calling a tool.
+
+With ``tool_retrieval`` (``METHOD[:K]``, :mod:`sopgym.agents.retrieval`; off by default) the
+model is offered only the K tools that score best for the SOP and the task, so a catalog of
+hundreds of tools does not fill its prompt; every tool of the episode stays callable.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
+from sopgym.agents.base import JSON
 from sopgym.agents.graph import (
     GraphAgent,
     Run,
@@ -17,15 +23,32 @@ from sopgym.agents.graph import (
     run_of,
     text_of,
 )
-from sopgym.agents.prompts import system_prompt
+from sopgym.agents.prompts import case_message, system_prompt
+from sopgym.agents.retrieval import RetrievalSpec, ToolRetriever
+from sopgym.core.answers import MESSAGE_ACTION
 
 
 class FunctionCallingAgent(GraphAgent):
     name = "fc"
     native_tools = True
 
+    def __init__(self, tool_retrieval: str | None = None, **options: Any) -> None:
+        spec = RetrievalSpec.parse(tool_retrieval) if tool_retrieval else None
+        self.retriever = ToolRetriever(spec) if spec else None
+        super().__init__(**options)
+
     def system_text(self, run: Run) -> str:
         return system_prompt(run.episode.output_schema)
+
+    def offered(self, run: Run) -> list[JSON]:
+        """The episode's tools, narrowed by retrieval when it is on (a dialogue's message
+        action is always offered)."""
+        if self.retriever is None:
+            return run.specs
+        tools = [s for s in run.specs if s["name"] != MESSAGE_ACTION]
+        actions = [s for s in run.specs if s["name"] == MESSAGE_ACTION]
+        query = case_message(run.episode.sop, run.task.inputs, run.task.conversation)
+        return [*self.retriever.narrow(query, tools), *actions]
 
     def build(self, graph: StateGraph) -> StateGraph:
         graph.add_node("model", self._model)

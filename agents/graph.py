@@ -224,13 +224,17 @@ class GraphAgent:
     def system_text(self, run: Run) -> str:
         raise NotImplementedError
 
+    def offered(self, run: Run) -> list[JSON]:
+        """The specs a native-tools agent offers the model: all of the episode's."""
+        return run.specs
+
     # ---- shared ----
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
         if not episode.tools:  # nothing to call or plan: the model just answers
             return answer_without_tools(self.llm, task, episode, context, self.limits.max_nudges)
         run = Run(task, episode, context, self.llm, self.limits)
         if self.native_tools:
-            run.tools = [openai_tool(spec) for spec in run.specs]
+            run.tools = [openai_tool(spec) for spec in self.offered(run)]
         system = self.system_text(run)
         opening = [
             SystemMessage(f"{system}\n\n{DIALOGUE_GUIDE}" if run.dialogue else system),

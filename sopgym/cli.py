@@ -42,6 +42,7 @@ from sopgym.validation import (
     fault_spec,
     id_list,
     port_option,
+    retrieval_spec,
     run_name,
 )
 from sopgym.viewer.cli import view_command
@@ -171,6 +172,14 @@ def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
     help="Extra, unneeded tools added to each episode's catalog.",
 )
 @click.option(
+    "--tool-retrieval",
+    default=None,
+    metavar="METHOD[:K]",
+    callback=retrieval_spec,
+    help="fc/mcp agents: offer the model only the K tools (default 30) that best match the SOP "
+    "and the task: bm25, or embedding (pip install -e '.[retrieval]').",
+)
+@click.option(
     "--sop",
     "sop_variant",
     default="clean",
@@ -279,6 +288,7 @@ def run(
     base_url: str | None,
     workers: int,
     distractors: int,
+    tool_retrieval: str | None,
     sop_variant: str,
     limit: int | None,
     task_ids: list[str] | None,
@@ -307,6 +317,8 @@ def run(
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
     if limit is not None and sample is not None:
         raise click.UsageError("--limit takes the first N tasks, --sample N at random: give one")
+    if resume and tool_retrieval:
+        raise click.UsageError("--tool-retrieval is recorded with the run; a resume keeps it")
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -358,6 +370,11 @@ def run(
             faults=faults,
             service_groups=service_groups,
         )
+        if tool_retrieval:
+            if agent not in ("fc", "mcp"):
+                raise click.UsageError("--tool-retrieval narrows the catalog of the fc and mcp "
+                                       f"agents, not of {agent}")  # fmt: skip
+            config.agent_options["tool_retrieval"] = tool_retrieval
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
             raise click.UsageError(f"{run_dir} exists; use --resume {run_dir.name}")

@@ -107,3 +107,16 @@ MODEL_HELP = (
     "Model spec: scripted[:profile], openai:<model>, anthropic:<model>, bedrock:<model-id>."
 )
 """What ``--model`` takes (sopgym.agents.models)."""
+
+
+def retrieval_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A tool-retrieval spec (``METHOD[:K]``), parsed now so that a typo fails before the run."""
+    if value is None:
+        return None
+    from sopgym.agents.retrieval import RetrievalSpec
+
+    try:
+        RetrievalSpec.parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), ctx, param) from None
+    return value

@@ -154,6 +154,26 @@ def test_final_state_is_strict_and_lists_the_differing_paths() -> None:
     assert final_state()(case({})).value is None  # no gold state: not applicable
 
 
+def test_final_state_reports_the_paths_a_domain_declares_harmless_and_passes() -> None:
+    gold = Gold("t", [], {}, {}, final_state=STATE)
+    tolerant = pack(SCHEMA)
+    tolerant.harmless_state = ("$.orders[*].status", "$.note")
+    noted = {"orders": [{"id": 1, "status": "Shipped", "total": 10}], "open": True, "note": "x"}
+    score = final_state()(Case(task(), trajectory(final_state=noted), gold, tolerant))
+    assert score.value == 1.0
+    assert score.metrics == {"differences": [], "harmless": ["$.note (unexpected)",
+                                                             "$.orders[0].status"]}  # fmt: skip
+    wrong = {**noted, "open": False}
+    score = final_state()(Case(task(), trajectory(final_state=wrong), gold, tolerant))
+    assert (score.value, score.metrics["differences"]) == (0.0, ["$.open"])
+    # a pattern names a path exactly: a longer name is no match
+    longer = {**STATE, "notes": "x"}
+    score = final_state()(Case(task(), trajectory(final_state=longer), gold, tolerant))
+    assert (score.value, score.metrics["differences"]) == (0.0, ["$.notes (unexpected)"])
+    # a domain that declares nothing harmless fails every difference
+    assert final_state()(case({}, gold=gold, final=noted)).value == 0.0
+
+
 def test_state_diff_keys_and_lengths() -> None:
     assert state_diff({"a": 1, "b": [1, 2]}, {"a": 1, "c": 2, "b": [1]}) == [
         "$.b (length 2, expected 1)",

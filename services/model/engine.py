@@ -125,8 +125,9 @@ class ScriptedModel:
             ]
             return replies.completion(model, replies.plan_text(steps), None, tokens, stop)
         move = book.play(profile, task, convo.calls)
-        can_call = convo.native_tools or convo.react
-        if move.call is not None and not can_call:  # a step it cannot take here, nor its mistake
+        if move.call is not None and not self._can_take(convo, body, move.call, move):
+            # a step it cannot take here (no tools, or a narrowed catalog without it), nor its
+            # mistake: the model says so and never answers, so the task fails as the agent's
             played = [m for m in move.mistakes if m.call is not move.call]
             move = Move(gave_up=f"the procedure needs {move.call.name}, which is not offered",
                         mistakes=played, actions=move.actions)  # fmt: skip
@@ -144,6 +145,15 @@ class ScriptedModel:
             return replies.completion(model, text, None, tokens, stop)
         text = replies.final_text(move.final, convo.react, style)
         return replies.completion(model, text, None, tokens, stop)
+
+    @staticmethod
+    def _can_take(convo: Conversation, body: JSON, call: ToolCall, move: Move) -> bool:
+        """Whether the model may emit ``call``, its move, here: the request offers tools (native
+        or ReAct text) and, natively, this one among them; a mistaken call is its own choice."""
+        if not (convo.native_tools or convo.react):
+            return False
+        mistaken = any(m.call is call for m in move.mistakes)
+        return not convo.native_tools or mistaken or _offered(body, call.name)
 
     def _generic_reply(
         self,
@@ -280,6 +290,10 @@ class ScriptedModel:
         self._logged.add(key)
         self._log.write(orjson.dumps({**head, **record}) + b"\n")
         self._log.flush()
+
+
+def _offered(body: JSON, name: str) -> bool:
+    return name in _tool_names(body.get("tools") or [])
 
 
 def _tool_names(tools: Any) -> list[str]:

@@ -107,6 +107,9 @@ class DomainPack:
     scorers: list[Scorer] | None = None
     # dialogue packs: how the simulated user answers (see sopgym.core.dialogue)
     user: UserBehaviour | None = None
+    # Stateful packs: final-state paths where a difference from the gold is harmless (a column
+    # the SOP never writes); ``[*]`` stands for any list index. Reported, never failed.
+    harmless_state: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.initial_state is not None and self.episode_store is not None:

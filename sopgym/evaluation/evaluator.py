@@ -35,6 +35,7 @@ from sopgym.core.tasks import Gold, Task
 from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
 from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_episode
+from sopgym.evaluation.two_stage import two_stage
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanBatch, paused_gc
 from sopgym.types import JSON
@@ -275,6 +276,7 @@ def _result(rows: list[JSON], source: str, superseded: list[JSON], unmatched: li
         "agents": _grouped(rows, "agent_model"),
         "per_task": rows,
         "breakdown": breakdown(rows),
+        "two_stage": two_stage(rows),
         "incomplete": [
             {k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id", "reason")}
             for r in rows

@@ -17,6 +17,7 @@ from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
 from sopgym.evaluation.svg import bar_chart, percentile_chart
+from sopgym.evaluation.two_stage import ERRORS, STAGE_1
 from sopgym.types import JSON
 
 Cell = str | tuple[str, str]  # text, or (text, link)
@@ -97,6 +98,8 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
     out.append(scorer_table(result))
     if result.get("breakdown"):
         out.append(breakdown_table(result["breakdown"]))
+    if result.get("two_stage"):
+        out.append(two_stage_table(result["two_stage"]))
 
     def trace_cell(trace_id: str | None) -> Cell:
         if not trace_id:
@@ -216,6 +219,39 @@ def breakdown_table(found: JSON) -> Table:
         ["by", "group", "tasks", "mean"],
         rows,
     )
+
+
+TWO_STAGE_COLUMNS = [
+    "agent / model", "scenario",
+    "S1 tasks", "node ov.", "edge ov.", "path ov.", "node P", "node R", "node F1", "edge P",
+    "edge R", "edge F1",
+    "S2 tasks", "decision acc.", "tool P", "tool R", "tool F1", "blank", "validation", "type",
+    "order viol.", "final state", "harmless diffs", "TSR",
+]  # fmt: skip
+TWO_STAGE_TERMINAL = ["scenario", "node F1", "edge F1", "path ov.", "decision acc.", "tool F1",
+                      "order viol.", "final state"]  # fmt: skip
+
+
+def two_stage_table(found: JSON) -> Table:
+    """TELLER's Table 2 view (:mod:`sopgym.evaluation.two_stage`): stage 1 (graph
+    reconstruction) and stage 2 (execution) side by side, per agent / model and scenario."""
+    rows: list[list[Cell]] = []
+    for agent_model, scenarios in found["by_agent"].items():
+        for scenario, stages in scenarios.items():
+            one, two = stages["stage_1"], stages["stage_2"]
+            stage_1 = [str(one["tasks"]), *(num(one[m]) for m in STAGE_1)] if one else \
+                ["0", *("n/a" for _ in STAGE_1)]  # fmt: skip
+            stage_2 = [
+                str(two["tasks"]), pct(two["decision_accuracy"]), num(two["tool_precision"]),
+                num(two["tool_recall"]), num(two["tool_f1"]), *(str(two[e]) for e in ERRORS),
+                str(two["order_violations"]), pct(two["final_state"]),
+                str(two["harmless_differences"]), pct(two["tsr"]),
+            ] if two else ["0", *("n/a" for _ in range(10))]  # fmt: skip
+            rows.append([agent_model, scenario, *stage_1, *stage_2])
+    title = "TELLER two-stage view (Table 2): stage 1 graph reconstruction, stage 2 execution"
+    if found["infra_errors"]:
+        title += f"; {found['infra_errors']} infrastructure errors left out"
+    return Table(title, TWO_STAGE_COLUMNS, rows)
 
 
 # ---- renderers ----
@@ -398,19 +434,26 @@ TERMINAL_COLUMNS = ["tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1", "cal
                     "wrong tool", "param fail", "order viol."]  # fmt: skip
 
 
+def _print_table(table: Table, columns: list[str], console: Console) -> None:
+    """``table`` in the terminal with its first column and the ``columns`` named."""
+    keep = [i for i, h in enumerate(table.headers) if h in columns or i == 0]
+    rich = RichTable(*(table.headers[i] for i in keep), title=table.title)
+    for row in table.rows:
+        rich.add_row(*(_text(row[i]) for i in keep))
+    console.print(rich)
+
+
 def print_summary(result: JSON, console: Console) -> None:
     """The headline tables (fewer columns) in the terminal; incomplete episodes (first 20)."""
     for table in tables(result)[:3]:
-        keep = [i for i, h in enumerate(table.headers) if h in TERMINAL_COLUMNS or i == 0]
-        rich = RichTable(*(table.headers[i] for i in keep), title=table.title)
-        for row in table.rows:
-            rich.add_row(*(_text(row[i]) for i in keep))
-        console.print(rich)
+        _print_table(table, TERMINAL_COLUMNS, console)
     console.print(f"errors: {_errors(result['errors'])}")
     found = result.get("breakdown")
     if found:
         shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
         console.print(f"SOP-Maze score: {num(found['sop_maze_score'])} ({shapes})")
+    if result.get("two_stage"):
+        _print_table(two_stage_table(result["two_stage"]), TWO_STAGE_TERMINAL, console)
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:
         line = f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}"

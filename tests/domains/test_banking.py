@@ -19,13 +19,18 @@ from sopgym.agents.prompts import case_message, tool_free_prompt
 from sopgym.cli import main
 from sopgym.client import GatewayClient
 from sopgym.core.answers import extract_final_answer
+from sopgym.core.errors import ToolError
 from sopgym.core.registry import load_domain, select_domains
-from sopgym.domains.banking._engine.distractors import PARAMETER_NAMES
+from sopgym.core.tables import Tables
+from sopgym.core.tools import ToolContext
+from sopgym.core.trajectory import Trajectory
+from sopgym.domains.banking._engine import back_office, distractors
 from sopgym.domains.banking._engine.pack import SCENARIO_NAMES, scenario_of
 from sopgym.domains.banking._engine.policy import branches
 from sopgym.domains.banking._engine.sop import GRAPH_RENDER, GRAPH_VARIANTS, RENDER, VARIANTS
 from sopgym.domains.banking._engine.spec import STAGES
 from sopgym.domains.banking._engine.tools import parameters
+from sopgym.evaluation.scorers import Case, final_state
 from sopgym.evaluation.scorers.graph import compare_graphs, graph_parts
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 from sopgym.services.model.engine import ScriptedModel
@@ -69,7 +74,42 @@ def test_scenario_matches_the_papers_figures(name: str) -> None:
     assert {c.field for c in scenario.checks} <= screened | set(scenario.given)
     # distractors never join the scenario's graph
     fields = {f for api in scenario.apis for f in (*parameters(scenario, api), *api.outputs)}
-    assert not fields & PARAMETER_NAMES
+    assert not fields & (distractors.PARAMETER_NAMES | back_office.PARAMETER_NAMES)
+
+
+# the paper's A.3: the whole catalog of each scenario (core, financial, non-financial)
+PAPER_CATALOG = {"loans": 284, "account_management": 274, "credit_cards": 275, "savings": 275,
+                 "investments": 281}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SCENARIO_NAMES)
+def test_catalog_has_the_papers_size_with_45_financial_distractors(name: str) -> None:
+    pack = load_domain(f"banking/{name}")
+    names = [t.name for t in pack.all_tools()]
+    assert len(names) == len(set(names)) == PAPER_CATALOG[name] == scenario_of(name).paper_catalog
+    assert pack.distractors[:45] == distractors.FINANCIAL_DISTRACTORS
+    non_financial = pack.distractors[45:]
+    assert len(non_financial) > len(names) / 2
+    assert all(t in back_office.BACK_OFFICE_TOOLS for t in non_financial)
+
+
+def test_back_office_tools_answer_their_synthetic_records() -> None:
+    tools = {t.name: t for t in back_office.BACK_OFFICE_TOOLS}
+    room = tools["get_meeting_room"].spec
+    assert room.input_schema["required"] == ["meeting_room_id"]
+    context = ToolContext(tables=Tables({}))  # the back office keeps its own records
+    found = tools["get_meeting_room"]({"meeting_room_id": "MR-001"}, context)
+    assert found["meeting_room_id"] == "MR-001" and found["site"] in back_office.ATTRIBUTES["site"]
+    listed = tools["list_meeting_rooms_by_site"]({"site": found["site"]}, context)
+    counted = tools["count_meeting_rooms_by_site"]({"site": found["site"]}, context)
+    assert listed["count"] == counted["count"] >= 1
+    assert "MR-001" in [i["meeting_room_id"] for i in listed["items"]] or listed["count"] > 10
+    total = sum(tools["count_meeting_rooms_by_site"]({"site": s}, context)["count"]
+                for s in back_office.ATTRIBUTES["site"])  # fmt: skip
+    assert total == back_office.RECORDS_PER_KIND
+    with pytest.raises(ToolError) as refused:
+        tools["get_meeting_room"]({"meeting_room_id": "MR-999"}, context)
+    assert (refused.value.code, refused.value.field) == ("not_found", "meeting_room_id")
 
 
 @pytest.mark.parametrize("name", SCENARIO_NAMES)
@@ -194,6 +234,44 @@ def test_a_wrong_value_from_the_agent_is_refused_naming_the_field(loans: TestCli
     wrong = _call(loans, episode, identity.name, {**identity.arguments, "annual_income": 1})
     assert (wrong.status_code, wrong.json()["error"]["field"]) == (422, "annual_income")
     _close(loans, episode)
+
+
+# ---- final-state tiers: a harmless difference passes, a wrong write fails ----
+def _final_state_score(gold: Any, state: Any) -> Any:
+    domain = load_domain("banking/loans")
+    task = next(t for t in domain_data("banking/loans").tasks if t.id == gold.task_id)
+    trajectory = Trajectory(gold.task_id, "e", finished=True, outputs=gold.outputs,
+                            final_state=state)  # fmt: skip
+    return final_state()(Case(task, trajectory, gold, domain))
+
+
+def _played(loans: TestClient, gold: Any, write_back: dict[str, Any]) -> Any:
+    """The episode's final state after the gold calls, the write-back's arguments changed."""
+    episode = _open(loans, gold.task_id)
+    for call in gold.calls[:-1]:
+        assert _call(loans, episode, call.name, call.arguments).status_code == 200
+    last = gold.calls[-1]
+    written = _call(loans, episode, last.name, {**last.arguments, **write_back})
+    assert written.status_code == 200, written.text
+    return _close(loans, episode)
+
+
+def test_final_state_passes_a_harmless_difference_and_fails_a_wrong_write(
+    loans: TestClient,
+) -> None:
+    gold = _first_gold("counter_offer:officer")
+    assert _final_state_score(gold, _played(loans, gold, {})).metrics == {
+        "differences": [], "harmless": []}  # fmt: skip
+    noted = _final_state_score(gold, _played(loans, gold, {"note": "customer called twice"}))
+    assert noted.value == 1.0
+    assert noted.metrics == {"differences": [], "harmless": ["$.application.decision_note"]}
+    assert "harmless" in noted.explanation
+    granted = gold.calls[-1].arguments["granted_amount"]
+    wrong = _played(loans, gold, {"granted_amount": granted - 1, "note": "rounded down"})
+    score = _final_state_score(gold, wrong)
+    assert score.value == 0.0
+    assert score.metrics == {"differences": ["$.application.granted_amount"],
+                             "harmless": ["$.application.decision_note"]}  # fmt: skip
 
 
 # ---- 200 concurrent episodes through the gateway (about 6 s) ----

@@ -23,7 +23,8 @@ from sopgym.domains.banking._engine import fields
 from sopgym.domains.banking._engine.spec import KEY, Scenario
 from sopgym.types import JSON
 
-WRITTEN = ("status", "reason_code", "granted_amount", "approval_level", "rate", "monthly_amount")
+WRITTEN = ("status", "reason_code", "granted_amount", "approval_level", "rate", "monthly_amount",
+           "decision_note")  # fmt: skip
 _WRITTEN_TYPES = {"granted_amount": "INTEGER", "rate": "REAL", "monthly_amount": "REAL"}
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Final
 
 from sopgym.core.domain import DomainPack
+from sopgym.core.tools import Tool
+from sopgym.domains.banking._engine.back_office import BACK_OFFICE_TOOLS
 from sopgym.domains.banking._engine.database import store_factory
 from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
 from sopgym.domains.banking._engine.generator import make_generator
@@ -38,11 +40,19 @@ def output_schema(scenario: Scenario) -> JSON:
         properties |= {
             "reason_code": {"type": "string", "enum": reasons},
             scenario.pricing.rate_output: {"type": "number", "minimum": 0, "x-tolerance": 1e-4},
-            scenario.pricing.monthly_output: {"type": "number", "minimum": 0,
-                                              "x-tolerance": 0.01},
+            scenario.pricing.monthly_output: {"type": "number", "minimum": 0, "x-tolerance": 0.01},
         }
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}  # fmt: skip
+
+
+def distractors(scenario: Scenario) -> list[Tool]:
+    """The 45 financial distractors, then as many back-office tools as bring the catalog to
+    the paper's size for the scenario."""
+    back_office = scenario.paper_catalog - len(scenario.apis) - len(FINANCIAL_DISTRACTORS)
+    if not 0 <= back_office <= len(BACK_OFFICE_TOOLS):
+        raise ValueError(f"{scenario.name}: no catalog of {scenario.paper_catalog} tools")
+    return [*FINANCIAL_DISTRACTORS, *BACK_OFFICE_TOOLS[:back_office]]
 
 
 def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
@@ -51,7 +61,7 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         title=scenario.title,
         folder=folder,
         tools=build_tools(scenario),
-        distractors=list(FINANCIAL_DISTRACTORS),
+        distractors=distractors(scenario),
         generate=make_generator(scenario),
         solve=make_policy(scenario),
         episode_store=store_factory(scenario),
@@ -65,6 +75,7 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         output_schema=output_schema(scenario),
         dependencies=scenario.dependencies(),
         sop_files=dict(VARIANTS),
+        harmless_state=scenario.harmless_state,
     )
 
 

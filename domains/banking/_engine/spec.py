@@ -15,6 +15,9 @@ from typing import Final
 # the screening rejects nothing), the approval chain, and the final write-back.
 STAGES: Final = ("fetch", "screen", "offer", "approval", "write")
 KEY: Final = "application_id"
+# Final-state paths the SOP never writes (the write-back's optional free-text note): a
+# difference there is reported, never failed (docs/banking.md, "The database")
+HARMLESS_STATE: Final = ("$.application.decision_note",)
 DECISIONS: Final = ("approve", "counter_offer", "reject")
 
 
@@ -83,7 +86,9 @@ class Scenario:
     apis: tuple[Api, ...]
     task_count: int
     paper_graph: tuple[int, int]  # (nodes, edges) in the paper's Table 1
+    paper_catalog: int  # APIs in the scenario's whole catalog (paper A.3), distractors included
     pricing: Pricing | None = None
+    harmless_state: tuple[str, ...] = HARMLESS_STATE
 
     @cached_property
     def api_map(self) -> dict[str, Api]:

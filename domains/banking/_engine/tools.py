@@ -20,6 +20,7 @@ from sopgym.types import JSON
 
 _NUMBER = {"type": "number", "minimum": 0}
 _AMOUNT = {"type": "integer", "minimum": 0}
+NOTE = "note"  # the write-back's optional free text; the SOP never asks for one
 
 
 def key_schema(scenario: Scenario) -> JSON:
@@ -41,7 +42,7 @@ def control_schemas(scenario: Scenario, api: Api) -> JSON:
         }
         if scenario.pricing:
             controls |= {"rate": _NUMBER, "monthly_amount": _NUMBER}
-        return controls
+        return controls | {NOTE: {"type": "string", "maxLength": 500}}
     return {}
 
 
@@ -81,7 +82,9 @@ def _make(scenario: Scenario, api: Api) -> Tool:
             _check_inputs(scenario, api, args, {**record, **db.facts(args[KEY])})
             return run(scenario, api, args, db)
 
-    spec = tool(api.name, api.description, arguments_schema(parameters(scenario, api)),
+    arguments = parameters(scenario, api)
+    required = [name for name in arguments if name != NOTE]
+    spec = tool(api.name, api.description, arguments_schema(arguments, required=required),
                 result_schema(outputs))  # fmt: skip
     return spec(implementation)
 
@@ -152,6 +155,8 @@ def _write_back(scenario: Scenario, api: Api, args: JSON, db: EpisodeDatabase) -
                 "granted_amount": args["granted_amount"], "approval_level": level}  # fmt: skip
     if scenario.pricing:
         written |= {"rate": args["rate"], "monthly_amount": args["monthly_amount"]}
+    if NOTE in args:
+        written["decision_note"] = args[NOTE]
     assignments = ", ".join(f"{c} = ?" for c in written)
     entry = _transaction(db, [
         ("INSERT INTO decision_log (application_id, status) VALUES (?, ?)", (key, status)),

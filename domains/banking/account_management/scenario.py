@@ -36,6 +36,7 @@ SCENARIO = Scenario(
     ),
     task_count=214,
     paper_graph=(10, 16),
+    paper_catalog=274,
     apis=(
         Api("get_overdraft_request", "Fetch an overdraft request record.", "fetch", ()),
         Api("verify_customer", "Verify the customer and screen them against sanctions lists.",

@@ -29,6 +29,7 @@ SCENARIO = Scenario(
     ),
     task_count=221,
     paper_graph=(11, 17),
+    paper_catalog=275,
     apis=(
         Api("get_card_application", "Fetch a credit card application record.", "fetch", ()),
         Api("verify_identity", "Verify the applicant's identity against the KYC registry.",

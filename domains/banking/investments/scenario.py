@@ -37,6 +37,7 @@ SCENARIO = Scenario(
     ),
     task_count=184,
     paper_graph=(17, 23),
+    paper_catalog=281,
     apis=(
         Api("get_investment_order", "Fetch an investment order record.", "fetch", ()),
         Api("verify_identity", "Verify the customer's identity and KYC standing.",

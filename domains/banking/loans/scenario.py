@@ -39,6 +39,7 @@ SCENARIO = Scenario(
     ),
     task_count=214,
     paper_graph=(20, 34),
+    paper_catalog=284,
     apis=(
         Api("get_loan_application", "Fetch a loan application record.", "fetch", ()),
         Api("verify_identity", "Verify the applicant's identity against the KYC registry.",

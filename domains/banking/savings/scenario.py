@@ -32,6 +32,7 @@ SCENARIO = Scenario(
     ),
     task_count=200,
     paper_graph=(13, 26),
+    paper_catalog=275,
     apis=(
         Api("get_savings_application", "Fetch a savings application record.", "fetch", ()),
         Api("verify_identity", "Verify the customer's identity against the KYC registry.",

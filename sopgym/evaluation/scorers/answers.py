@@ -4,6 +4,7 @@ episode left behind against the gold state."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jsonschema_rs
@@ -126,19 +127,40 @@ def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
     return []
 
 
+def harmless_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A regular expression matching the :func:`state_diff` paths that ``patterns`` (paths
+    with ``[*]`` for any list index) declare harmless, with or without their ``(missing)``
+    style note; ``None`` when there are none."""
+    if not patterns:
+        return None
+    exact = (re.escape(p).replace(re.escape("[*]"), r"\[[0-9]+\]") for p in patterns)
+    return re.compile(rf"(?:{'|'.join(exact)})(?: \(.*\))?")
+
+
 def _final_state(case: Case) -> Score:
     expected = case.gold.final_state
     if expected is None:
         return Score(None, {}, "no gold state: the domain is stateless")
     actual = case.trajectory.final_state
     if actual is None:
-        return Score(0.0, {"differences": ["$ (no final state recorded)"]}, "no final state")
-    differences = state_diff(actual, expected)
-    explanation = f"differs at {listed(differences)}" if differences else "state matches"
-    return Score(float(not differences), {"differences": differences}, explanation)
+        return Score(0.0, {"differences": ["$ (no final state recorded)"], "harmless": []},
+                     "no final state")  # fmt: skip
+    matcher = harmless_matcher(case.domain.harmless_state)
+    harmless: list[str] = []
+    wrong: list[str] = []
+    for path in state_diff(actual, expected):
+        (harmless if matcher and matcher.fullmatch(path) else wrong).append(path)
+    if wrong:
+        explanation = f"differs at {listed(wrong)}"
+    elif harmless:
+        explanation = f"state matches but for harmless differences at {listed(harmless)}"
+    else:
+        explanation = "state matches"
+    return Score(float(not wrong), {"differences": wrong, "harmless": harmless}, explanation)
 
 
 def final_state(gates: bool = True) -> Scorer:
-    """The episode's final state equals the gold state, strictly (1.0) or not (0.0); the
-    differing paths are listed."""
+    """The episode's final state equals the gold state, strictly (1.0) or not (0.0), apart
+    from the paths the domain declares harmless (``DomainPack.harmless_state``), which are
+    reported under ``harmless`` and never fail. The failing paths are ``differences``."""
     return Scorer("final_state", _final_state, gates)
