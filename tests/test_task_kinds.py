@@ -280,10 +280,13 @@ def test_trials_with_a_noisy_model_are_seeded_and_resumable(tmp_path: Path) -> N
         sum(r["score"]["success"] for r in rows if r["trial"] == t) / len(tasks) for t in range(3)
     ]
     assert trials["trial_tsr"] == pytest.approx(per_trial)
-    # every agent root span says which trial it was
+    # every task's root span (the runner's) and its agent span say which trial it was
     traces = b"".join(p.read_bytes() for p in (run / "traces").glob("*.jsonl"))
     found = re.findall(rb'"sopgym\.trial","value":\{"intValue":"(\d)"\}', traces)
-    assert sorted(found) == sorted(str(t).encode() for t in range(3) for _ in tasks)
+    spans_per_task = 2
+    assert sorted(found) == sorted(
+        str(t).encode() for t in range(3) for _ in tasks for _ in range(spans_per_task)
+    )
 
     # provenance
     config = orjson.loads((run / "config.json").read_bytes())
