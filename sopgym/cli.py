@@ -23,7 +23,8 @@ from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
-from sopgym.orchestration.runs_cli import RUNS_COMMANDS, describe_config, resumed_config
+from sopgym.orchestration.runs import describe_config
+from sopgym.orchestration.runs_cli import RUNS_COMMANDS, resumed_config
 from sopgym.orchestration.scaleout import (
     SCALEOUT_COMMANDS,
     run_shard_command,

@@ -239,7 +239,7 @@ def test_resume_refuses_options_that_contradict_the_stored_config(tmp_path: Path
 
 
 def test_the_banner_states_the_whole_config() -> None:
-    from sopgym.orchestration.runs_cli import describe_config
+    from sopgym.orchestration.runs import describe_config
 
     config = RunConfig(domains=["crm"], agent="fc", model="scripted:noisy", distractors=3,
                        sop_variant="noisy", transport="grpc", seed=9, trials=2,

@@ -1,9 +1,13 @@
 """The viewer's app without a browser (the browser tests, on real runs, are in test_viewer.py):
-a run still being written shows live progress, and bad requests or unreadable run folders get
-a clear answer, never a server error."""
+a run still being written shows live progress, a stopped one shows as interrupted, and bad
+requests or unreadable run folders get a clear answer, never a server error."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.viewer.app import create_app
-from sopgym.viewer.runs import RunCatalog
+from sopgym.viewer.catalog import RunCatalog
 
 DOMAIN = "patient_intake"
 
@@ -49,13 +53,29 @@ def _client(tmp_path: Path) -> tuple[TestClient, Path]:
     return TestClient(create_app(RunCatalog([tmp_path / "runs"]))), run
 
 
+@contextmanager
+def _runner_holds(run: Path) -> Iterator[None]:
+    """``run.lock`` held as a live runner process holds it (an exclusive flock)."""
+    fd = os.open(run / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 def test_a_running_run_shows_its_progress_live(tmp_path: Path) -> None:
     client, run = _client(tmp_path)
     _append(run, _row(0, True))
+    with _runner_holds(run):
+        _shows_live_progress(client, run)
+
+
+def _shows_live_progress(client: TestClient, run: Path) -> None:
     page = client.get("/runs/live")
     assert page.status_code == 200 and "running: 1 episodes recorded" in page.text
     assert client.get("/api/runs/live/progress").json() == {
-        "run_id": "live", "running": True, "recorded": 1, "success": 1,
+        "run_id": "live", "state": "running", "running": True, "recorded": 1, "success": 1,
     }  # fmt: skip
     with (run / "results.jsonl").open("ab") as out:
         out.write(orjson.dumps(_row(1, False))[:40])  # a row still being written
@@ -67,6 +87,34 @@ def test_a_running_run_shows_its_progress_live(tmp_path: Path) -> None:
     assert "live" in listing and "50.0%" in listing and "running" in listing  # partial TSR
     task = client.get("/runs/live/task", params={"domain": DOMAIN, "task": f"{DOMAIN}-001"})
     assert task.status_code == 200 and "wrong" in task.text and "&quot;invalid&quot;" in task.text
+
+
+def test_a_run_no_runner_holds_shows_as_interrupted_not_running(tmp_path: Path) -> None:
+    client, run = _client(tmp_path)
+    _append(run, _row(0, True), _row(1, False))
+    with _runner_holds(run):
+        assert client.get("/api/runs/live/progress").json()["state"] == "running"
+    # the runner died before its summary: the lock file stays, nobody holds it
+    assert (run / "run.lock").exists()
+    progress = client.get("/api/runs/live/progress").json()
+    assert (progress["state"], progress["running"]) == ("interrupted", False)
+    page = client.get("/runs/live").text
+    assert "data-state='interrupted'" in page and "sopgym run --resume live" in page
+    assert "running:" not in page and "updates live" not in page
+    assert "50.0%" in page  # figures over the recorded episodes
+    row = next(line for line in client.get("/").text.split("<tr>") if "/runs/live" in line)
+    assert "interrupted" in row and "running" not in row
+    summary = summarize(TaskScore(**_row(n, n == 0)["score"]) for n in range(2))
+    (run / "summary.json").write_bytes(orjson.dumps(summary))
+    assert client.get("/api/runs/live/progress").json()["state"] == "finished"
+    assert "data-state='finished'" in client.get("/runs/live").text
+    os.utime(run / "results.jsonl", ns=(time_after(run / "summary.json"),) * 2)
+    assert client.get("/api/runs/live/progress").json()["state"] == "interrupted"  # a resume
+
+
+def time_after(path: Path) -> int:
+    """A modification time (ns) later than ``path``'s."""
+    return path.stat().st_mtime_ns + 1_000_000_000
 
 
 def test_bad_requests_get_clear_answers(tmp_path: Path) -> None:

@@ -1,7 +1,10 @@
-"""Run folders as ``sopgym run`` writes them, read back for ``sopgym runs | show | export``.
+"""Run folders as ``sopgym run`` writes them, read back: the one reader of ``sopgym runs |
+show | export``, ``sopgym view`` and the report's header.
 
 Only the folder's own files are read (``config.json``, ``results.jsonl``, ``summary.json``,
-``run.lock``), so a folder copied from another machine or a Kubernetes volume reads the same.
+``run.lock``, ``traces/``), so a folder copied from another machine or a Kubernetes volume
+reads the same. A :class:`RunFolder` re-reads a file only when its size or modification time
+changed, so a page over a large run stays quick while a run still appends to it.
 """
 
 from __future__ import annotations
@@ -9,18 +12,26 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
+from sopgym.agents import uses_model
 from sopgym.core.jsonio import read_jsonl_prefix
+from sopgym.core.outcomes import outcome as episode_outcome
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.types import JSON
 
 RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
+
+# what a stored summary.json must hold to be trusted (else one of another version: the
+# figures are computed from the results instead)
+SUMMARY_KEYS = frozenset({"tasks", "completed", "ecr", "c_tsr", "tsr", "tool_f1", "errors",
+                          "domains"})  # fmt: skip
 
 
 class RunFolderError(ValueError):
@@ -74,6 +85,16 @@ def results(paths: RunPaths) -> list[JSON]:
     return read_jsonl_prefix(paths.results)
 
 
+def outcome(row: JSON) -> str:
+    """How a recorded episode ended (:func:`sopgym.core.outcomes.outcome`)."""
+    score = row["score"]
+    return episode_outcome(score["completed"], score["success"], score.get("infra_error"))
+
+
+def task_key(row: JSON) -> tuple[str, str, int]:
+    return row["domain"], row["task_id"], int(row.get("trial") or 0)
+
+
 def episode_tokens(row: JSON) -> int | None:
     """Input plus output tokens of the episode's model calls; None where none were recorded
     (a model-free agent, or a provider that reports no usage)."""
@@ -84,6 +105,153 @@ def episode_tokens(row: JSON) -> int | None:
         if call.get(key) is not None
     ]
     return sum(counts) if counts else None
+
+
+def total_tokens(rows: Iterable[JSON]) -> int | None:
+    """The episodes' tokens together; None where no episode recorded any."""
+    counts = [t for t in map(episode_tokens, rows) if t is not None]
+    return sum(counts) if counts else None
+
+
+def describe_config(config: RunConfig) -> str:
+    """The whole config of a run in one line: the run banner, the report and the viewer state
+    what the run measures."""
+    model = config.model if uses_model(config.agent) else "none"
+    parts = [
+        f"agent={config.agent}",
+        f"model={model}" + (f" at {config.base_url}" if config.base_url else ""),
+        f"sop={config.sop_variant}",
+        f"distractors={config.distractors}",
+        f"transport={config.transport}",
+        f"seed={config.seed}",
+        f"trials={config.trials}",
+        f"faults={config.faults or 'none'}",
+        f"trace={'on' if config.trace else 'off'}",
+        f"workers={config.workers}",
+        f"task-timeout={config.task_timeout:g}s",
+        f"tasks={describe_selection(config)}",
+    ]
+    return " ".join(parts)
+
+
+def describe_selection(config: RunConfig) -> str:
+    chosen = []
+    if config.task_ids is not None:
+        ids = config.task_ids
+        chosen.append(",".join(ids) if len(ids) <= 5 else f"{len(ids)} ids")
+    if config.match is not None:
+        chosen.append(f"matching {config.match}")
+    if config.sample is not None:
+        chosen.append(f"sample {config.sample}/domain")
+    if config.limit is not None:
+        chosen.append(f"first {config.limit}/domain")
+    return " ".join(chosen) or "all"
+
+
+def _stamp(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    found = []
+    for path in paths:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
+
+
+_Value = TypeVar("_Value")
+
+
+@dataclass
+class _Cached:
+    stamp: tuple[tuple[str, int, int], ...]
+    value: Any
+
+
+class RunFolder:
+    """One run folder, read lazily and re-read when its files change."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.paths = RunPaths(path)
+        self._cache: dict[str, _Cached] = {}
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    def cached(self, name: str, paths: list[Path], load: Callable[[], _Value]) -> _Value:
+        """``load()``, kept under ``name`` until one of ``paths`` changes (or appears)."""
+        stamp = _stamp(paths)
+        hit = self._cache.get(name)
+        if hit is None or hit.stamp != stamp:
+            hit = self._cache[name] = _Cached(stamp, load())
+        return hit.value
+
+    def config(self) -> JSON:
+        """The stored config as it is ({} when unreadable: the pages still show the rows)."""
+        path = self.paths.config
+
+        def load() -> JSON:
+            data = _json_file(path)
+            return data if isinstance(data, dict) else {}
+
+        return self.cached("config", [path], load)
+
+    def run_config(self) -> RunConfig:
+        """The stored config as a :class:`RunConfig`; :class:`RunFolderError` saying why it
+        is not one."""
+        read_json_object(self.paths.config)  # not JSON, or not an object: says which
+        try:
+            return RunConfig.read(self.paths.config)
+        except ValueError as error:
+            raise RunFolderError(str(error)) from None
+
+    def describe(self) -> str:
+        """:func:`describe_config` of the run, or why its config cannot be read."""
+        try:
+            return describe_config(self.run_config())
+        except (RunFolderError, OSError) as error:
+            return f"config unreadable: {error}"
+
+    def rows(self) -> list[JSON]:
+        """Every recorded episode (:func:`results`)."""
+        return self.cached("rows", [self.paths.results], lambda: results(self.paths))
+
+    def row(self, domain: str, task_id: str, trial: int) -> JSON | None:
+        return next((r for r in self.rows() if task_key(r) == (domain, task_id, trial)), None)
+
+    def state(self) -> str:
+        """:func:`run_state`: running, finished or interrupted."""
+        return run_state(self.paths)
+
+    def summary(self) -> JSON:
+        """The run's summary when it finished; else (running, interrupted, or a summary that
+        is unreadable or of another version) the same figures over the episodes recorded so
+        far, marked ``partial``."""
+        if self.state() == FINISHED:
+            path = self.paths.summary
+            stored = self.cached("summary", [path], lambda: _json_file(path))
+            if isinstance(stored, dict) and stored.keys() >= SUMMARY_KEYS:
+                return stored
+        computed = summarize(TaskScore(**row["score"]) for row in self.rows())
+        return {**computed, "partial": True}
+
+    def created(self) -> str:
+        """When the run started (ISO 8601 UTC): its config's ``created``, or for a run that
+        did not record it when its config was written (written once)."""
+        created = self.config().get("created")
+        if isinstance(created, str):
+            return created
+        path = self.paths.config if self.paths.config.exists() else self.path
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
 
 
 @dataclass
@@ -103,37 +271,23 @@ class RunInfo:
 
 def read_run(root: Path) -> RunInfo:
     """The run in ``root``; :class:`RunFolderError` when its config cannot be read."""
-    paths = RunPaths(root)
-    stored = read_json_object(paths.config)
-    try:
-        config = RunConfig.read(paths.config)
-    except ValueError as error:
-        raise RunFolderError(str(error)) from None
-    rows = results(paths)
-    state = run_state(paths)
-    summary = read_json_object(paths.summary) if state == FINISHED else None
-    if summary is not None:
-        tsr = summary.get("tsr")
-    else:  # running or interrupted: the same figure over what is recorded so far
-        tsr = summarize(TaskScore(**row["score"]) for row in rows)["tsr"] if rows else None
-    tokens = [t for t in map(episode_tokens, rows) if t is not None]
-    task_count = stored.get("task_count")
+    folder = RunFolder(root)
+    config = folder.run_config()
+    rows = folder.rows()
+    summary = folder.summary()
+    partial = bool(summary.get("partial"))
+    task_count = folder.config().get("task_count")
     return RunInfo(
-        run_id=root.name,
-        created=stored.get("created") or _mtime_iso(paths.config),
+        run_id=folder.id,
+        created=folder.created(),
         config=config,
-        state=state,
+        state=folder.state(),
         recorded=len(rows),
         planned=task_count * config.trials if isinstance(task_count, int) else None,
-        tsr=tsr,
-        tsr_partial=summary is None,
-        tokens=sum(tokens) if tokens else None,
+        tsr=summary["tsr"] if rows or not partial else None,
+        tsr_partial=partial,
+        tokens=total_tokens(rows),
     )
-
-
-def _mtime_iso(path: Path) -> str:
-    """When a run that did not record its creation wrote its config (written once)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
 
 
 def list_runs(runs_dir: Path) -> tuple[list[RunInfo], list[tuple[Path, str]]]:

@@ -1,5 +1,5 @@
 """``sopgym runs | show | export``: find a run, read one task's trajectory, export the results;
-and what ``sopgym run`` says about a run's config (its banner, the checks of ``--resume``).
+and the checks of ``sopgym run --resume`` against a run's stored config.
 
 Registered on the main group; heavy imports (pandas, the dataset) happen inside a command.
 """
@@ -33,40 +33,6 @@ _RUNS_DIR = click.option(
     help="The folder of run folders (RUN may also be a run folder's path).",
 )
 CELL_CHARS = 300  # a tool result or argument longer than this is cut in `show` (--full: whole)
-
-
-def describe_config(config: RunConfig) -> str:
-    """The whole config of a run in one line: the run banner states what the run measures."""
-    model = config.model if uses_model(config.agent) else "none"
-    parts = [
-        f"agent={config.agent}",
-        f"model={model}" + (f" at {config.base_url}" if config.base_url else ""),
-        f"sop={config.sop_variant}",
-        f"distractors={config.distractors}",
-        f"transport={config.transport}",
-        f"seed={config.seed}",
-        f"trials={config.trials}",
-        f"faults={config.faults or 'none'}",
-        f"trace={'on' if config.trace else 'off'}",
-        f"workers={config.workers}",
-        f"task-timeout={config.task_timeout:g}s",
-        f"tasks={describe_selection(config)}",
-    ]
-    return " ".join(parts)
-
-
-def describe_selection(config: RunConfig) -> str:
-    chosen = []
-    if config.task_ids is not None:
-        ids = config.task_ids
-        chosen.append(",".join(ids) if len(ids) <= 5 else f"{len(ids)} ids")
-    if config.match is not None:
-        chosen.append(f"matching {config.match}")
-    if config.sample is not None:
-        chosen.append(f"sample {config.sample}/domain")
-    if config.limit is not None:
-        chosen.append(f"first {config.limit}/domain")
-    return " ".join(chosen) or "all"
 
 
 # A `sopgym run` option is part of the run's config when it names a RunConfig field: a resume

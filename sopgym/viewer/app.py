@@ -12,8 +12,10 @@ from fastapi.staticfiles import StaticFiles
 
 from sopgym.core.jsonio import CorruptRow
 from sopgym.core.outcomes import SUCCESS
+from sopgym.orchestration.runs import RUNNING, RunFolder, outcome
 from sopgym.viewer import pages
-from sopgym.viewer.runs import RunCatalog, RunFolder, outcome
+from sopgym.viewer.catalog import RunCatalog
+from sopgym.viewer.traces import episode_traces
 
 STATIC = Path(__file__).parent / "static"
 
@@ -55,7 +57,7 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
         row = found.row(domain, task, trial)
         if row is None:
             return _missing(f"run {run_id} has no episode of {domain}/{task} trial {trial}")
-        trace = found.traces().get(str(row.get("episode_id")))
+        trace = episode_traces(found).get(str(row.get("episode_id")))
         return HTMLResponse(pages.task_page(found, row, trace, jaeger_ui))
 
     @app.get("/compare", response_class=HTMLResponse)
@@ -79,11 +81,12 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
                 },
                 status_code=404,
             )
-        rows = found.rows()
+        rows, state = found.rows(), found.state()
         return JSONResponse(
             {
                 "run_id": found.id,
-                "running": found.running,
+                "state": state,
+                "running": state == RUNNING,
                 "recorded": len(rows),
                 "success": sum(outcome(r) == SUCCESS for r in rows),
             }

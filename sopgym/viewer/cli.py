@@ -56,7 +56,7 @@ def view_command(
     import uvicorn
 
     from sopgym.viewer.app import create_app
-    from sopgym.viewer.runs import RunCatalog
+    from sopgym.viewer.catalog import RunCatalog
 
     app = create_app(RunCatalog(_sources(runs, runs_dir)), jaeger_ui)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

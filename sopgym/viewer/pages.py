@@ -7,7 +7,6 @@ Elements the browser tests look for carry stable ids or ``data-`` attributes (``
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
@@ -20,15 +19,17 @@ from sopgym.core.outcomes import OUTCOMES, SUCCESS
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.evaluation.svg import bar_chart
-from sopgym.types import JSON
-from sopgym.viewer.runs import (
-    ChatTurn,
-    EpisodeTrace,
+from sopgym.orchestration.runs import (
+    INTERRUPTED,
+    RUNNING,
     RunFolder,
+    episode_tokens,
     outcome,
     task_key,
-    tokens,
+    total_tokens,
 )
+from sopgym.types import JSON
+from sopgym.viewer.traces import ChatTurn, EpisodeTrace
 
 Cell = str | tuple[str, str]  # text, or (text, link)
 PLOT_WIDTH = 420  # three plots side by side on a laptop screen
@@ -82,20 +83,12 @@ def task_link(run: RunFolder, row: JSON) -> str:
     return f"/runs/{run.id}/task?{query}"
 
 
-def _config_line(config: JSON) -> str:
-    keys = ("agent", "model", "sop_variant", "distractors", "transport", "seed", "trials")
-    parts = [f"{k}={config[k]}" for k in keys if k in config]
-    if config.get("faults"):
-        parts.append(f"faults={config['faults']}")
-    return ", ".join(parts)
-
-
 def _when(run: RunFolder) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(run.started()))
+    return run.created()[:16].replace("T", " ") + " UTC"
 
 
-def _status(run: RunFolder) -> str:
-    return "running" if run.running else "done"
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 # ---- the runs list ----
@@ -114,8 +107,8 @@ def runs_page(runs: list[RunFolder]) -> str:
                 str(config.get("seed", "?")),
                 f"{len(recorded)}" + ("" if summary.get("partial") else f" / {summary['tasks']}"),
                 pct(summary.get("tsr")),
-                f"{sum(tokens(r) for r in recorded):,}",
-                _status(run),
+                _count(total_tokens(recorded)),
+                run.state(),
             ]
         )
     headers = ["run", "date", "domains", "agent", "model", "seed", "episodes", "TSR",
@@ -148,7 +141,7 @@ def _figures(summary: JSON, recorded: list[JSON]) -> str:
         ("TSR", pct(summary["tsr"])),
         ("tool F1", num(summary["tool_f1"])),
         ("infra errors", str(summary.get("infra_errors", 0))),
-        ("tokens", f"{sum(tokens(r) for r in recorded):,}"),
+        ("tokens", _count(total_tokens(recorded))),
     ]
     cells = "".join(
         f"<div class='figure' data-figure='{escape(k)}'><b>{escape(v)}</b>{escape(k)}</div>"
@@ -211,7 +204,7 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
             str(score.get("calls", 0)),
             num(score.get("tool_f1"), 2),
             num(row.get("elapsed_s"), 2),
-            str(tokens(row)),
+            _count(episode_tokens(row)),
         ]
         search = " ".join([row["task_id"], row["domain"], _calls_text(row), *wrong]).lower()
         body.append(
@@ -277,13 +270,25 @@ def _breakdowns(summary: JSON, recorded: list[JSON]) -> str:
 
 
 def run_page(run: RunFolder) -> str:
-    config, summary, recorded = run.config(), run.summary(), run.rows()
-    progress = (
-        f"<p id='progress' data-run='{escape(run.id)}' data-count='{len(recorded)}' "
-        f"class='live'>running: {len(recorded)} episodes recorded so far (updates live)</p>"
-        if run.running
-        else f"<p id='progress'>done: {len(recorded)} episodes recorded</p>"
-    )
+    summary, recorded = run.summary(), run.rows()
+    state = run.state()
+    if state == RUNNING:
+        progress = (
+            f"<p id='progress' data-run='{escape(run.id)}' data-count='{len(recorded)}' "
+            f"data-state='{state}' class='live'>running: {len(recorded)} episodes recorded so "
+            "far (updates live)</p>"
+        )
+    elif state == INTERRUPTED:
+        progress = (
+            f"<p id='progress' data-state='{state}' class='note'>interrupted: "
+            f"{len(recorded)} episodes recorded, no runner holds the run and its summary "
+            "does not cover them (figures over the recorded episodes; continue it with "
+            f"<code>sopgym run --resume {escape(run.id)}</code>)</p>"
+        )
+    else:
+        progress = (
+            f"<p id='progress' data-state='{state}'>finished: {len(recorded)} episodes recorded</p>"
+        )
     infra = summary.get("infra_failed") or []
     notes = (
         f"<p class='note'>{len(infra)} episodes failed by the infrastructure: left out of "
@@ -293,7 +298,7 @@ def run_page(run: RunFolder) -> str:
         else ""
     )
     body = (
-        f"<p class='config'>{escape(_config_line(config))} · started {escape(_when(run))}</p>"
+        f"<p class='config'>{escape(run.describe())} · started {escape(_when(run))}</p>"
         + progress
         + notes
         + _figures(summary, recorded)
@@ -581,8 +586,8 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
 
     body = (
         f"<p>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
-        f"({escape(_config_line(a.config()))})<br>B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
-        f"({escape(_config_line(b.config()))})</p>"
+        f"({escape(a.describe())})<br>B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
+        f"({escape(b.describe())})</p>"
         f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
         f"{len(only_a)} only in A and {len(only_b)} only in B are listed below, not compared. "
         f"fixed in B: {changes['fixed']}, broken in B: {changes['broken']}.</p>"
