@@ -125,3 +125,26 @@ def test_compare_keeps_trials_apart() -> None:
     task_id = before["per_task"][0]["task_id"]
     deltas = compare.compare(before, after)
     assert deltas["fixed"] == [f"{DOMAIN}/{task_id}#1"] and deltas["broken"] == []
+
+
+def test_compare_counts_only_the_shared_tasks_and_warns_when_the_sets_differ() -> None:
+    before = _solved(untraced_run(3), 0)  # tasks 0-2, task 0 solved: TSR 1/3
+    after = _solved(untraced_run(4), 1)  # tasks 0-3, task 1 solved ...
+    dropped = after["per_task"].pop(0)  # ... without task 0: tasks 1-3, TSR 1/3
+    after.update(metrics(after["per_task"]))
+    assert before["tsr"] == after["tsr"] == 1 / 3  # the whole runs: no change at all
+    deltas = compare.compare(before, after)
+    only_b = after["per_task"][-1]["task_id"]
+    assert deltas["only_a"] == [f"{DOMAIN}/{dropped['task_id']}"]
+    assert deltas["only_b"] == [f"{DOMAIN}/{only_b}"] and deltas["shared"] == 2
+    # over tasks 1 and 2, the ones both scored: A solved none, B one of two
+    assert deltas["overall"]["tsr"] == {"a": 0.0, "b": 0.5, "delta": 0.5}
+    assert deltas["domains"][DOMAIN]["tsr"]["delta"] == 0.5
+    assert deltas["overall"]["ecr"] == {"a": 0.0, "b": 0.5, "delta": 0.5}
+    warning = deltas["warning"]
+    assert "2 episodes in both, 1 only in A, 1 only in B" in warning and "shared" in warning
+    text = compare.to_markdown(deltas, "A", "B")
+    assert f"> **Warning**: {warning}." in text and "| TSR | 0.0% | 50.0% | +50.0% |" in text
+    same = compare.compare(before, before)
+    assert same["warning"] is None and same["overall"]["tsr"]["a"] == before["tsr"]
+    assert "Both runs scored the same 3 episodes." in compare.to_markdown(same, "A", "A")

@@ -252,6 +252,38 @@ def test_the_banner_states_the_whole_config() -> None:
     assert "model=none" in describe_config(RunConfig(domains=["crm"], agent="oracle"))
 
 
+def test_the_report_states_the_whole_config_in_both_formats(tmp_path: Path) -> None:
+    from sopgym.orchestration.runs import RunFolder
+
+    runner = _write_run(tmp_path, "r", 4, summary=True, trace=False, seed=7, distractors=2,
+                        sop_variant="noisy", faults="503=0.1")  # fmt: skip
+    result = _invoke("report", str(runner.paths.root), "--data-root", str(DATA_ROOT))
+    assert result.exit_code == 0, result.output
+    line = RunFolder(runner.paths.root).describe()
+    for part in ("agent=react", "model=scripted:noisy", "sop=noisy", "distractors=2",
+                 "seed=7", "faults=503=0.1", "trace=off", "tasks=first 4/domain"):  # fmt: skip
+        assert part in line, line
+    markdown = (runner.paths.root / "report.md").read_text()
+    html = (runner.paths.root / "report.html").read_text()
+    assert f"Run config: `{line}`" in markdown.split("## ")[0]  # in the header
+    header = html.split("<h2>")[0]
+    assert f"<p id='run-config'>Run config: <code>{line}</code></p>" in header
+
+
+def test_compare_of_runs_over_different_tasks_warns_with_the_counts(tmp_path: Path) -> None:
+    a = _write_run(tmp_path, "a", 4, summary=True, trace=False)
+    b = _write_run(tmp_path, "b", 3, summary=True, trace=False, limit=3)
+    args = ("compare", str(a.paths.root), str(b.paths.root), "--data-root", str(DATA_ROOT))
+    result = _invoke(*args)
+    assert result.exit_code == 0, result.output
+    warning = "3 episodes in both, 1 only in A, 0 only in B"
+    assert warning in result.stderr and warning in result.stdout  # the Markdown says it too
+    # over tasks 0-2 of both (A's whole run, with its fourth task right, has TSR 75%)
+    assert "| TSR | 66.7% | 66.7% | 0.0% |" in result.stdout
+    as_json = orjson.loads(_invoke(*args, "--json").stdout)
+    assert as_json["shared"] == 3 and len(as_json["only_a"]) == 1 and as_json["only_b"] == []
+
+
 # ---- help and list ----
 def _options(command: click.Command, path: str) -> list[tuple[str, click.Option]]:
     found = [(path, p) for p in command.params if isinstance(p, click.Option) and not p.hidden]

@@ -149,14 +149,19 @@ def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> Non
 
 
 def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
-    """Score the run's traces; write eval.json, report.md and report.html beside them."""
-    from sopgym.core.jsonio import dumps, read_jsonl_prefix, write_atomic
+    """Score the run's traces; write eval.json, report.md and report.html beside them, headed
+    by the run's whole config."""
+    from sopgym.core.jsonio import dumps, write_atomic
     from sopgym.evaluation.report import write_reports
+    from sopgym.evaluation.sources import is_run_dir
+    from sopgym.orchestration.runs import RunFolder
 
     result = scored(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
-    recorded = read_jsonl_prefix(run_dir / "results.jsonl")  # the failed tasks' details
-    for path in write_reports(result, run_dir, jaeger_ui, recorded):
+    run = RunFolder(run_dir)
+    recorded = run.rows()  # the failed tasks' details
+    config = run.describe() if is_run_dir(run_dir) else None  # a bare trace store has none
+    for path in write_reports(result, run_dir, jaeger_ui, recorded, config):
         console.print(f"wrote {path}")
 
 
@@ -166,11 +171,14 @@ def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | Non
 @click.option("--json", "as_json", is_flag=True, help="Print the deltas as JSON.")
 @DATA_ROOT
 def compare_command(run_a: Path, run_b: Path, as_json: bool, data_root: Path | None) -> None:
-    """Metric deltas (B - A) overall and per domain, and the tasks that flipped."""
+    """Metric deltas (B - A) overall and per domain over the tasks both runs scored (a warning
+    counts the others), and the tasks that flipped."""
     from sopgym.core.jsonio import dumps
     from sopgym.evaluation.compare import compare, to_markdown
 
     deltas = compare(scored(run_a, data_root), scored(run_b, data_root))
+    if deltas["warning"]:  # stderr: stdout may carry the JSON
+        console.print(f"[yellow]warning[/]: {deltas['warning']}", markup=True)
     if as_json:
         sys.stdout.buffer.write(dumps(deltas) + b"\n")
     else:

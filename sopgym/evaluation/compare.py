@@ -1,8 +1,9 @@
 """``sopgym compare``: what changed between two evaluations (B minus A), overall, per domain,
-and task by task (which tasks were fixed, which broke)."""
+and task by task (which tasks were fixed, which broke), over the episodes both scored."""
 
 from __future__ import annotations
 
+from sopgym.evaluation.evaluator import metrics
 from sopgym.evaluation.report import num, pct
 from sopgym.types import JSON
 
@@ -26,12 +27,12 @@ METRICS = [
 ]
 
 
-def _value(metrics: JSON | None, key: str) -> float | None:
-    if metrics is None:
+def _value(figures: JSON | None, key: str) -> float | None:
+    if figures is None:
         return None
     if key == "latency_p50":
-        return metrics["latency_s"]["p50"]
-    return metrics.get(key)
+        return figures["latency_s"]["p50"]
+    return figures.get(key)
 
 
 def deltas(a: JSON | None, b: JSON | None) -> JSON:
@@ -47,12 +48,19 @@ def deltas(a: JSON | None, b: JSON | None) -> JSON:
 
 
 def compare(a: JSON, b: JSON) -> JSON:
-    """Deltas of two evaluation results, plus per-task success flips (per trial where a run
-    made several: ``domain/task#trial``)."""
-    domains = sorted(set(a["domains"]) | set(b["domains"]))
+    """Deltas of two evaluation results over the episodes both scored (per trial where a run
+    made several: ``domain/task#trial``), overall and per domain, plus per-task success
+    flips; the episodes only one run has are listed, and ``warning`` says so (None when
+    both scored the same episodes)."""
     rows_a = {_key(r): r for r in a["per_task"]}
     rows_b = {_key(r): r for r in b["per_task"]}
     common = sorted(set(rows_a) & set(rows_b))
+    only_a, only_b = sorted(set(rows_a) - set(rows_b)), sorted(set(rows_b) - set(rows_a))
+    shared_a, shared_b = [rows_a[k] for k in common], [rows_b[k] for k in common]
+    domains = sorted({row["domain"] for row in shared_a})
+
+    def of(rows: list[JSON], domain: str) -> list[JSON]:
+        return [row for row in rows if row["domain"] == domain]
 
     def success(row: JSON) -> bool:
         return bool(row["score"]["success"])
@@ -60,13 +68,24 @@ def compare(a: JSON, b: JSON) -> JSON:
     return {
         "a": a["source"],
         "b": b["source"],
-        "overall": deltas(a, b),
-        "domains": {d: deltas(a["domains"].get(d), b["domains"].get(d)) for d in domains},
+        "shared": len(common),
+        "warning": _different_tasks(len(common), len(only_a), len(only_b)),
+        "overall": deltas(metrics(shared_a), metrics(shared_b)),
+        "domains": {d: deltas(metrics(of(shared_a, d)), metrics(of(shared_b, d))) for d in domains},
         "fixed": [k for k in common if success(rows_b[k]) and not success(rows_a[k])],
         "broken": [k for k in common if success(rows_a[k]) and not success(rows_b[k])],
-        "only_a": sorted(set(rows_a) - set(rows_b)),
-        "only_b": sorted(set(rows_b) - set(rows_a)),
+        "only_a": only_a,
+        "only_b": only_b,
     }
+
+
+def _different_tasks(shared: int, only_a: int, only_b: int) -> str | None:
+    if not only_a and not only_b:
+        return None
+    return (
+        f"the runs scored different tasks: {shared} episodes in both, {only_a} only in A, "
+        f"{only_b} only in B; every delta is over the {shared} shared episodes only"
+    )
 
 
 def _key(row: JSON) -> str:
@@ -83,11 +102,15 @@ def _fmt(value: float | None, rate: bool, signed: bool = False) -> str:
 
 def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
     lines = [f"# compare: A = {name_a}, B = {name_b}", ""]
+    if result["warning"]:
+        lines += [f"> **Warning**: {result['warning']}.", ""]
+    else:
+        lines += [f"Both runs scored the same {result['shared']} episodes.", ""]
     sections = [("overall", result["overall"]), *result["domains"].items()]
-    for title, metrics in sections:
+    for title, figures in sections:
         lines += [f"## {title}", "", "| metric | A | B | B - A |", "|---|---|---|---|"]
         for key, label, rate in METRICS:
-            m = metrics[key]
+            m = figures[key]
             lines.append(
                 f"| {label} | {_fmt(m['a'], rate)} | {_fmt(m['b'], rate)} | "
                 f"{_fmt(m['delta'], rate, signed=True)} |"

@@ -255,6 +255,9 @@ def two_stage_table(found: JSON) -> Table:
 
 
 # ---- renderers ----
+RUN_CONFIG_LABEL = "Run config"
+
+
 def _text(cell: Cell) -> str:
     return cell[0] if isinstance(cell, tuple) else cell
 
@@ -264,8 +267,16 @@ def _md_cell(cell: Cell) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(result: JSON, jaeger_ui: str | None = None, recorded: Sequence[JSON] = ()) -> str:
-    head = [f"# sopgym evaluation: {result['source']}", "", _provenance(result), ""]
+def markdown(
+    result: JSON,
+    jaeger_ui: str | None = None,
+    recorded: Sequence[JSON] = (),
+    run_config: str | None = None,
+) -> str:
+    head = [f"# sopgym evaluation: {result['source']}", ""]
+    if run_config is not None:
+        head += [f"{RUN_CONFIG_LABEL}: `{run_config}`", ""]
+    head += [_provenance(result), ""]
     body = [markdown_table(t) for t in tables(result, jaeger_ui)]
     return "\n".join([*head, *body, drilldown_markdown(recorded)])
 
@@ -305,7 +316,12 @@ th{background:#f0f0f0} .plots{display:flex;flex-wrap:wrap;gap:16px}
 """
 
 
-def html(result: JSON, jaeger_ui: str | None = None, recorded: Sequence[JSON] = ()) -> str:
+def html(
+    result: JSON,
+    jaeger_ui: str | None = None,
+    recorded: Sequence[JSON] = (),
+    run_config: str | None = None,
+) -> str:
     latencies = [v for r in result["per_task"] for v in r["tool_latency_ms"]]
     plots = [
         bar_chart(
@@ -319,10 +335,15 @@ def html(result: JSON, jaeger_ui: str | None = None, recorded: Sequence[JSON] = 
         percentile_chart(latencies, "Tool-call latency at the gateway"),
     ]
     body = "".join(html_table(t) for t in tables(result, jaeger_ui))
+    config = (
+        f"<p id='run-config'>{RUN_CONFIG_LABEL}: <code>{escape(run_config)}</code></p>"
+        if run_config is not None
+        else ""
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
-        f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>"
+        f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>{config}"
         f"<p>{escape(_provenance(result))}</p>"
         f"<div class='plots'>{''.join(plots)}</div>{body}{drilldown_html(recorded)}</body></html>"
     )
@@ -342,13 +363,18 @@ def _provenance(result: JSON) -> str:
 
 
 def write_reports(
-    result: JSON, folder: Path, jaeger_ui: str | None = None, recorded: Sequence[JSON] = ()
+    result: JSON,
+    folder: Path,
+    jaeger_ui: str | None = None,
+    recorded: Sequence[JSON] = (),
+    run_config: str | None = None,
 ) -> list[Path]:
     """report.md and report.html; ``recorded``: the run's results rows, for the drill-down
-    into its failed tasks."""
+    into its failed tasks; ``run_config``: the run's whole config in one line
+    (:func:`sopgym.orchestration.runs.describe_config`), stated in the header."""
     paths = [folder / "report.md", folder / "report.html"]
-    write_atomic(paths[0], markdown(result, jaeger_ui, recorded).encode())
-    write_atomic(paths[1], html(result, jaeger_ui, recorded).encode())
+    write_atomic(paths[0], markdown(result, jaeger_ui, recorded, run_config).encode())
+    write_atomic(paths[1], html(result, jaeger_ui, recorded, run_config).encode())
     return paths
 
 
