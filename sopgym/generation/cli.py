@@ -40,7 +40,12 @@ _STATUS = {
     "bedrock:<id>, or replay:<cassette folder> (recorded answers, offline).",
 )
 @click.option("--base-url", default=None, help="The model API's URL, e.g. http://host:8000/v1.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the stages' artifacts and the pack (pack/); rerun with it to resume.",
+)
 @click.option(
     "--name", default=None, help="The pack's name after generated/ (default: from the task)."
 )
