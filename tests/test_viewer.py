@@ -29,9 +29,9 @@ from sopgym.observability.task_spans import SPAN_NAME
 from tests.helpers import DATA_ROOT
 
 DOMAIN = "patient_intake"
-# seed 1 of the noisy profile: patient_intake-004 makes a type error and answers one field
-# wrong, among successes (the run's other mistakes are recovered from)
-RUN = ["--agent", "fc", "--model", "scripted:noisy", "--seed", "1", "--data-root", str(DATA_ROOT)]
+# seed 4 of the noisy profile: three of the first six tasks fail, patient_intake-003 with a
+# refused call among its steps (the run's other mistakes are recovered from)
+RUN = ["--agent", "fc", "--model", "scripted:noisy", "--seed", "4", "--data-root", str(DATA_ROOT)]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.slow  # two real runs (about 10 s on a quiet machine) and a browser
 
