@@ -215,12 +215,15 @@ def test_report_of_an_untraced_run_has_its_summary_figures_and_drilldown(
         assert evaluated[key] == summary[key], key
     markdown = (copied / "report.md").read_text()
     assert "results.jsonl" in markdown and f"| {summary['tsr']:.1%} |" in markdown
-    failed = next(r for r in _rows(copied) if not r["score"]["success"])
-    field = next(f for f, ok in failed["score"]["fields"].items() if not ok)
-    expected = orjson.dumps(failed["gold_outputs"][field]).decode()
-    given = orjson.dumps(failed["outputs"][field]).decode()
+    failed = [r for r in _rows(copied) if not r["score"]["success"]]
+    wrong = next(r for r in failed if not all(r["score"]["fields"].values()))
+    field = next(f for f, ok in wrong["score"]["fields"].items() if not ok)
+    expected = orjson.dumps(wrong["gold_outputs"][field]).decode()
+    given = orjson.dumps(wrong["outputs"][field]).decode()
     assert f"wrong `{field}`: expected `{expected}`, given `{given}`" in markdown
-    refused = next(c for c in failed["trajectory"]["calls"] if c["error_code"])
+    with_refusal = next(r for r in failed if any(c["error_code"] for c in r["trajectory"]["calls"]))
+    refused = next(c for c in with_refusal["trajectory"]["calls"] if c["error_code"])
     call = f"{refused['name']}({orjson.dumps(refused['arguments']).decode()}) → "
     assert call + refused["error_code"] in markdown
-    assert "<details><summary>" + failed["task_id"] in (copied / "report.html").read_text()
+    html = (copied / "report.html").read_text()
+    assert all("<details><summary>" + r["task_id"] in html for r in failed)
