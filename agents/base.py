@@ -18,6 +18,7 @@ class AgentContext:
     deadline: float | None = None  # time.monotonic() by which the task must end
     usage: list[JSON] = field(default_factory=list)  # per-LLM-call records, filled by agents
     seed: int | None = None  # the trial's seed, sent with every model call that takes one
+    answered_without_tools: bool = False  # the model answered before any tool call
 
 
 class Agent(Protocol):

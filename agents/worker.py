@@ -87,6 +87,7 @@ def _run_episode(
         report["traceback"] = traceback.format_exc(limit=5)
     report["elapsed_s"] = round(time.monotonic() - started, 4)
     report["llm_calls"] = context.usage
+    report["answered_without_tools"] = context.answered_without_tools
     return report
 
 
@@ -156,7 +157,9 @@ def serve(
                 job = parse_job(line)
             except ValueError as error:  # a hand-fed worker answers a bad line and goes on
                 report: JSON = {
-                    "task_id": None, "status": "failed", "error": f"invalid job: {error}"
+                    "task_id": None,
+                    "status": "failed",
+                    "error": f"invalid job: {error}",
                 }
             else:
                 report = run_job(agent, client, job, task_timeout, agent_options.get("model"))

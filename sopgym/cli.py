@@ -16,6 +16,7 @@ from rich.table import Column, Table
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
+from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.importers.cli import audit_group, import_group
@@ -187,6 +188,14 @@ def list_domains(details: bool, data_root: Path | None) -> None:
     help="Inject faults at the gateway, e.g. 'latency=exp:20ms,429=0.05,503=0.05,timeout=0.01,"
     "drop=0.02,lookup_patient:503=0.5' (see docs/reliability.md).",
 )
+@agent_option_flags
+@click.option(
+    "--prices",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A JSON price table (USD per million input/output tokens per model) for the "
+    "summary's LLM cost estimate.",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
@@ -208,6 +217,8 @@ def run(
     trials: int,
     seed: int,
     faults: str | None,
+    prices: Path | None,
+    **agent_flags: Any,
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
@@ -215,6 +226,7 @@ def run(
 
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
+    agent_options = collect_agent_options(agent_flags)
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -223,6 +235,10 @@ def run(
             config = RunConfig.read(run_dir / "config.json")
         except ValueError as error:
             raise click.UsageError(str(error)) from None
+        if agent_options:  # the recorded run is what a resume finishes
+            raise click.UsageError(
+                "agent options are recorded with the run (config.json); a resume keeps them"
+            )
     else:
         try:
             names = select_domains(list(domains) or [DEFAULT_DOMAIN])
@@ -259,6 +275,8 @@ def run(
             trials=trials,
             seed=seed,
             faults=faults,
+            agent_options=agent_options,
+            prices=str(prices) if prices else None,
         )
         run_dir = runs_dir / (run_id or new_run_id())
         if (run_dir / "config.json").exists():
@@ -461,6 +479,7 @@ def gateway(
         if not sep or not url.startswith("http"):
             raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
         urls[name] = url.rstrip("/")
+
     def waiting(domain: str, url: str, why: str) -> None:
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 

@@ -61,6 +61,7 @@ class RunConfig:
     trials: int = 1  # times every task runs
     seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
     faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
+    prices: str | None = None  # a price table file: the summary's LLM cost estimate
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
