@@ -157,9 +157,7 @@ def serve(
                 job = parse_job(line)
             except ValueError as error:  # a hand-fed worker answers a bad line and goes on
                 report: JSON = {
-                    "task_id": None,
-                    "status": "failed",
-                    "error": f"invalid job: {error}",
+                    "task_id": None, "status": "failed", "error": f"invalid job: {error}"
                 }
             else:
                 report = run_job(agent, client, job, task_timeout, agent_options.get("model"))
