@@ -46,6 +46,7 @@ from sopgym.core.answers import (
 )
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task
+from sopgym.orchestration.steps import log_step
 
 
 class StepLimitExceeded(RuntimeError):
@@ -144,26 +145,33 @@ class Run:
             raise StepLimitExceeded(f"step limit of {self.limits.max_steps} model turns reached")
         self.steps += 1
         # through the module, so a wrapper installed on llm.invoke_model (tracing) applies
-        return model_calls.invoke_model(
-            self.llm,
-            messages,
-            self.context,
-            tools=self.tools if tools else None,
-            stop=stop,
-            purpose=purpose,
-        )
+        recorded = len(self.context.usage)
+        try:
+            return model_calls.invoke_model(
+                self.llm,
+                messages,
+                self.context,
+                tools=self.tools if tools else None,
+                stop=stop,
+                purpose=purpose,
+            )
+        finally:
+            if len(self.context.usage) > recorded:  # the turn's record, failed calls included
+                log_step(self.task.id, self.steps, self.context.usage[-1])
 
     def watch_reply(self, text: str) -> None:
         """A reply that neither called a tool nor answered readably: the same one again is
         warned about, and stopped at the limit."""
-        self._last_reply = self._watch(self._last_reply, text.strip(), "the same unusable reply")
+        self._last_reply = self._watch(
+            self._last_reply, text.strip(), "wrote the same unusable reply"
+        )
 
     def _watch(self, last: tuple[str, int], signature: str, what: str) -> tuple[str, int]:
         """Count ``signature`` repeating in a row: from the second time the model is warned
         (:attr:`notes`), at :attr:`Limits.max_repeats` the agent stops."""
         times = last[1] + 1 if signature == last[0] else 1
         if times >= self.limits.max_repeats:
-            raise RepeatedAction(f"the model wrote {what} {times} times in a row; stopped")
+            raise RepeatedAction(f"the model {what} {times} times in a row; stopped")
         if times >= 2:
             self.notes.append(repeat_warning(what, times))
         return signature, times
@@ -196,7 +204,7 @@ class Run:
                     option=orjson.OPT_SORT_KEYS,
                     default=str,
                 ).decode()
-                what = f"the same failing call to {request.name}"
+                what = f"made the same failing call to {request.name}"
                 self._last_failure = self._watch(self._last_failure, signature, what)
         return outcomes
 

@@ -88,7 +88,7 @@ def build_chat_model(
             temperature=temperature,
             timeout=timeout,
             max_retries=0,
-            max_tokens=max_tokens,
+            max_completion_tokens=max_tokens,  # the field's wire name (max_tokens is deprecated)
             http_client=traced_http_client(timeout),  # W3C trace context to the model server
             **options,
         )

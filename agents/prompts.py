@@ -170,7 +170,7 @@ def use_tools_request(output_schema: JSON) -> str:
 def repeat_warning(what: str, times: int) -> str:
     """After the model repeated itself: what it did, and what to do instead."""
     return (
-        f"Warning: you have now written {what} {times} times in a row, and it got the same "
+        f"Warning: you have now {what} {times} times in a row, and it got the same "
         "result each time. Repeating it will not change that. Read the error, then change the "
         "arguments it names, call a different tool, or give the final answer if the "
         "procedure is done."

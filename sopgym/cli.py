@@ -27,6 +27,7 @@ from sopgym.orchestration.scaleout import (
     shard_options,
     worker_metrics,
 )
+from sopgym.orchestration.steps import STEP_PREFIX, StepFollower
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
 from sopgym.validation import PORT, SECONDS, fault_spec, run_name
@@ -227,6 +228,13 @@ def run(
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
     agent_options = collect_agent_options(agent_flags)
+    if prices is not None:
+        from sopgym.evaluation.llm_usage import PriceTableError, read_prices
+
+        try:
+            read_prices(prices)
+        except PriceTableError as error:
+            raise click.BadParameter(str(error), param_hint="--prices") from None
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -298,15 +306,25 @@ def run(
     )
     try:
         with _progress() as bar:
-            handle = bar.add_task("tasks", total=len(todo), tsr="")
+            handle = bar.add_task("tasks", total=len(todo), tsr="", step="")
             solved = [0, 0]
 
             def on_result(row: dict) -> None:
                 solved[0] += 1
                 solved[1] += bool(row["score"]["success"])
                 bar.update(handle, advance=1, tsr=f"success {solved[1]}/{solved[0]}")
+                if not console.is_terminal:  # a log or CI: one line per task as it ends
+                    console.print(f"done task={row['task_id']} status={row['status']} "
+                                  f"success={row['score']['success']}", markup=False)  # fmt: skip
 
-            summary = runner.execute(tasks, on_result)
+            def on_step(line: str) -> None:  # a model turn in flight somewhere
+                if console.is_terminal:
+                    bar.update(handle, step=line.removeprefix(STEP_PREFIX)[:60])
+                else:
+                    console.print(line, markup=False, soft_wrap=True)
+
+            with StepFollower(runner.paths.logs, on_step):
+                summary = runner.execute(tasks, on_result)
     except KeyboardInterrupt:
         stopped = len(runner.interrupted)
         console.print(
@@ -375,6 +393,7 @@ def _progress() -> Progress:
         MofNCompleteColumn(),
         TextColumn("{task.fields[tsr]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[step]}"),
         console=console,
     )
 
@@ -642,7 +661,8 @@ def model_server(
     injection_log: Path | None,
     data_root: Path | None,
 ) -> None:
-    """Serve the scripted model: an offline OpenAI-compatible Chat Completions endpoint."""
+    """Serve the scripted model offline: OpenAI Chat Completions, Anthropic Messages and Bedrock
+    Converse endpoints."""
     from sopgym.services.model.app import create_app
     from sopgym.services.model.profiles import ProfileError, parse_profile
 

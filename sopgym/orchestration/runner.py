@@ -36,6 +36,7 @@ from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
@@ -388,6 +389,10 @@ class Runner:
             options["base_url"] = base_url
         return options
 
+    def prices(self) -> JSON | None:
+        """The run's price table (``--prices``), read when the summary is written."""
+        return read_prices(Path(self.config.prices)) if self.config.prices else None
+
     def _score(
         self, admin: GatewayClient, admin_token: str, task: Task, trial: int, report: JSON
     ) -> JSON:
@@ -405,6 +410,7 @@ class Runner:
         gold = domain_data.gold[task.id]
         infra = report.get("error") or "failed" if report.get("status") == INFRA_ERROR else None
         score = score_episode(domain_data.domain, task, trajectory, gold, infra)
+        score.answered_without_tools = bool(report.get("answered_without_tools"))
         return {
             "task_id": task.id,
             "trial": trial,
@@ -457,6 +463,7 @@ class Runner:
             "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
+            "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
         }
         write_atomic(self.paths.summary, dumps(summary))
         return summary
