@@ -129,9 +129,7 @@ def figures(rows: list[JSON], wall_s: float) -> JSON:
         if scored
         else None,
         "tool_f1": round(statistics.mean(f1), 3) if f1 else None,
-        "answered_without_tools": sum(
-            bool(r["score"].get("answered_without_tools")) for r in rows
-        ),
+        "answered_without_tools": sum(bool(r["score"].get("answered_without_tools")) for r in rows),
         "tool_calls": sum(int(r["score"].get("calls") or 0) for r in rows),
         "model_calls": len(calls),
         "s_per_step": round(episode_s / len(calls), 2) if calls else None,
