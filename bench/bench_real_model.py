@@ -153,14 +153,17 @@ def main() -> None:
     parser.add_argument("--run-option", action="append", default=[], help="extra run flags")
     parser.add_argument("--label", default="", help="a name for these figures (before/after)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures (JSON)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here")
     args = parser.parse_args()
     report: JSON = {"label": args.label, "model": args.model, "base_url": args.base_url}
     report["server_alone"] = server_alone(args.base_url, args.model)
     print(f"server alone: {report['server_alone']}", flush=True)
     report["agents"] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-real-model-") as folder:
+    with tempfile.TemporaryDirectory(prefix="bench-real-model-") as scratch:
+        folder = args.runs_dir or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
         for agent in args.agents.split(","):
-            result = report["agents"][agent] = run_agent(args, agent, Path(folder))
+            result = report["agents"][agent] = run_agent(args, agent, folder)
             print(f"{args.label} {agent}: {result}", flush=True)
     if args.out:
         args.out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
