@@ -98,7 +98,7 @@ def invoke_model(
     while True:
         _check_deadline(context)
         attempt += 1
-        if takes_timeout(llm.spec):
+        if context.deadline is not None and takes_timeout(llm.spec):  # else: the client's own
             kwargs["timeout"] = request_timeout(llm, context)
         try:
             message = runnable.invoke(list(messages), **kwargs)
