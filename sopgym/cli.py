@@ -498,7 +498,6 @@ def gateway(
         if not sep or not url.startswith("http"):
             raise click.UsageError(f"--service takes DOMAIN=URL, got {item!r}")
         urls[name] = url.rstrip("/")
-
     def waiting(domain: str, url: str, why: str) -> None:
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
