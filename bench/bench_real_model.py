@@ -154,10 +154,14 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a name for these figures (before/after)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures (JSON)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here")
+    parser.add_argument(
+        "--no-server-alone", action="store_true", help="skip measuring the server alone"
+    )
     args = parser.parse_args()
     report: JSON = {"label": args.label, "model": args.model, "base_url": args.base_url}
-    report["server_alone"] = server_alone(args.base_url, args.model)
-    print(f"server alone: {report['server_alone']}", flush=True)
+    if not args.no_server_alone:
+        report["server_alone"] = server_alone(args.base_url, args.model)
+        print(f"server alone: {report['server_alone']}", flush=True)
     report["agents"] = {}
     with tempfile.TemporaryDirectory(prefix="bench-real-model-") as scratch:
         folder = args.runs_dir or Path(scratch)
