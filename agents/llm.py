@@ -105,6 +105,16 @@ def invoke_model(
             break
         except Exception as error:
             delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
+            if (
+                is_timeout(error)
+                and kwargs.get("timeout", llm.request_timeout) < llm.request_timeout
+            ):
+                # the wait was cut to the task's deadline: the task ran out of time, as it would
+                # have without a model call in flight; not the endpoint failing
+                _record(llm, context, purpose, started, attempt, None, error)
+                raise DeadlineExceeded(
+                    "task wall-clock limit reached waiting for the model"
+                ) from error
             # a slow server stays slow: a timed-out request is tried once more, not retries times
             timeouts += is_timeout(error)
             if (

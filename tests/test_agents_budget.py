@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from sopgym.agents.base import AgentContext
 from sopgym.agents.graph import RepeatedAction
-from sopgym.agents.llm import LLM, ModelUnreachable, request_timeout
+from sopgym.agents.llm import LLM, DeadlineExceeded, ModelUnreachable, request_timeout
 from sopgym.agents.models import parse_model_spec
 from sopgym.agents.options import collect_agent_options, parse_agent_option
 from sopgym.agents.plan import read_plan
@@ -129,10 +129,14 @@ def test_a_timed_out_request_is_retried_once_within_the_deadline() -> None:
     agent.llm = llm
     context = AgentContext(deadline=time.monotonic() + 30)
     assert 29 < request_timeout(llm, context) <= 30  # cut to the task's deadline
+    with pytest.raises(DeadlineExceeded):  # the task's time ran out, not the endpoint
+        agent.solve(Task("t-1", "fake", {"id": "R1"}), FakeEpisode([]), context)
+    assert chat.timeouts == [pytest.approx(30, abs=1)] and context.usage[-1]["attempts"] == 1
+    llm.request_timeout = 5  # well within the deadline: the endpoint is slow, retried once
+    chat.timeouts.clear()
     with pytest.raises(ModelUnreachable):
         agent.solve(Task("t-1", "fake", {"id": "R1"}), FakeEpisode([]), context)
-    assert len(chat.timeouts) == 2 and all(t <= 30 for t in chat.timeouts)
-    assert context.usage[-1]["attempts"] == 2
+    assert chat.timeouts == [5, 5] and context.usage[-1]["attempts"] == 2
 
 
 def test_agent_options_parse_and_refuse_clearly() -> None:
