@@ -6,6 +6,7 @@ clients themselves run against a live server in tests/test_agents_providers.py (
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -57,7 +58,7 @@ def test_bedrock_converse_round_trip_a_tool_call(client: TestClient, case: tuple
     system, opening, tools = case
     specs = [{"toolSpec": {"name": t["name"], "description": t["description"],
                            "inputSchema": {"json": t["input_schema"]}}} for t in tools]  # fmt: skip
-    body = {"system": [{"text": system}], "toolConfig": {"tools": specs},
+    body: dict[str, Any] = {"system": [{"text": system}], "toolConfig": {"tools": specs},
             "messages": [{"role": "user", "content": [{"text": opening}]}],
             "inferenceConfig": {"maxTokens": 512, "temperature": 0}}  # fmt: skip
     first = client.post("/model/some.model-v1%3A0/converse", json=body).json()
