@@ -19,6 +19,7 @@ class AgentContext:
     usage: list[JSON] = field(default_factory=list)  # per-LLM-call records, filled by agents
     seed: int | None = None  # the trial's seed, sent with every model call that takes one
     episode_id: str | None = None  # once opened: names the conversation on chat spans
+    answered_without_tools: bool = False  # the model answered before any tool call
 
 
 class Agent(Protocol):

@@ -27,17 +27,26 @@ from langgraph.graph import END, StateGraph
 from sopgym.agents import llm as model_calls
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.llm import LLM, DeadlineExceeded
+from sopgym.agents.options import default
 from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
     case_message,
     final_request,
     observation,
+    repeat_warning,
     tool_free_prompt,
+    use_tools_request,
 )
 from sopgym.client import Episode
-from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer, message_action_spec
+from sopgym.core.answers import (
+    MESSAGE_ACTION,
+    declared_final_answer,
+    extract_final_answer,
+    message_action_spec,
+)
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task
+from sopgym.orchestration.steps import log_step
 
 
 class StepLimitExceeded(RuntimeError):
@@ -48,11 +57,18 @@ class NoFinalAnswer(RuntimeError):
     """The model stopped without an answer we could read, even after being asked again."""
 
 
+class RepeatedAction(RuntimeError):
+    """The model kept making the same failing call, or writing the same reply, after being
+    told: the agent stops rather than burn the rest of the step budget."""
+
+
 @dataclass(frozen=True)
 class Limits:
-    max_steps: int = 40  # model turns per task
-    max_nudges: int = 2  # "give the final answer" reminders
-    max_replans: int = 6  # plan agent only
+    max_steps: int = default("max_steps")  # model turns per task
+    max_nudges: int = default("max_nudges")  # "give the final answer" reminders
+    max_replans: int = default("max_replans")  # plan agent only
+    corrective_turns: int = default("corrective_turns")  # "use the tools" after a tool-less answer
+    max_repeats: int = default("max_repeats")  # identical failing calls/replies before stopping
 
 
 @dataclass
@@ -96,6 +112,11 @@ class Run:
     limits: Limits
     tools: list[JSON] = field(default_factory=list)  # OpenAI-style function specs
     steps: int = 0
+    tool_calls: int = 0  # calls made (refused ones included)
+    corrections: int = 0  # "use the tools" turns given
+    notes: list[str] = field(default_factory=list)  # warnings for the model's next turn
+    _last_failure: tuple[str, int] = ("", 0)  # (signature, times in a row)
+    _last_reply: tuple[str, int] = ("", 0)
 
     @property
     def dialogue(self) -> bool:
@@ -124,14 +145,40 @@ class Run:
             raise StepLimitExceeded(f"step limit of {self.limits.max_steps} model turns reached")
         self.steps += 1
         # through the module, so a wrapper installed on llm.invoke_model (tracing) applies
-        return model_calls.invoke_model(
-            self.llm,
-            messages,
-            self.context,
-            tools=self.tools if tools else None,
-            stop=stop,
-            purpose=purpose,
+        recorded = len(self.context.usage)
+        try:
+            return model_calls.invoke_model(
+                self.llm,
+                messages,
+                self.context,
+                tools=self.tools if tools else None,
+                stop=stop,
+                purpose=purpose,
+            )
+        finally:
+            if len(self.context.usage) > recorded:  # the turn's record, failed calls included
+                log_step(self.task.id, self.steps, self.context.usage[-1])
+
+    def watch_reply(self, text: str) -> None:
+        """A reply that neither called a tool nor answered readably: the same one again is
+        warned about, and stopped at the limit."""
+        self._last_reply = self._watch(
+            self._last_reply, text.strip(), "wrote the same unusable reply"
         )
+
+    def _watch(self, last: tuple[str, int], signature: str, what: str) -> tuple[str, int]:
+        """Count ``signature`` repeating in a row: from the second time the model is warned
+        (:attr:`notes`), at :attr:`Limits.max_repeats` the agent stops."""
+        times = last[1] + 1 if signature == last[0] else 1
+        if times >= self.limits.max_repeats:
+            raise RepeatedAction(f"the model {what} {times} times in a row; stopped")
+        if times >= 2:
+            self.notes.append(repeat_warning(what, times))
+        return signature, times
+
+    def take_notes(self) -> list[BaseMessage]:
+        notes, self.notes = self.notes, []
+        return [HumanMessage(note) for note in notes]
 
     def call_tools(self, requests: list[ToolRequest]) -> list[ToolOutcome]:
         """Each request goes to the gateway as is, unknown names included, so the trajectory
@@ -147,7 +194,18 @@ class Run:
                 result = self.episode.message(content)
             else:
                 result = self.episode.call(request.name, request.arguments, request.id)
+            self.tool_calls += 1
             outcomes.append(ToolOutcome(request, result.ok, result.status, result.content))
+            if result.ok:
+                self._last_failure = ("", 0)
+            else:
+                signature = orjson.dumps(
+                    [request.name, request.arguments, result.content],
+                    option=orjson.OPT_SORT_KEYS,
+                    default=str,
+                ).decode()
+                what = f"made the same failing call to {request.name}"
+                self._last_failure = self._watch(self._last_failure, signature, what)
         return outcomes
 
 
@@ -206,15 +264,25 @@ class GraphAgent:
         self,
         model: str = "scripted",
         base_url: str | None = None,
-        max_steps: int = Limits.max_steps,
-        max_replans: int = Limits.max_replans,
-        temperature: float | None = 0.0,
-        request_timeout: float = 120.0,
-        retries: int = 4,
+        max_steps: int = default("max_steps"),
+        max_replans: int = default("max_replans"),
+        temperature: float | None = default("temperature"),
+        request_timeout: float = default("request_timeout"),
+        retries: int = default("retries"),
+        max_tokens: int | None = default("max_tokens"),
+        max_nudges: int = default("max_nudges"),
+        corrective_turns: int = default("corrective_turns"),
+        max_repeats: int = default("max_repeats"),
         **_: Any,
     ) -> None:
-        self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries)
-        self.limits = Limits(max_steps=max_steps, max_replans=max_replans)
+        self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries, max_tokens)
+        self.limits = Limits(
+            max_steps=max_steps,
+            max_nudges=max_nudges,
+            max_replans=max_replans,
+            corrective_turns=corrective_turns,
+            max_repeats=max_repeats,
+        )
         self.graph = self.build(StateGraph(State)).compile()
 
     # ---- what subclasses provide ----
@@ -267,14 +335,28 @@ class GraphAgent:
         return [HumanMessage("\n".join(observation(o.content) for o in outcomes))]
 
     def tools_node(self, state: State, config: RunnableConfig) -> dict[str, Any]:
-        outcomes = run_of(config).call_tools(state.get("pending") or [])
-        return {"messages": self.render_outcomes(outcomes), "pending": [], "outcomes": outcomes}
+        run = run_of(config)
+        outcomes = run.call_tools(state.get("pending") or [])
+        messages = [*self.render_outcomes(outcomes), *run.take_notes()]
+        return {"messages": messages, "pending": [], "outcomes": outcomes}
 
     def conclude(self, state: State, text: str, run: Run) -> dict[str, Any]:
-        """Read the final answer from ``text``; without one, remind the model (a few times)."""
-        final = extract_final_answer(text, run.fields)
+        """Read the final answer from ``text``, in its declared form only; without one, remind
+        the model (a few times). An answer before any tool call in an episode with tools is
+        flagged (``answered_without_tools``) and, for :attr:`Limits.corrective_turns` turns,
+        answered with a request to work through the tools instead."""
+        final = declared_final_answer(text, run.fields)
+        if run.tool_calls == 0 and (final is not None or extract_final_answer(text, run.fields)):
+            run.context.answered_without_tools = True
+            if run.corrections < run.limits.corrective_turns:
+                run.corrections += 1
+                return {"messages": [HumanMessage(use_tools_request(run.episode.output_schema))]}
         if final is not None:
             return {"final": final}
+        run.watch_reply(text)
+        notes = run.take_notes()
+        if notes:  # the same reply again: its warning replaces the reminder
+            return {"messages": notes}
         nudges = state.get("nudges", 0)
         if nudges >= run.limits.max_nudges:
             raise NoFinalAnswer(f"no readable final answer after {nudges} reminders")

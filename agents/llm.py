@@ -48,6 +48,7 @@ class LLM:
     chat: Any  # langchain BaseChatModel
     retries: int = 4
     backoff: float = 0.5
+    request_timeout: float = 120.0
     _bound: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -58,9 +59,11 @@ class LLM:
         temperature: float | None = 0.0,
         request_timeout: float = 120.0,
         retries: int = 4,
+        max_tokens: int | None = None,
     ) -> LLM:
         parsed = parse_model_spec(spec, base_url)
-        return cls(parsed, build_chat_model(parsed, temperature, request_timeout), retries)
+        chat = build_chat_model(parsed, temperature, request_timeout, max_tokens)
+        return cls(parsed, chat, retries, request_timeout=request_timeout)
 
     def runnable(self, tools: list[JSON] | None) -> Any:
         """The chat model, with ``tools`` bound natively when given (bindings are cached per
@@ -94,17 +97,36 @@ def invoke_model(
     if context.seed is not None and takes_seed(llm.spec):
         kwargs["seed"] = context.seed
     started = time.perf_counter()
-    attempt = 0
+    attempt = timeouts = 0
     while True:
         _check_deadline(context)
         attempt += 1
+        if context.deadline is not None and takes_timeout(llm.spec):  # else: the client's own
+            kwargs["timeout"] = request_timeout(llm, context)
         try:
             message = runnable.invoke(list(messages), **kwargs)
             break
         except Exception as error:
             delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
             budget = REFUSED_RETRIES if is_refused(error) else llm.retries
-            if not is_retryable(error) or attempt > budget or _too_late(context, delay):
+            if (
+                is_timeout(error)
+                and kwargs.get("timeout", llm.request_timeout) < llm.request_timeout
+            ):
+                # the wait was cut to the task's deadline: the task ran out of time, as it would
+                # have without a model call in flight; not the endpoint failing
+                _record(llm, context, purpose, started, attempt, None, error)
+                raise DeadlineExceeded(
+                    "task wall-clock limit reached waiting for the model"
+                ) from error
+            # a slow server stays slow: a timed-out request is tried once more, not retries times
+            timeouts += is_timeout(error)
+            if (
+                not is_retryable(error)
+                or attempt > budget
+                or timeouts > 1
+                or _too_late(context, delay)
+            ):
                 _record(llm, context, purpose, started, attempt, None, error)
                 failure = ModelUnreachable if is_retryable(error) else ModelCallError
                 raise failure(
@@ -122,6 +144,30 @@ def takes_seed(spec: ModelSpec) -> bool:
     which sends some models through the Responses API (no ``seed`` there), nor to Anthropic
     or Bedrock, which have none."""
     return spec.scripted or (spec.provider == "openai" and spec.base_url is not None)
+
+
+def takes_timeout(spec: ModelSpec) -> bool:
+    """Whether a request carries its own timeout: the OpenAI and Anthropic clients take one per
+    request; Bedrock's client fixes its read timeout when it is built."""
+    return spec.provider != "bedrock"
+
+
+def request_timeout(llm: LLM, context: AgentContext) -> float:
+    """The configured request timeout, cut to what is left of the task's deadline, so one slow
+    request cannot outlive its task."""
+    if context.deadline is None:
+        return llm.request_timeout
+    return max(0.1, min(llm.request_timeout, context.deadline - time.monotonic()))
+
+
+def is_timeout(error: BaseException) -> bool:
+    """A request that ran out of time (the client's timeout), as opposed to one refused."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < 5:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return any(isinstance(e, TimeoutError) or "timeout" in type(e).__name__.lower() for e in chain)
 
 
 def _record(

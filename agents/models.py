@@ -62,9 +62,15 @@ def parse_model_spec(spec: str, base_url: str | None = None) -> ModelSpec:
     return ModelSpec(provider, name.strip(), base_url)
 
 
-def build_chat_model(spec: ModelSpec, temperature: float | None = 0.0, timeout: float = 120.0):
+def build_chat_model(
+    spec: ModelSpec,
+    temperature: float | None = 0.0,
+    timeout: float = 120.0,
+    max_tokens: int | None = None,
+):
     """The LangChain chat model for ``spec``. Retries are left to
-    :func:`sopgym.agents.llm.invoke_model`, so every provider retries the same way."""
+    :func:`sopgym.agents.llm.invoke_model`, so every provider retries the same way.
+    ``max_tokens`` caps every reply (None: the provider's default, Anthropic's 4096)."""
     if spec.provider in (SCRIPTED, "openai"):
         from langchain_openai import ChatOpenAI
         from pydantic import SecretStr
@@ -82,6 +88,7 @@ def build_chat_model(spec: ModelSpec, temperature: float | None = 0.0, timeout: 
             temperature=temperature,
             timeout=timeout,
             max_retries=0,
+            max_completion_tokens=max_tokens,  # the field's wire name (max_tokens is deprecated)
             http_client=traced_http_client(timeout),  # W3C trace context to the model server
             **options,
         )
@@ -95,11 +102,19 @@ def build_chat_model(spec: ModelSpec, temperature: float | None = 0.0, timeout: 
             temperature=temperature,
             timeout=timeout,
             max_retries=0,
-            max_tokens=4096,
+            max_tokens=max_tokens or 4096,
             **options,
         )
+    from botocore.config import Config
+
     options = {"endpoint_url": spec.base_url} if spec.base_url else {}
-    return module.ChatBedrockConverse(model=spec.name, temperature=temperature, **options)
+    if max_tokens:
+        options["max_tokens"] = max_tokens
+    # boto3 fixes the read timeout per client; its own retries are off, as for the others
+    config = Config(read_timeout=timeout, retries={"total_max_attempts": 1})
+    return module.ChatBedrockConverse(
+        model=spec.name, temperature=temperature, config=config, **options
+    )
 
 
 # ``create``'s per-request keyword arguments → the low-level request options they become
@@ -185,7 +200,7 @@ def preflight(spec: ModelSpec, timeout: float = 5.0) -> None:
                 f"{spec.label}: no AWS credentials found (AWS_PROFILE or AWS_ACCESS_KEY_ID)"
             )
         if not session.region_name:
-            raise ModelUnavailable(f"{spec.label}: no AWS region set (AWS_REGION)")
+            raise ModelUnavailable(f"{spec.label}: no AWS region set (AWS_DEFAULT_REGION)")
 
 
 def _require_package(provider: str) -> None:

@@ -30,6 +30,17 @@ from sopgym.agents.prompts import PLAN_TAG, execute_request, plan_request, syste
 from sopgym.core.jsontext import LooseJSONError, parse_array
 
 _PLAN_BLOCK = re.compile(rf"<{PLAN_TAG}>(.*?)(?:</{PLAN_TAG}>|$)", re.DOTALL | re.IGNORECASE)
+# XML-ish steps: <step>...</step>, <step tool="x">...</step>, with <tool>/<goal> inside or not
+_XML_STEP = re.compile(r"<step\b([^>]*)>(.*?)</step\s*>", re.DOTALL | re.IGNORECASE)
+_XML_FIELD = re.compile(r"<(tool|action|goal|description)>(.*?)</\1\s*>", re.DOTALL | re.I)
+_XML_ATTRIBUTE = re.compile(r"""(tool|action)\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
+# a numbered or bulleted list: "1. lookup_patient: find the record", "- Step 2) call `x` ..."
+_LIST_ITEM = re.compile(r"^\s*(?:[-*]\s*)?(?:step\s*)?\d+\s*[.):]\s*(.+)$", re.I | re.M)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+UNREADABLE_PLAN = (
+    "Your plan could not be read (give it as a JSON array, a numbered list, or <step> tags). "
+    "Carry on without one: follow the SOP step by step."
+)
 
 
 class PlanExecuteAgent(GraphAgent):
@@ -58,8 +69,10 @@ class PlanExecuteAgent(GraphAgent):
     def _plan(self, state: State, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
         ask = [*state["messages"], HumanMessage(plan_request())]
-        plan = read_plan(text_of(run.ask(ask, purpose="plan")))
-        return {"plan": plan or [], "done": []}
+        plan = read_plan(text_of(run.ask(ask, purpose="plan")), _tool_names(run))
+        if plan is None:  # said, so the model knows it works without a plan
+            return {"plan": [], "done": [], "messages": [HumanMessage(UNREADABLE_PLAN)]}
+        return {"plan": plan, "done": []}
 
     def _execute(self, state: State, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
@@ -97,7 +110,7 @@ class PlanExecuteAgent(GraphAgent):
             *state["messages"],
             HumanMessage(plan_request(describe_failure(failure), state.get("plan", []))),
         ]
-        plan = read_plan(text_of(run.ask(ask, purpose="replan")))
+        plan = read_plan(text_of(run.ask(ask, purpose="replan")), _tool_names(run))
         update: dict[str, Any] = {"replans": state.get("replans", 0) + 1}
         if plan is not None:  # an unreadable revision keeps the old plan
             update.update(plan=plan, done=[])
@@ -107,13 +120,23 @@ class PlanExecuteAgent(GraphAgent):
         return self.conclude(state, text_of(state["messages"][-1]), run_of(config))
 
 
-def read_plan(text: str) -> list[JSON] | None:
-    """The plan in a reply (tagged or not) as ``[{"tool", "goal"}, ...]``; ``None`` if none."""
+def _tool_names(run: Run) -> list[str]:
+    return [spec["name"] for spec in run.specs]
+
+
+def read_plan(text: str, tools: list[str] | None = None) -> list[JSON] | None:
+    """The plan in a reply (tagged or not) as ``[{"tool", "goal"}, ...]``; ``None`` if none.
+
+    Models write plans in a few shapes: a JSON array (or ``{"steps": [...]}``), ``<step>``
+    elements, or a numbered list. In the last two the tool is named by an attribute or field,
+    else by the first word of the step that is one of ``tools``.
+    """
     match = _PLAN_BLOCK.search(text)
+    body = match.group(1) if match else text
     try:
-        items = parse_array(match.group(1) if match else text)
+        items = parse_array(body)
     except LooseJSONError:
-        return None
+        return _xml_plan(body, tools or []) or _list_plan(body, tools or [])
     plan = []
     for item in items:
         if isinstance(item, dict):
@@ -123,6 +146,27 @@ def read_plan(text: str) -> list[JSON] | None:
         else:
             plan.append({"tool": None, "goal": str(item)})
     return plan
+
+
+def _xml_plan(text: str, tools: list[str]) -> list[JSON] | None:
+    plan = []
+    for attributes, inner in _XML_STEP.findall(text):
+        fields = {k.lower(): v.strip() for k, v in _XML_FIELD.findall(inner)}
+        named = _XML_ATTRIBUTE.search(attributes)
+        tool = fields.get("tool") or fields.get("action") or (named.group(2) if named else None)
+        goal = fields.get("goal") or fields.get("description") or _XML_FIELD.sub("", inner)
+        plan.append({"tool": tool or _tool_in(inner, tools), "goal": goal.strip()})
+    return plan or None
+
+
+def _list_plan(text: str, tools: list[str]) -> list[JSON] | None:
+    items = [item.strip() for item in _LIST_ITEM.findall(text)]
+    return [{"tool": _tool_in(item, tools), "goal": item} for item in items] or None
+
+
+def _tool_in(text: str, tools: list[str]) -> str | None:
+    known = set(tools)
+    return next((word for word in _WORD.findall(text) if word in known), None)
 
 
 def describe_failure(outcome: ToolOutcome) -> str:

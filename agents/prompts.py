@@ -153,7 +153,28 @@ def execute_request(plan: list[JSON], done: set[int]) -> str:
 
 
 def final_request(output_schema: JSON) -> str:
-    return "Give the final answer now.\n" + answer_contract(output_schema)
+    return "Give the final answer now. Only an answer inside the tags counts.\n" + answer_contract(
+        output_schema
+    )
+
+
+def use_tools_request(output_schema: JSON) -> str:
+    """After an answer given before any tool call: the SOP's steps are tool calls."""
+    return (
+        "You answered without calling any tool, so the answer rests on guesses. The SOP's "
+        "steps are carried out through the tools: call the tool of the first step now, and "
+        f"give the answer in <{FINAL_TAG}></{FINAL_TAG}> tags only when the steps are done."
+    )
+
+
+def repeat_warning(what: str, times: int) -> str:
+    """After the model repeated itself: what it did, and what to do instead."""
+    return (
+        f"Warning: you have now {what} {times} times in a row, and it got the same "
+        "result each time. Repeating it will not change that. Read the error, then change the "
+        "arguments it names, call a different tool, or give the final answer if the "
+        "procedure is done."
+    )
 
 
 def observation(content: Any) -> str:

@@ -49,7 +49,8 @@ class ReActAgent(GraphAgent):
         if isinstance(step, ReactFinal):
             update = self.conclude(state, step.text, run)
             return {**update, "messages": [turn, *update.get("messages", [])]}
-        return {"messages": [turn, HumanMessage(observation(step.message))]}
+        run.watch_reply(text)
+        return {"messages": [turn, HumanMessage(observation(step.message)), *run.take_notes()]}
 
 
 def _after_model(state: State) -> str:

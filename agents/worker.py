@@ -91,6 +91,7 @@ def _run_episode(
         report["traceback"] = traceback.format_exc(limit=5)
     report["elapsed_s"] = round(time.monotonic() - started, 4)
     report["llm_calls"] = context.usage
+    report["answered_without_tools"] = context.answered_without_tools
     return report
 
 

@@ -17,6 +17,7 @@ from rich.table import Column, Table
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
+from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
 from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
@@ -31,6 +32,7 @@ from sopgym.orchestration.scaleout import (
     shard_options,
     worker_metrics,
 )
+from sopgym.orchestration.steps import STEP_PREFIX, StepFollower
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console, print_summary, stdout
 from sopgym.validation import (
@@ -282,6 +284,14 @@ def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
     type=click.IntRange(1),
     help="Tool-service processes the domains share (each domain keeps its own app and data).",
 )
+@agent_option_flags
+@click.option(
+    "--prices",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A JSON price table (USD per million input/output tokens per model) for the "
+    "summary's LLM cost estimate.",
+)
 def run(
     domains: tuple[str, ...],
     agent: str,
@@ -309,6 +319,8 @@ def run(
     seed: int,
     faults: str | None,
     service_groups: int,
+    prices: Path | None,
+    **agent_flags: Any,
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
@@ -320,6 +332,14 @@ def run(
         raise click.UsageError("--limit takes the first N tasks, --sample N at random: give one")
     if resume and tool_retrieval:
         raise click.UsageError("--tool-retrieval is recorded with the run; a resume keeps it")
+    agent_options = collect_agent_options(agent_flags)
+    if prices is not None:
+        from sopgym.evaluation.llm_usage import PriceTableError, read_prices
+
+        try:
+            read_prices(prices)
+        except PriceTableError as error:
+            raise click.BadParameter(str(error), param_hint="--prices") from None
     if resume:
         run_dir = runs_dir / resume
         if not (run_dir / "config.json").exists():
@@ -329,6 +349,10 @@ def run(
         except ValueError as error:
             raise click.UsageError(str(error)) from None
         config = resumed_config(click.get_current_context(), config)
+        if agent_options:  # the recorded run is what a resume finishes
+            raise click.UsageError(
+                "agent options are recorded with the run (config.json); a resume keeps them"
+            )
     else:
         try:
             names = select_domains(list(domains) or [DEFAULT_DOMAIN])
@@ -370,6 +394,8 @@ def run(
             seed=seed,
             faults=faults,
             service_groups=service_groups,
+            agent_options=agent_options,
+            prices=str(prices) if prices else None,
         )
         if tool_retrieval:
             if agent not in ("fc", "mcp"):
@@ -396,15 +422,25 @@ def run(
     )
     try:
         with _progress() as bar:
-            handle = bar.add_task("tasks", total=len(todo), tsr="")
+            handle = bar.add_task("tasks", total=len(todo), tsr="", step="")
             solved = [0, 0]
 
             def on_result(row: dict) -> None:
                 solved[0] += 1
                 solved[1] += bool(row["score"]["success"])
                 bar.update(handle, advance=1, tsr=f"success {solved[1]}/{solved[0]}")
+                if not console.is_terminal:  # a log or CI: one line per task as it ends
+                    console.print(f"done task={row['task_id']} status={row['status']} "
+                                  f"success={row['score']['success']}", markup=False)  # fmt: skip
 
-            summary = runner.execute(tasks, on_result)
+            def on_step(line: str) -> None:  # a model turn in flight somewhere
+                if console.is_terminal:
+                    bar.update(handle, step=line.removeprefix(STEP_PREFIX)[:60])
+                else:
+                    console.print(line, markup=False, soft_wrap=True)
+
+            with StepFollower(runner.paths.logs, on_step):
+                summary = runner.execute(tasks, on_result)
     except KeyboardInterrupt:
         stopped = len(runner.interrupted)
         console.print(
@@ -477,6 +513,7 @@ def _progress() -> Progress:
         MofNCompleteColumn(),
         TextColumn("{task.fields[tsr]}"),
         TimeElapsedColumn(),
+        TextColumn("{task.fields[step]}"),
         console=console,
     )
 
@@ -833,7 +870,8 @@ def model_server(
     injection_log: Path | None,
     data_root: Path | None,
 ) -> None:
-    """Serve the scripted model: an offline OpenAI-compatible Chat Completions endpoint."""
+    """Serve the scripted model offline: OpenAI Chat Completions, Anthropic Messages and Bedrock
+    Converse endpoints."""
     from sopgym.services.model.app import create_app
     from sopgym.services.model.profiles import ProfileError, parse_profile
 

@@ -52,10 +52,44 @@ def print_summary(summary: dict) -> None:
             errors,
         )
     stdout().print(table)
+    _print_llm(summary)
     _print_infra(summary)
     trials = summary.get("trials") or {}
     if trials.get("trials", 1) > 1:
         _print_trials(trials)
+
+
+def _print_llm(summary: dict) -> None:
+    """The model's share of the run, per domain: calls, tokens, latency, throughput, cost."""
+    llm = summary.get("llm") or {}
+    if not llm.get("all", {}).get("calls"):
+        return
+    figures = ("LLM calls", "errors", "tokens in", "tokens out", "p50 s", "p95 s", "out tok/s",
+               "cost $")  # fmt: skip
+    table = Table(
+        Column("domain", no_wrap=True),
+        *(Column(name, justify="right", no_wrap=True) for name in figures),
+    )
+    for name, f in [*llm["domains"].items(), ("all", llm["all"])]:
+        table.add_row(
+            name,
+            str(f["calls"]),
+            str(f["errors"]),
+            str(f["input_tokens"]),
+            str(f["output_tokens"]),
+            _number(f["latency_p50_s"]),
+            _number(f["latency_p95_s"]),
+            _number(f["output_tokens_per_s"]),
+            "n/a" if f["cost_usd"] is None else f"{f['cost_usd']:.4f}",
+        )
+    stdout().print(table)
+    flagged = summary.get("answered_without_tools")
+    if flagged:
+        console.print(f"answered without tools (flagged): {flagged} episode(s)")
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:g}"
 
 
 def _print_infra(summary: dict) -> None:

@@ -67,6 +67,8 @@ class FakeEpisode:
 
 
 def _agent(name: str, replies: list[Any], **options: Any) -> tuple[Any, FakeChat]:
+    # most replies here answer at once; the corrective turn has tests of its own
+    options.setdefault("corrective_turns", 0)
     agent = make_agent(name, model="scripted", base_url="http://127.0.0.1:9/v1", **options)
     assert isinstance(agent, GraphAgent)  # the model-driven agents
     chat = FakeChat(replies)

@@ -19,8 +19,10 @@ from sopgym.asgi import MAX_API_BODY, BodyTooLarge, ClientDisconnected, read_bod
 from sopgym.core import dataset
 from sopgym.core.registry import domain_names, load_domain
 from sopgym.observability.asgi import fastapi_telemetry
+from sopgym.services.model import behaviours
 from sopgym.services.model.engine import BadRequest, ScriptedModel
-from sopgym.services.model.profiles import PRESETS, parse_profile
+from sopgym.services.model.profiles import PRESETS, parse_profile, profile_for_model
+from sopgym.services.model.providers import add_provider_routes
 
 
 def _json(body: object, status: int = 200) -> Response:
@@ -51,6 +53,15 @@ def create_app(
     names = domains or domain_names()
     data = [dataset.load(load_domain(name), data_root) for name in names]
     model = ScriptedModel(data, parse_profile(profile), injection_log)
+
+    def answer(body: dict, size: int = 0) -> dict:
+        """A Chat Completions body's reply: the engine's, as the profile's behaviours play it
+        (every API door answers through here)."""
+        reply = model.respond(body, size)
+        played = profile_for_model(body.get("model"), model.default_profile)
+        if not behaviours.behaves(played):
+            return reply
+        return behaviours.apply(played, body, reply, lambda again: model.respond(again, size))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
@@ -106,8 +117,9 @@ def create_app(
         if not isinstance(body, dict):
             return _error("request body must be a JSON object")
         try:
-            return _json(model.respond(body, len(raw)))
+            return _json(answer(body, len(raw)))
         except BadRequest as error:
             return _error(str(error), param=error.param)
 
+    add_provider_routes(app, answer)
     return app

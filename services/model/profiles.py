@@ -27,6 +27,12 @@ After a mistaken call the model makes the correct call next, as a real model rec
 tool error would. A skipped step's result is the one the model expects (it never sees one).
 ``messy_format`` is not a mistake: it varies how replies are written (code fences, single
 quotes, trailing prose) so agents' parsers are exercised.
+
+Behaviours (:mod:`.behaviours`) play what small real models do, drawn per case at their rate:
+``tools_late`` first answers with a guessed JSON object in a code fence (no tool call, not in
+the answer's declared form) and follows the SOP once told to; ``repeat_failing`` repeats a
+refused call unchanged instead of recovering; ``plan_xml``, ``plan_list`` and ``plan_prose``
+write plans as ``<step>`` elements, as a numbered list, or as prose no parser can read.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ STEP_KINDS = (
 )
 TASK_KINDS = ("blank", "wrong_final", "invalid_final")
 STYLE_KINDS = ("messy_format",)
-KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS)
+BEHAVIOUR_KINDS = ("tools_late", "repeat_failing", "plan_xml", "plan_list", "plan_prose")
+KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS, *BEHAVIOUR_KINDS)
 
 PRESETS: dict[str, dict[str, float]] = {
     "perfect": {},
@@ -60,6 +67,9 @@ PRESETS: dict[str, dict[str, float]] = {
         "wrong_final": 0.08,
         "messy_format": 0.3,
     },
+    # small local models, as seen on llama.cpp: a guessed answer first, stuck on a refusal
+    "guesser": {"tools_late": 1.0},
+    "stubborn": {"missing_arg": 1.0, "repeat_failing": 1.0},
 }
 
 

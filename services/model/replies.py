@@ -47,8 +47,9 @@ def react_action(call: ToolCall, thought: str, style: int) -> str:
 
 
 def final_text(answer: JSON, react: bool, style: int) -> str:
+    # messy or not, the answer stays in its declared form (the tags agents ask for)
     body = (
-        f"```json\n{_json(answer)}\n```\nThat completes the case."
+        f"<{FINAL_TAG}>\n{write_arguments(answer, style)}\n</{FINAL_TAG}>\nThat completes the case."
         if style
         else f"<{FINAL_TAG}>{_json(answer)}</{FINAL_TAG}>"
     )

@@ -36,13 +36,23 @@ def extract_final_answer(text: str, fields: list[str] | None = None) -> JSON | N
     the reply (the last one that names an expected field, else the last one). An object that
     only wraps the answer (``{"final_answer": {...}}``) is unwrapped.
     """
+    found = declared_final_answer(text, fields)
+    if found is not None or not text:
+        return found
+    whole = _best_object(text, fields or [])
+    return None if whole is None else _unwrap(whole, fields or [])
+
+
+def declared_final_answer(text: str, fields: list[str] | None = None) -> JSON | None:
+    """The answer object in its declared form only: inside the final-answer tag, or after
+    ``Final Answer:``. Unlike :func:`extract_final_answer`, a JSON object elsewhere in the
+    reply (a guessed result, a tool's arguments in a code fence) is no answer."""
     if not text:
         return None
     sections = [m.group(1) for m in _TAGGED.finditer(text)]
     marks = list(_FINAL_MARK.finditer(text))
     if marks:
         sections.append(text[marks[-1].end() :])
-    sections.append(text)
     for section in sections:
         found = _best_object(section, fields or [])
         if found is not None:

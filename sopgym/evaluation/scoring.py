@@ -51,6 +51,7 @@ class TaskScore:
     scores: dict[str, JSON] = field(default_factory=dict)
     infra_error: str | None = None  # the cause, when the infrastructure failed the episode
     faults: int = 0  # calls answered by an injected fault (retried by the agent)
+    answered_without_tools: bool = False  # the model answered before any tool call
 
     def to_json(self) -> JSON:
         return asdict(self)
@@ -181,6 +182,7 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
         "tool_f1": _mean(s.tool_f1 for s in scores),
         "errors": dict(sorted(errors.items())),
         "order_violations": sum(s.order_violations for s in scores),
+        "answered_without_tools": sum(s.answered_without_tools for s in scores),
         "scores": _score_means(scores),
     }
 

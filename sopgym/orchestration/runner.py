@@ -39,6 +39,7 @@ from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
@@ -74,6 +75,7 @@ class RunConfig:
     task_ids: list[str] | None = None  # --tasks
     match: str | None = None  # --match: a glob over task ids
     sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
+    prices: str | None = None  # a price table file: the summary's LLM cost estimate
 
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
@@ -455,6 +457,10 @@ class Runner:
             options["base_url"] = base_url
         return options
 
+    def prices(self) -> JSON | None:
+        """The run's price table (``--prices``), read when the summary is written."""
+        return read_prices(Path(self.config.prices)) if self.config.prices else None
+
     def _score(
         self, admin: GatewayClient, admin_token: str, task: Task, trial: int, report: JSON
     ) -> JSON:
@@ -477,6 +483,7 @@ class Runner:
         gold = domain_data.gold[task.id]
         infra = report.get("error") or "failed" if report.get("status") == INFRA_ERROR else None
         score = score_episode(domain_data.domain, task, trajectory, gold, infra)
+        score.answered_without_tools = bool(report.get("answered_without_tools"))
         return {
             "task_id": task.id,
             "trial": trial,
@@ -530,6 +537,7 @@ class Runner:
             "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
+            "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
         }
         write_atomic(self.paths.summary, dumps(summary))
         return summary

@@ -1,0 +1,114 @@
+"""The model agents' tunable options: their defaults, their types, and the command line's one
+block of flags that sets them (``sopgym run --max-steps 12 --agent-option max_repeats=2``).
+
+The options travel in the run's ``config.json`` (``agent_options``), so a resumed run keeps
+them, and reach :class:`sopgym.agents.graph.GraphAgent` as keyword arguments in each worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from sopgym.types import JSON
+
+
+@dataclass(frozen=True)
+class AgentOption:
+    kind: type  # int or float
+    default: float | int | None
+    help: str
+    low: float = 0.0
+
+
+AGENT_OPTIONS: dict[str, AgentOption] = {
+    "max_steps": AgentOption(int, 40, "Model turns per task.", 1),
+    "request_timeout": AgentOption(
+        float, 120.0, "Seconds one model request may take (never past the task's deadline).", 0.1
+    ),
+    "retries": AgentOption(
+        int, 4, "Retries of a failed model request (a timed-out one is retried once)."
+    ),
+    "temperature": AgentOption(float, 0.0, "Sampling temperature sent with every request."),
+    "max_tokens": AgentOption(int, 1024, "Most tokens a model reply may have.", 1),
+    "max_nudges": AgentOption(int, 2, "Reminders to give the final answer in its form."),
+    "corrective_turns": AgentOption(
+        int, 1, "Turns that tell a model which answered before any tool call to use the tools."
+    ),
+    "max_repeats": AgentOption(
+        int, 3, "Identical failing calls or replies in a row before the agent stops.", 1
+    ),
+    "max_replans": AgentOption(int, 6, "Re-plans after failed steps (plan agent)."),
+}
+
+
+def default(name: str) -> Any:
+    return AGENT_OPTIONS[name].default
+
+
+def parse_agent_option(text: str) -> tuple[str, float | int]:
+    """``key=value`` → the option's name and typed value; :class:`ValueError` saying why."""
+    key, sep, raw = text.partition("=")
+    key = key.strip().replace("-", "_")
+    if not sep or key not in AGENT_OPTIONS:
+        known = ", ".join(AGENT_OPTIONS)
+        raise ValueError(f"{text!r}: use key=value with a key among {known}")
+    option = AGENT_OPTIONS[key]
+    try:
+        value = option.kind(raw.strip())
+    except ValueError:
+        raise ValueError(f"{key} must be {option.kind.__name__}, got {raw.strip()!r}") from None
+    if value < option.low:
+        raise ValueError(f"{key} must be at least {option.low:g}, got {value}")
+    return key, value
+
+
+def agent_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--max-steps`` ... ``--max-tokens`` and the repeatable ``--agent-option key=value``
+    (any option of :data:`AGENT_OPTIONS`); the command reads them back with
+    :func:`collect_agent_options`."""
+    flags = [
+        click.option(
+            "--agent-option",
+            "agent_option",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help=f"Any agent option; repeatable ({', '.join(AGENT_OPTIONS)}).",
+        )
+    ]
+    for name in ("max_tokens", "temperature", "retries", "request_timeout", "max_steps"):
+        option = AGENT_OPTIONS[name]
+        flags.append(
+            click.option(
+                "--" + name.replace("_", "-"),
+                name,
+                type=click.IntRange(int(option.low))
+                if option.kind is int
+                else click.FloatRange(option.low),
+                default=None,
+                help=f"{option.help} [default: {option.default}]",
+            )
+        )
+    for flag in flags:
+        command = flag(command)
+    return command
+
+
+def collect_agent_options(values: dict[str, Any]) -> JSON:
+    """The options a command was given (``--agent-option`` first, the named flags over them),
+    popped from its keyword arguments; :class:`click.BadParameter` for a bad pair."""
+    options: JSON = {}
+    for text in values.pop("agent_option", ()) or ():
+        try:
+            key, value = parse_agent_option(text)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--agent-option") from None
+        options[key] = value
+    for name in AGENT_OPTIONS:
+        value = values.pop(name, None)
+        if value is not None:
+            options[name] = value
+    return options

@@ -1,0 +1,71 @@
+"""Per-step progress of slow runs: every model turn of an agent worker is one line in its log
+(``step task=... n=... purpose=... latency=...s in=... out=...``), and the driving process
+follows the workers' logs to show those lines (on screen when output is not a terminal, in the
+live display's in-flight column when it is). On a real model a step takes seconds; without
+this a run shows nothing until a task ends."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from sopgym.types import JSON
+
+STEP_PREFIX = "step "
+
+
+def step_line(task_id: str, step: int, usage: JSON) -> str:
+    """One model turn as a log line, from its usage record (:func:`sopgym.agents.llm`)."""
+    error = f" error={usage['error']!r}" if usage.get("error") else ""
+    return (
+        f"{STEP_PREFIX}task={task_id} n={step} purpose={usage.get('purpose')} "
+        f"latency={usage.get('latency_s', 0):.2f}s in={usage.get('input_tokens', 0)} "
+        f"out={usage.get('output_tokens', 0)}{error}"
+    )
+
+
+def log_step(task_id: str, step: int, usage: JSON) -> None:
+    """Write the step's line to stderr (a worker's stderr is its log)."""
+    print(step_line(task_id, step, usage), file=sys.stderr, flush=True)
+
+
+class StepFollower:
+    """Follows ``logs/worker-*.log`` in a thread and hands each new step line to ``show``."""
+
+    interval_s = 0.5
+
+    def __init__(self, logs: Path, show: Callable[[str], None]) -> None:
+        self.logs, self.show = logs, show
+        self._offsets: dict[Path, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+
+    def __enter__(self) -> StepFollower:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(2 * self.interval_s)
+
+    def _follow(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for path in sorted(self.logs.glob("worker-*.log")):
+                self._read(path)
+
+    def _read(self, path: Path) -> None:
+        offset = self._offsets.get(path, 0)
+        try:
+            with path.open("rb") as log:
+                log.seek(offset)
+                chunk = log.read()
+        except OSError:
+            return
+        complete = chunk.rfind(b"\n") + 1  # a line still being written waits for the next look
+        self._offsets[path] = offset + complete
+        for raw in chunk[:complete].splitlines():
+            line = raw.decode(errors="replace")
+            if line.startswith(STEP_PREFIX):
+                self.show(line)
