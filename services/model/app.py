@@ -61,7 +61,7 @@ def create_app(
         played = profile_for_model(body.get("model"), model.default_profile)
         if not behaviours.behaves(played):
             return reply
-        return behaviours.apply(played, body, reply, lambda again: model.respond(again, size))
+        return behaviours.apply(played, body, reply, model.guess)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):

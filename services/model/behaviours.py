@@ -14,7 +14,9 @@ import hashlib
 import re
 from collections.abc import Callable
 
-from sopgym.core.answers import FINAL_TAG, PLAN_TAG
+import orjson
+
+from sopgym.core.answers import PLAN_TAG
 from sopgym.core.jsontext import LooseJSONError, parse_array
 from sopgym.core.tasks import ToolCall
 from sopgym.services.model import replies
@@ -22,19 +24,18 @@ from sopgym.services.model.conversation import read_conversation
 from sopgym.services.model.profiles import BEHAVIOUR_KINDS, ErrorProfile
 from sopgym.types import JSON
 
-_TAGGED = re.compile(rf"<{FINAL_TAG}>(.*?)</{FINAL_TAG}>", re.DOTALL)
 _PLAN = re.compile(rf"<{PLAN_TAG}>(.*?)</{PLAN_TAG}>", re.DOTALL)
 
-Respond = Callable[[JSON], JSON]  # a Chat Completions body in, a response body out
+Guess = Callable[[JSON], JSON | None]  # a Chat Completions body in, a guessed answer out
 
 
 def behaves(profile: ErrorProfile) -> bool:
     return any(profile.rate(kind) for kind in BEHAVIOUR_KINDS)
 
 
-def apply(profile: ErrorProfile, body: JSON, reply: JSON, respond: Respond) -> JSON:
+def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
     """``reply`` (the engine's answer to ``body``) as the profile's behaviours rewrite it;
-    ``respond`` asks the engine again (for the answer a guessing model blurts out)."""
+    ``guess`` gives the answer a guessing model blurts out (never read from the gold)."""
     convo = read_conversation(body["messages"], body.get("tools"))
     case = convo.user_texts[0] if convo.user_texts else ""
 
@@ -51,7 +52,7 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, respond: Respond) -> J
                 return _replan(reply, kind)
         return reply
     if acting and drawn("tools_late") and not _has_assistant_turn(body):
-        return _guess(body, respond, model)
+        return _guess(body, guess, model, reply)
     last = convo.calls[-1] if convo.calls else None
     if acting and last is not None and last.ok is False and drawn("repeat_failing"):
         call = ToolCall(last.name, last.arguments)
@@ -66,14 +67,11 @@ def _has_assistant_turn(body: JSON) -> bool:
     return any(m.get("role") == "assistant" for m in body["messages"])
 
 
-def _guess(body: JSON, respond: Respond, model: str) -> JSON:
-    """The answer the engine would give with no tools at all, in a code fence, untagged."""
-    tool_free = {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
-    answer = respond(tool_free)
-    match = _TAGGED.search(_message(answer).get("content") or "")
-    guess = match.group(1).strip() if match else "{}"
-    text = f"Based on the case, the result is:\n```json\n{guess}\n```"
-    return replies.completion(model, text, None, _prompt_tokens(answer))
+def _guess(body: JSON, guess: Guess, model: str, reply: JSON) -> JSON:
+    """A guessed answer in a code fence, untagged: not the answer's declared form."""
+    answer = orjson.dumps(guess(body) or {}, option=orjson.OPT_INDENT_2).decode()
+    text = f"Based on the case, the result is:\n```json\n{answer}\n```"
+    return replies.completion(model, text, None, _prompt_tokens(reply))
 
 
 def _replan(reply: JSON, kind: str) -> JSON:

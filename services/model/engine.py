@@ -19,6 +19,7 @@ it plays the generic baseline policy of :mod:`sopgym.importers.policy` instead.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import IO, Any
 
@@ -94,6 +95,15 @@ class ScriptedModel:
             # deeper than 254 levels), so this is the client's 400, not a 500 and a traceback.
             message = f"the conversation holds JSON that cannot be written back: {error}"
             raise BadRequest(message) from None
+
+    def guess(self, body: JSON) -> JSON | None:
+        """The answer a model that looks nothing up gives on the body's case (the guessing
+        behaviour's), drawn per case, never read from the gold; None for an unknown case."""
+        found = self._find_case(read_conversation(body["messages"], body.get("tools")))
+        if found is None:
+            return None
+        book, task = found
+        return book.guess(random.Random(f"{task.id}|guess"))
 
     def _respond(self, body: JSON, size_hint: int) -> JSON:
         messages = body["messages"]

@@ -146,13 +146,18 @@ class Playbook:
             rng.getrandbits(64),
         )
 
-    def _blank(self, task: Task, rng: random.Random) -> Move:
-        """A blank model's answer: a guess per enumerated field, an empty value elsewhere."""
+    def guess(self, rng: random.Random) -> JSON:
+        """What a model answers without looking anything up: a value drawn for each enumerated
+        field, an empty one elsewhere."""
         properties = self.domain.output_schema.get("properties", {})
-        guess = {
+        return {
             name: rng.choice(schema["enum"]) if schema.get("enum") else _empty(schema)
             for name, schema in properties.items()
         }
+
+    def _blank(self, task: Task, rng: random.Random) -> Move:
+        """A blank model's answer: a guess, see :meth:`guess`."""
+        guess = self.guess(rng)
         gold = self.data.gold[task.id].outputs  # the log's prediction only
         wrong = any(not values_match(guess.get(k), v) for k, v in gold.items())
         record = {"kind": "blank", "expected": ["blank", *(["wrong_final"] if wrong else [])]}
