@@ -190,20 +190,21 @@ def _anthropic_turn(turn: JSON, i: int) -> list[JSON]:
     return [*results, *([{"role": "user", "content": "".join(texts)}] if texts else [])]
 
 
+def _function_tool(name: str, description: str, schema: JSON) -> JSON:
+    """A tool as Chat Completions declares it, whichever API's shape it came in."""
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": schema},
+    }
+
+
 def _anthropic_tool(tool: Any, i: int) -> JSON:
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
         raise ProtocolError(f"tools.{i}: a tool needs a name")
     schema = tool.get("input_schema")
     if not isinstance(schema, dict):
         raise ProtocolError(f"tools.{i}.input_schema: Field required")
-    return {
-        "type": "function",
-        "function": {
-            "name": tool["name"],
-            "description": tool.get("description", ""),
-            "parameters": schema,
-        },
-    }
+    return _function_tool(tool["name"], tool.get("description", ""), schema)
 
 
 def chat_to_anthropic(reply: JSON, model: str) -> JSON:
@@ -339,14 +340,7 @@ def _converse_tool(tool: Any, i: int) -> JSON:
         raise ProtocolError(f"toolConfig.tools.{i}: a toolSpec with a name")
     if not isinstance(schema, dict):
         raise ProtocolError(f"toolConfig.tools.{i}.toolSpec.inputSchema.json: a JSON Schema")
-    return {
-        "type": "function",
-        "function": {
-            "name": spec["name"],
-            "description": spec.get("description", ""),
-            "parameters": schema,
-        },
-    }
+    return _function_tool(spec["name"], spec.get("description", ""), schema)
 
 
 def chat_to_converse(reply: JSON, seconds: float) -> JSON:
