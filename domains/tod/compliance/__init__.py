@@ -10,8 +10,7 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 
-from ..formats import FORMATS
-from ..intents import LANGUAGES
+from ..schemas import dialogue_input
 from .generator import generate
 from .policy import solve
 
@@ -24,21 +23,12 @@ DOMAIN = DomainPack(
     generate=generate,
     solve=solve,
     kind="json_answer",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "conversation_id": {"type": "string", "pattern": "^tod-[0-9]{4}$"},
-            "language": {"enum": list(LANGUAGES)},
-            "format": {"enum": list(FORMATS)},
-            "conversation": {"type": "array", "minItems": 1},
-            "instruction": {"type": "string", "minLength": 1},
-            "response": {"type": "array", "minItems": 1, "items": {
-                "type": "object", "required": ["name", "arguments", "result"]}},
-        },
-        "required": ["conversation_id", "language", "format", "conversation", "instruction",
-                     "response"],
-        "additionalProperties": False,
-    },
+    input_schema=dialogue_input(
+        conversation={"type": "array", "minItems": 1},
+        instruction={"type": "string", "minLength": 1},
+        response={"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["name", "arguments", "result"]}},
+    ),
     output_schema={
         "type": "object",
         "properties": {"label": {"enum": ["compliant", "violating"]}},

@@ -12,8 +12,8 @@ from sopgym.core.domain import DomainPack
 from sopgym.evaluation.scorers import errors, final_state, output_fields, schema_valid, tool_calls
 
 from ..actions import ACTING, IDLE
-from ..formats import FORMATS
-from ..intents import INTENTS, LANGUAGES
+from ..intents import INTENTS
+from ..schemas import dialogue_input
 from ..scoring import actions
 from .generator import generate, initial_state
 from .policy import solve
@@ -32,18 +32,10 @@ DOMAIN = DomainPack(
     user=reply,
     initial_state=initial_state,
     index_keys={"worlds": "conversation_id"},
-    input_schema={
-        "type": "object",
-        "properties": {
-            "conversation_id": {"type": "string", "pattern": "^tod-[0-9]{4}$"},
-            "language": {"enum": list(LANGUAGES)},
-            "format": {"enum": list(FORMATS)},
-            "instructions": {"type": "object", "minProperties": 2,
-                             "additionalProperties": {"type": "string"}},
-        },
-        "required": ["conversation_id", "language", "format", "instructions"],
-        "additionalProperties": False,
-    },
+    input_schema=dialogue_input(
+        instructions={"type": "object", "minProperties": 2,
+                      "additionalProperties": {"type": "string"}},
+    ),
     output_schema={
         "type": "object",
         "properties": {"section": {"enum": [intent.name for intent in INTENTS]}},

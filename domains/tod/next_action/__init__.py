@@ -11,8 +11,8 @@ from sopgym.core.domain import DomainPack
 from sopgym.evaluation.scorers import errors, final_state, schema_valid, tool_calls
 
 from ..actions import TOOLS
-from ..formats import FORMATS
-from ..intents import INTENTS, LANGUAGES
+from ..intents import INTENTS
+from ..schemas import dialogue_input
 from ..scoring import actions, first_action, section_top1, section_top2
 from .generator import POSITIONS, generate, initial_state
 from .policy import solve
@@ -29,24 +29,15 @@ DOMAIN = DomainPack(
     solve=solve,
     initial_state=initial_state,
     index_keys={"worlds": "conversation_id", "starts": "task_id"},
-    input_schema={
-        "type": "object",
-        "properties": {
-            "conversation_id": {"type": "string", "pattern": "^tod-[0-9]{4}$"},
-            "language": {"enum": list(LANGUAGES)},
-            "format": {"enum": list(FORMATS)},
-            "position": {"enum": list(POSITIONS)},
-            "conversation": {"type": "array", "minItems": 1, "items": {
-                "type": "object", "required": ["role", "content"],
-                "properties": {"role": {"enum": ["user", "agent", "action"]},
-                               "content": {"type": "string"}}}},
-            "instructions": {"type": "object", "minProperties": 2,
-                             "additionalProperties": {"type": "string"}},
-        },
-        "required": ["conversation_id", "language", "format", "position", "conversation",
-                     "instructions"],
-        "additionalProperties": False,
-    },
+    input_schema=dialogue_input(
+        position={"enum": list(POSITIONS)},
+        conversation={"type": "array", "minItems": 1, "items": {
+            "type": "object", "required": ["role", "content"],
+            "properties": {"role": {"enum": ["user", "agent", "action"]},
+                           "content": {"type": "string"}}}},
+        instructions={"type": "object", "minProperties": 2,
+                      "additionalProperties": {"type": "string"}},
+    ),
     output_schema={
         "type": "object",
         "properties": {"sections": {"type": "array", "items": SECTION, "minItems": 2,

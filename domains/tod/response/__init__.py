@@ -12,8 +12,7 @@ from pathlib import Path
 from sopgym.core.domain import DomainPack
 from sopgym.evaluation.scorers import schema_valid
 
-from ..formats import FORMATS
-from ..intents import LANGUAGES
+from ..schemas import dialogue_input
 from ..scoring import declared_actions, message_rules
 from .generator import generate
 from .policy import solve
@@ -27,18 +26,10 @@ DOMAIN = DomainPack(
     generate=generate,
     solve=solve,
     kind="json_answer",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "conversation_id": {"type": "string", "pattern": "^tod-[0-9]{4}$"},
-            "language": {"enum": list(LANGUAGES)},
-            "format": {"enum": list(FORMATS)},
-            "conversation": {"type": "array", "minItems": 1},
-            "instruction": {"type": "string", "minLength": 1},
-        },
-        "required": ["conversation_id", "language", "format", "conversation", "instruction"],
-        "additionalProperties": False,
-    },
+    input_schema=dialogue_input(
+        conversation={"type": "array", "minItems": 1},
+        instruction={"type": "string", "minLength": 1},
+    ),
     output_schema={
         "type": "object",
         "properties": {
