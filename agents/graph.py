@@ -314,6 +314,7 @@ class GraphAgent:
                 "configurable": {"run": run},
                 "recursion_limit": 4 * self.limits.max_steps + 20,
             },
+            output_keys=["final"],
         )
         final = state.get("final")
         if not isinstance(final, dict):

@@ -1,8 +1,8 @@
 """sopgym's client SDK: the agent side of the episode API (open, call, message, finish,
 record), the one client every agent uses, ours and anyone's.
 
-``connect(address, transport)`` gives a :class:`GatewayClient` over HTTP (keep-alive
-connections on the standard library, :mod:`.keepalive`), gRPC (:mod:`.over_grpc`) or the
+``connect(address, transport)`` gives a :class:`GatewayClient` over HTTP (a keep-alive
+connection per thread, :mod:`.keepalive`), gRPC (:mod:`.over_grpc`) or the
 gateway's MCP door (:mod:`.over_mcp`); their episodes (:class:`Episode`) behave alike, so an
 agent never knows which one it was given. See the README for a complete example.
 
@@ -106,9 +106,7 @@ class GatewayClient:
             self, self.base_url, lambda url: GatewayClient(url, timeout, retries, backoff)
         )
 
-    def request(
-        self, method: str, path: str, token: str | None = None, json: Any = None
-    ) -> Reply:
+    def request(self, method: str, path: str, token: str | None = None, json: Any = None) -> Reply:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         inject(headers)  # W3C trace context: the gateway's span joins the caller's trace
         for attempt in range(self._retries + 1):
@@ -205,9 +203,8 @@ class Episode:
 
     def _call(self, name: str, arguments: Any) -> tuple[int, JSON]:
         """The transport's part of a call (gRPC episodes override it)."""
-        response = self._client.request(
-            "POST", f"/v1/episodes/{self.id}/tools/{name}", token=self.token, json=arguments
-        )
+        path = f"/v1/episodes/{self.id}/tools/{quote(name, safe='')}"  # the model's name, as is
+        response = self._client.request("POST", path, token=self.token, json=arguments)
         return response.status, _body(response)
 
     def message(self, content: Any) -> ToolResult:
