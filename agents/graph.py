@@ -91,14 +91,13 @@ class ToolOutcome:
 
 
 class State(TypedDict, total=False):
+    """What every agent's graph carries; an agent that needs more extends it
+    (:attr:`GraphAgent.state_schema`): each channel costs LangGraph work on every step."""
+
     messages: Annotated[list[BaseMessage], operator.add]
     pending: list[ToolRequest]
-    outcomes: list[ToolOutcome]
     final: JSON | None
     nudges: int
-    plan: list[JSON]
-    done: list[int]
-    replans: int
 
 
 @dataclass
@@ -259,6 +258,7 @@ class GraphAgent:
 
     name = "graph"
     native_tools = True  # False: tools are described in the prompt (ReAct)
+    state_schema: type[State] = State
 
     def __init__(
         self,
@@ -283,7 +283,7 @@ class GraphAgent:
             corrective_turns=corrective_turns,
             max_repeats=max_repeats,
         )
-        self.graph = self.build(StateGraph(State)).compile()
+        self.graph = self.build(StateGraph(self.state_schema)).compile()
 
     # ---- what subclasses provide ----
     def build(self, graph: StateGraph) -> StateGraph:
@@ -309,7 +309,7 @@ class GraphAgent:
             HumanMessage(case_message(episode.sop, task.inputs, task.conversation)),
         ]
         state = self.graph.invoke(
-            {"messages": opening, "nudges": 0, "replans": 0, "final": None},
+            {"messages": opening},
             config={
                 "configurable": {"run": run},
                 "recursion_limit": 4 * self.limits.max_steps + 20,
@@ -336,10 +336,13 @@ class GraphAgent:
         return [HumanMessage("\n".join(observation(o.content) for o in outcomes))]
 
     def tools_node(self, state: State, config: RunnableConfig) -> dict[str, Any]:
-        run = run_of(config)
+        return self.tool_turn(state, run_of(config))[1]
+
+    def tool_turn(self, state: State, run: Run) -> tuple[list[ToolOutcome], dict[str, Any]]:
+        """Make the pending calls: their outcomes, and the state update that shows them."""
         outcomes = run.call_tools(state.get("pending") or [])
         messages = [*self.render_outcomes(outcomes), *run.take_notes()]
-        return {"messages": messages, "pending": [], "outcomes": outcomes}
+        return outcomes, {"messages": messages, "pending": []}
 
     def conclude(self, state: State, text: str, run: Run) -> dict[str, Any]:
         """Read the final answer from ``text``, in its declared form only; without one, remind

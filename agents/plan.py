@@ -43,9 +43,17 @@ UNREADABLE_PLAN = (
 )
 
 
+class PlanState(State, total=False):
+    outcomes: list[ToolOutcome]  # the last tool turn's, for the re-plan decision
+    plan: list[JSON]
+    done: list[int]  # indexes of the plan's steps carried out
+    replans: int
+
+
 class PlanExecuteAgent(GraphAgent):
     name = "plan"
     native_tools = True
+    state_schema = PlanState
 
     def system_text(self, run: Run) -> str:
         return system_prompt(run.episode.output_schema)
@@ -66,7 +74,7 @@ class PlanExecuteAgent(GraphAgent):
         graph.add_conditional_edges("answer", after_answer("execute"), ["execute", END])
         return graph
 
-    def _plan(self, state: State, config: RunnableConfig) -> dict[str, Any]:
+    def _plan(self, state: PlanState, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
         ask = [*state["messages"], HumanMessage(plan_request())]
         plan = read_plan(text_of(run.ask(ask, purpose="plan")), _tool_names(run))
@@ -74,16 +82,16 @@ class PlanExecuteAgent(GraphAgent):
             return {"plan": [], "done": [], "messages": [HumanMessage(UNREADABLE_PLAN)]}
         return {"plan": plan, "done": []}
 
-    def _execute(self, state: State, config: RunnableConfig) -> dict[str, Any]:
+    def _execute(self, state: PlanState, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
         turn = HumanMessage(execute_request(state.get("plan", []), set(state.get("done", []))))
         reply = run.ask([*state["messages"], turn], tools=True)
         return {"messages": [reply], "pending": native_requests(reply)}
 
-    def _tools(self, state: State, config: RunnableConfig) -> dict[str, Any]:
-        update = self.tools_node(state, config)
+    def _tools(self, state: PlanState, config: RunnableConfig) -> dict[str, Any]:
+        outcomes, update = self.tool_turn(state, run_of(config))
         plan, done = state.get("plan", []), set(state.get("done", []))
-        for outcome in update["outcomes"]:
+        for outcome in outcomes:
             if outcome.ok:
                 step = next(
                     (
@@ -95,15 +103,15 @@ class PlanExecuteAgent(GraphAgent):
                 )
                 if step is not None:
                     done.add(step)
-        return {**update, "done": sorted(done)}
+        return {**update, "outcomes": outcomes, "done": sorted(done)}
 
-    def _after_tools(self, state: State) -> str:
+    def _after_tools(self, state: PlanState) -> str:
         failed = any(not o.ok for o in state.get("outcomes", []))
         return (
             "replan" if failed and state.get("replans", 0) < self.limits.max_replans else "execute"
         )
 
-    def _replan(self, state: State, config: RunnableConfig) -> dict[str, Any]:
+    def _replan(self, state: PlanState, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
         failure = next(o for o in state.get("outcomes", []) if not o.ok)
         ask = [
@@ -116,7 +124,7 @@ class PlanExecuteAgent(GraphAgent):
             update.update(plan=plan, done=[])
         return update
 
-    def _answer(self, state: State, config: RunnableConfig) -> dict[str, Any]:
+    def _answer(self, state: PlanState, config: RunnableConfig) -> dict[str, Any]:
         return self.conclude(state, text_of(state["messages"][-1]), run_of(config))
 
 
