@@ -4,7 +4,8 @@ Starts the patient-intake tool service and the gateway (serving both transports 
 core) as real processes on 127.0.0.1 and measures, in one run and on one episode:
   * raw transport: median / p99 over N sequential calls with a raw keep-alive socket (HTTP)
     and a reused gRPC channel with a prebuilt request (gRPC);
-  * the agents' clients: Episode.call over GatewayClient (http.client) and GrpcGatewayClient;
+  * the agents' clients: Episode.call over GatewayClient (sopgym/client/keepalive.py) and
+    GrpcGatewayClient, and the CPU each spends per call beside the raw socket's;
   * calls/s with T threads, each with its own agent client, for D seconds per transport.
 
     python bench/bench_grpc.py [--calls 2000] [--threads 8] [--duration 5]
@@ -38,6 +39,14 @@ def timed(call: Callable[[], object], calls: int, warmup: int = 200) -> list[flo
     return timings
 
 
+def cpu_us_per_call(call: Callable[[], object], calls: int) -> float:
+    """This process's CPU µs per call: the client's own cost, whatever the servers spend."""
+    started = time.process_time()
+    for _ in range(calls):
+        call()
+    return (time.process_time() - started) * 1e6 / calls
+
+
 def throughput(make: Callable[[], Callable[[], object]], threads: int, seconds: float) -> float:
     counts = [0] * threads
     stop = time.monotonic() + seconds
@@ -62,9 +71,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--duration", type=float, default=5.0)
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, embedded_stack(
-        ["patient_intake"], Path(tmp) / "logs", Path(tmp) / "data", grpc=True
-    ) as stack:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        embedded_stack(
+            ["patient_intake"], Path(tmp) / "logs", Path(tmp) / "data", grpc=True
+        ) as stack,
+    ):
         target = stack.grpc_target
         assert target is not None  # started with grpc=True
         http, grpc = connect(stack.gateway_url), connect(target, "grpc")
@@ -83,9 +95,9 @@ def main() -> None:
 
         path = f"/v1/episodes/{episode.id}/tools/{TOOL}"
         auth = {"Authorization": f"Bearer {episode.token}"}
-        raw_http = sequential(
-            {"http": RawKeepAlive(stack.gateway_url, path, auth)}, options.calls
-        )["http"]
+        raw_http = sequential({"http": RawKeepAlive(stack.gateway_url, path, auth)}, options.calls)[
+            "http"
+        ]
         raw_grpc = timed(lambda: stub.CallTool(request, metadata=metadata), options.calls)
         client_http = timed(lambda: episode.call(TOOL, ARGS), options.calls)
         client_grpc = timed(lambda: grpc_episode.call(TOOL, ARGS), options.calls)
@@ -94,9 +106,18 @@ def main() -> None:
         print(describe("raw gRPC", raw_grpc))
         print(describe("client HTTP", client_http).replace("client HTTP", "client HTTP "))
         print(describe("client gRPC", client_grpc).replace("client gRPC", "client gRPC "))
+        raw = RawKeepAlive(stack.gateway_url, path, auth)
+        cpu = {
+            "raw HTTP": cpu_us_per_call(raw.call, options.calls),
+            "client HTTP": cpu_us_per_call(lambda: episode.call(TOOL, ARGS), options.calls),
+            "client gRPC": cpu_us_per_call(lambda: grpc_episode.call(TOOL, ARGS), options.calls),
+        }
+        print("client CPU per call: " + ", ".join(f"{k} {v:.0f} µs" for k, v in cpu.items()))
         delta = statistics.median(raw_grpc) - statistics.median(raw_http)
-        print(f"gRPC - HTTP at the median: raw {delta:+.3f} ms, clients "
-              f"{statistics.median(client_grpc) - statistics.median(client_http):+.3f} ms")
+        print(
+            f"gRPC - HTTP at the median: raw {delta:+.3f} ms, clients "
+            f"{statistics.median(client_grpc) - statistics.median(client_http):+.3f} ms"
+        )
 
         def client_call(transport: str, address: str) -> Callable[[], object]:
             client = connect(address, transport)
