@@ -123,7 +123,8 @@ class HttpTransport:
             if not data:
                 if answer.headers_done and not answer.framed:  # the close ends the body
                     break
-                raise ConnectionResetError("the gateway closed the connection mid-answer")
+                said = "mid-answer" if answer.headers_done else "without answering"
+                raise ConnectionResetError(f"the server closed the connection {said}")
             answer.parser.feed_data(data)
         if not (answer.complete and answer.keep_alive):
             self._drop(connection)
