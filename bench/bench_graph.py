@@ -5,8 +5,10 @@ nodes, prompts, parsing and the worker's per-task work, held against LangGraph's
     to a message list) on this machine: what any LangGraph agent pays per step;
   * each agent (react, fc, plan) solving patient intake in this process with its model
     replies and tool results replayed from one recorded live run (full stack, scripted
-    model), so no network, model or gateway time is in the figure; the worker's job
-    handling (``run_job``: task span, episode open/finish calls, report) is.
+    model): the model call (``invoke_model``, its chat span included) and the tool
+    transport (``Episode._call``) are replaced, so no network, model or gateway time is in
+    the figure; the nodes, tool spans and the worker's job handling (``run_job``: task span,
+    report) are.
 
 Figures are CPU milliseconds per step (one model turn and the tool calls it asked for),
 the median of several rounds, so a busy machine moves them less than wall time.
