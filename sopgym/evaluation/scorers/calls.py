@@ -21,11 +21,18 @@ def tool_match(trajectory: Trajectory, gold: Gold) -> tuple[float, float, float]
 
     With no gold calls and no calls, the agent was exactly right: 1.0 all round.
     """
-    made = Counter(c.name for c in trajectory.calls)
-    wanted = Counter(c.name for c in gold.calls)
-    hits = sum((made & wanted).values())
-    precision = hits / sum(made.values()) if made else float(not wanted)
-    recall = ratio(hits, sum(wanted.values()))
+    unmatched: dict[str, int] = {}  # gold calls per tool not yet matched by a call made
+    for wanted in gold.calls:
+        unmatched[wanted.name] = unmatched.get(wanted.name, 0) + 1
+    hits = 0
+    for call in trajectory.calls:  # (plain counting: Counter's & costs more than the rest)
+        left = unmatched.get(call.name)
+        if left:
+            unmatched[call.name] = left - 1
+            hits += 1
+    made = len(trajectory.calls)
+    precision = hits / made if made else float(not gold.calls)
+    recall = ratio(hits, len(gold.calls))
     return precision, recall, f1(precision, recall)
 
 
