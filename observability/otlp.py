@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -226,8 +227,10 @@ def json_to_request(document: JSON) -> ExportTraceServiceRequest:
 
 
 # ---- the evaluator's view of a span ----
-@dataclass(slots=True)
-class SpanRecord:
+class SpanRecord(msgspec.Struct, gc=False):
+    """One span as the evaluator and the viewer read it: ids in hex, times in ns, attributes as
+    a plain dict. (A msgspec struct: built natively, with no Python ``__init__``, per span.)"""
+
     trace_id: str
     span_id: str
     parent_id: str
@@ -239,48 +242,129 @@ class SpanRecord:
     status: int
     service: str
     scope: str
-    raw_events: list[JSON] = field(default_factory=list)
+    raw_events: list[_Event] = []
 
     @property
     def duration_ms(self) -> float:
         return (self.end_ns - self.start_ns) / 1e6
 
     def events(self) -> list[tuple[str, JSON]]:
-        """Span events, decoded on demand (scoring never needs them; reports do)."""
-        return [(e.get("name", ""), attributes(e.get("attributes", ()))) for e in self.raw_events]
+        """Span events, their attributes decoded on demand (scoring never needs them)."""
+        return [(e.name, _attributes(e.attributes)) for e in self.raw_events]
 
 
-def _value(value: JSON) -> Any:
-    if not value:
+# The OTLP JSON document, typed for msgspec: decoding a line straight into these structs skips
+# every field the evaluator does not read (flags, links, resource and scope extras) and builds
+# no dict per attribute; a document of another shape is a ValidationError that says where.
+# Values may be written either way the protobuf JSON mapping allows (64-bit integers as text or
+# numbers, enums as numbers or names, doubles as numbers or "NaN" / "Infinity").
+class _AnyValue(msgspec.Struct, gc=False):
+    stringValue: str | None = None
+    intValue: int | str | None = None
+    boolValue: bool | None = None
+    doubleValue: float | str | None = None
+    arrayValue: _ArrayValue | None = None
+    kvlistValue: _KeyValueList | None = None
+    bytesValue: str | None = None  # base64 text, kept as such
+
+
+class _ArrayValue(msgspec.Struct, gc=False):
+    values: list[_AnyValue] = []
+
+
+class _KeyValue(msgspec.Struct, gc=False):
+    key: str
+    value: _AnyValue | None = None
+
+
+class _KeyValueList(msgspec.Struct, gc=False):
+    values: list[_KeyValue] = []
+
+
+class _Event(msgspec.Struct, gc=False):
+    name: str = ""
+    attributes: list[_KeyValue] = []
+
+
+class _Status(msgspec.Struct, gc=False):
+    code: int | str = 0
+
+
+class _Span(msgspec.Struct, gc=False):
+    traceId: str = ""
+    spanId: str = ""
+    parentSpanId: str = ""
+    name: str = ""
+    kind: int | str = 0
+    startTimeUnixNano: int | str = 0
+    endTimeUnixNano: int | str = 0
+    attributes: list[_KeyValue] = []
+    status: _Status | None = None
+    events: list[_Event] = []
+
+
+class _Scope(msgspec.Struct, gc=False):
+    name: str = ""
+
+
+class _ScopeSpans(msgspec.Struct, gc=False):
+    scope: _Scope | None = None
+    spans: list[_Span] = []
+
+
+class _Resource(msgspec.Struct, gc=False):
+    attributes: list[_KeyValue] = []
+
+
+class _ResourceSpans(msgspec.Struct, gc=False):
+    resource: _Resource | None = None
+    scopeSpans: list[_ScopeSpans] = []
+
+
+class _Traces(msgspec.Struct, gc=False):
+    resourceSpans: list[_ResourceSpans] = []
+
+
+class _Document(msgspec.Struct, gc=False):
+    """``TracesData`` / an export request, or a Jaeger v3 answer (``{"result": TracesData}``)."""
+
+    resourceSpans: list[_ResourceSpans] = []
+    result: _Traces | None = None
+
+
+_DECODER = msgspec.json.Decoder(_Document)
+
+
+def _value(value: _AnyValue | None) -> Any:
+    if value is None:
         return None
-    kind, raw = next(iter(value.items()))
-    if kind == "stringValue" or kind == "boolValue":
-        return raw
-    if kind == "intValue":
-        return int(raw)
-    if kind == "doubleValue":
-        return float(raw)
-    if kind == "arrayValue":
-        return [_value(v) for v in raw.get("values", ())]
-    if kind == "kvlistValue":
-        return attributes(raw.get("values", ()))
-    return raw  # bytesValue stays base64 text
+    if value.stringValue is not None:
+        return value.stringValue
+    if value.intValue is not None:
+        return int(value.intValue)
+    if value.boolValue is not None:
+        return value.boolValue
+    if value.doubleValue is not None:
+        return float(value.doubleValue)
+    if value.arrayValue is not None:
+        return [_value(v) for v in value.arrayValue.values]
+    if value.kvlistValue is not None:
+        return _attributes(value.kvlistValue.values)
+    return value.bytesValue
 
 
-def attributes(items: Iterable[JSON]) -> JSON:
+def _attributes(items: list[_KeyValue]) -> JSON:
     out = {}
     for item in items:
-        value = item.get("value")
-        text = value.get("stringValue") if value else None  # most values are strings
-        out[item["key"]] = text if text is not None else _value(value)  # type: ignore[arg-type]
+        value = item.value
+        text = value.stringValue if value is not None else None  # most values are strings
+        out[item.key] = text if text is not None else _value(value)
     return out
 
 
-def _hex_id(value: str | None) -> str:
-    if not value:
-        return ""
+def _hex_id(value: str) -> str:
     # OTLP JSON ids are hex (32 / 16 chars); plain protobuf JSON would carry base64 instead
-    return value if len(value) in (32, 16) else _b64_to_hex(value)
+    return value if not value or len(value) in (32, 16) else _b64_to_hex(value)
 
 
 class TraceFormatError(ValueError):
@@ -305,37 +389,39 @@ def spans_of(
 ) -> SpanBatch:
     """The spans of one ``TracesData`` / export request / Jaeger v3 response object (only
     those of ``scopes``, when given; spans of an unnamed scope are always kept)."""
-    batch = batch if batch is not None else SpanBatch()
+    return _records(msgspec.convert(document, _Document), scopes, batch or SpanBatch())
+
+
+def _records(document: _Document, scopes: frozenset[str] | None, batch: SpanBatch) -> SpanBatch:
     append = batch.spans.append
-    document = document.get("result", document)
-    for resource_spans in document.get("resourceSpans", ()):
-        resource = attributes(resource_spans.get("resource", {}).get("attributes", ()))
-        service = str(resource.get("service.name", ""))
-        for scope_spans in resource_spans.get("scopeSpans", ()):
-            scope = scope_spans.get("scope", {}).get("name", "")
-            spans = scope_spans.get("spans", ())
+    traces = document.result.resourceSpans if document.result else document.resourceSpans
+    for resource_spans in traces:
+        resource = resource_spans.resource
+        found = _attributes(resource.attributes) if resource else {}
+        service = str(found.get("service.name", ""))
+        for scope_spans in resource_spans.scopeSpans:
+            scope = scope_spans.scope.name if scope_spans.scope else ""
+            spans = scope_spans.spans
             if scopes is not None and scope and scope not in scopes:
                 batch.skipped += len(spans)
                 continue
             for span in spans:
-                get = span.get
-                status = get("status")
-                kind = get("kind", 0)
-                code: Any = status.get("code", 0) if status else 0
+                kind, status = span.kind, span.status
+                code = status.code if status is not None else 0
                 append(
                     SpanRecord(
-                        _hex_id(get("traceId")),
-                        _hex_id(get("spanId")),
-                        _hex_id(get("parentSpanId")),
-                        get("name", ""),
-                        kind if kind.__class__ is int else _KIND_NAMES.get(kind, 0),
-                        int(get("startTimeUnixNano", 0)),
-                        int(get("endTimeUnixNano", 0)),
-                        attributes(get("attributes", ())),
-                        code if code.__class__ is int else _STATUS_NAMES.get(code, 0),
+                        _hex_id(span.traceId),
+                        _hex_id(span.spanId),
+                        _hex_id(span.parentSpanId),
+                        span.name,
+                        kind if kind.__class__ is int else _KIND_NAMES.get(kind, 0),  # type: ignore[arg-type]
+                        int(span.startTimeUnixNano),
+                        int(span.endTimeUnixNano),
+                        _attributes(span.attributes),
+                        code if code.__class__ is int else _STATUS_NAMES.get(code, 0),  # type: ignore[arg-type]
                         service,
                         scope,
-                        get("events") or [],
+                        span.events,
                     )
                 )
     return batch
@@ -376,11 +462,11 @@ def read_batch(
         return batch
     if not _is_json_lines(data):
         try:
-            document = orjson.loads(data)
+            document = _decoded(data, "the document")
         except orjson.JSONDecodeError:
             pass  # read line by line below, which names the line that is not JSON
         else:
-            return _checked_spans_of(document, scopes, batch, "the document")
+            return _checked_records(document, scopes, batch, "the document")
     wanted = {scope.encode() for scope in scopes} if scopes is not None else None
     view = memoryview(data)
     lines = _lines(data)
@@ -395,12 +481,12 @@ def read_batch(
                     batch.skipped += data.count(_SPAN_MARK, start, end)
                     continue
         try:
-            document = orjson.loads(view[start:end])
+            document = _decoded(view[start:end], f"line {number}")
         except orjson.JSONDecodeError as error:
             if number == len(lines) and not data.endswith(b"\n"):
                 break
             raise TraceFormatError(f"line {number} is not JSON: {error}") from None
-        _checked_spans_of(document, scopes, batch, f"line {number}")
+        _checked_records(document, scopes, batch, f"line {number}")
     return batch
 
 
@@ -419,12 +505,24 @@ def _is_json_lines(data: bytes) -> bool:
         return False
 
 
-def _checked_spans_of(
-    document: Any, scopes: frozenset[str] | None, batch: SpanBatch, where: str
+def _decoded(text: bytes | memoryview, where: str) -> _Document:
+    """One OTLP JSON document, decoded straight into its structs. JSON of another shape is a
+    :class:`TraceFormatError`; text that is no JSON at all raises orjson's error, which says
+    where in the text (asked only once msgspec has refused the text, so never on the way of
+    a good line)."""
+    try:
+        return _DECODER.decode(text)
+    except msgspec.DecodeError as error:
+        orjson.loads(text)
+        raise TraceFormatError(f"{where} is not OTLP JSON traces ({error})") from None
+
+
+def _checked_records(
+    document: _Document, scopes: frozenset[str] | None, batch: SpanBatch, where: str
 ) -> SpanBatch:
     try:
-        return spans_of(document, scopes, batch)
-    except (AttributeError, TypeError, ValueError) as error:  # JSON, but not of OTLP's shape
+        return _records(document, scopes, batch)
+    except (TypeError, ValueError) as error:  # of OTLP's shape, but a time that is no number
         raise TraceFormatError(f"{where} is not OTLP JSON traces ({error})") from None
 
 
