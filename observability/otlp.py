@@ -564,7 +564,10 @@ def paused_gc() -> Iterator[None]:
 
     Parsed JSON and span records are acyclic (reference counting frees them), but hundreds of
     thousands of new containers trigger full collections that rescan everything retained so
-    far: measured, that made parsing a trace store several times slower.
+    far: measured, that made parsing a trace store several times slower. On the way out, what
+    was built meanwhile goes straight to the oldest generation (``freeze`` then ``unfreeze``
+    moves every tracked object there): left young, the first collection after would scan all
+    of it at once (measured: 30-40 ms per 200,000 spans read or scored) only to promote it.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -572,6 +575,8 @@ def paused_gc() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
