@@ -17,7 +17,6 @@ score through :func:`score_episode`, so they agree task by task.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -165,9 +164,10 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
     n = len(scores)
     completed = sum(s.completed for s in scores)
     correct = sum(s.success for s in scores)
-    errors: Counter[str] = Counter()
+    errors: dict[str, int] = {}
     for s in scores:
-        errors.update(s.errors)
+        for name, count in s.errors.items():  # (Counter.update costs more, per task)
+            errors[name] = errors.get(name, 0) + count
     return {
         "tasks": len(every),
         "scored": n,
