@@ -67,7 +67,8 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
         counts["blank"] += 1
     gold_args: dict[str, list[Any]] = {}
     for wanted in gold.calls:
-        gold_args.setdefault(wanted.name, []).append(normalize(wanted.arguments))
+        gold_args.setdefault(wanted.name, []).append(wanted.arguments)
+    normalized: dict[str, list[Any]] = {}  # a tool's gold arguments normalised, once needed
     for call in trajectory.calls:
         if not call.in_catalog:
             counts["hallucinated"] += 1
@@ -80,12 +81,31 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
         elif (
             call.error_code is None
             and call.name in gold_args
-            and normalize(call.arguments) not in gold_args[call.name]
+            and not _matches(call.arguments, gold_args[call.name], normalized, call.name)
         ):
             counts["wrong_value"] += 1
         if call.distractor:
             counts["distractor"] += 1
     return dict(counts)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _matches(arguments: Any, golds: list[Any], normalized: dict[str, list[Any]], name: str) -> bool:
+    """Whether ``arguments`` equal one of ``golds`` once both are normalised. Flat arguments
+    (an object of scalars) equal to a gold call's as they are equal it normalised too: that
+    common case is settled without normalising either side. ``normalized`` caches the
+    episode's normalised gold arguments per tool ``name``."""
+    if (
+        arguments.__class__ is dict
+        and arguments in golds
+        and all(value.__class__ in _SCALARS for value in arguments.values())
+    ):
+        return True
+    if name not in normalized:
+        normalized[name] = [normalize(gold) for gold in golds]
+    return normalize(arguments) in normalized[name]
 
 
 def _errors(case: Case) -> Score:
