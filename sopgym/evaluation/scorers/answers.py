@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
-from sopgym.evaluation.scorers.fields import field_matches
+from sopgym.evaluation.scorers.fields import SCALARS, field_matches
 from sopgym.types import JSON
 
 # SOP-Maze's grades: an exact answer, a well-formed but wrong one, a malformed one
@@ -129,14 +129,11 @@ def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
     return []
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
 def _same_scalar(actual: Any, expected: Any) -> bool:
     """An equal scalar of the same type (most of a state): no difference, known without
     building its path."""
     kind = actual.__class__
-    return kind is expected.__class__ and kind in _SCALARS and actual == expected
+    return kind is expected.__class__ and kind in SCALARS and actual == expected
 
 
 @lru_cache(maxsize=256)  # a domain's patterns, matched against every episode's state

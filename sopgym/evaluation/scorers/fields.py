@@ -68,7 +68,14 @@ def _normalized_text(value: str) -> Any:
     return number if math.isfinite(number) else text
 
 
+# The JSON scalar types. Two scalars equal as given are equal normalised too, so most answer
+# fields and call arguments are settled without normalising either side.
+SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
+    if predicted.__class__ in SCALARS and predicted == gold and tolerance >= 0:
+        return True
     p, g = normalize(predicted), normalize(gold)
     if isinstance(p, float) and isinstance(g, float):
         return abs(p - g) <= tolerance + 1e-9
