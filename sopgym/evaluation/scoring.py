@@ -78,10 +78,11 @@ def score_episode(
     faults = 0
     if trajectory is not None:
         infra = [c for c in trajectory.calls if c.error_code in INFRA_CODES]
-        faults = sum(c.error_code in FAULT_CODES for c in infra)
-        down = next((c for c in infra if c.error_code == DOWN_CODE), None)
-        if infra_error is None and down is not None:
-            infra_error = f"{down.name}: {DOWN_CODE}"
+        if infra:
+            faults = sum(c.error_code in FAULT_CODES for c in infra)
+            down = next((c for c in infra if c.error_code == DOWN_CODE), None)
+            if infra_error is None and down is not None:
+                infra_error = f"{down.name}: {DOWN_CODE}"
         last = trajectory.calls[-1] if trajectory.calls else None
         if (
             infra_error is None

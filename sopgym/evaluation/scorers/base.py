@@ -34,11 +34,12 @@ class Case:
     trajectory: Trajectory
     gold: Gold
     domain: DomainPack
+    # The episode finished with a final answer (a JSON object). Set once: every scorer asks.
+    completed: bool = field(init=False)
 
-    @property
-    def completed(self) -> bool:
-        """The episode finished with a final answer (a JSON object)."""
-        return self.trajectory.finished and isinstance(self.trajectory.outputs, dict)
+    def __post_init__(self) -> None:
+        completed = self.trajectory.finished and isinstance(self.trajectory.outputs, dict)
+        object.__setattr__(self, "completed", completed)
 
     @property
     def answer(self) -> JSON:
