@@ -17,6 +17,7 @@ score through :func:`score_episode`, so they agree task by task.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -217,10 +218,10 @@ def robustness(scores: list[TaskScore]) -> JSON:
 
 def _score_means(scores: list[TaskScore]) -> JSON:
     """Per scorer, the mean of its applicable values over the tasks it scored."""
-    values: dict[str, list[float | None]] = {}
+    values: defaultdict[str, list[float | None]] = defaultdict(list)  # (no list per lookup)
     for s in scores:
         for name, result in s.scores.items():
-            values.setdefault(name, []).append(result["value"])
+            values[name].append(result["value"])
     return {name: _mean(v) for name, v in sorted(values.items())}
 
 
