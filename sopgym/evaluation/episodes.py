@@ -32,10 +32,12 @@ class EpisodeSpans:
     calls: list[SpanRecord] = field(default_factory=list)
 
     def _attribute(self, key: str) -> Any:
-        for span in (self.root, self.open, self.finish, *self.calls[:1]):
-            if span is not None and span.attributes.get(key) is not None:
-                return span.attributes[key]
-        return None
+        for span in (self.root, self.open, self.finish):
+            if span is not None:
+                value = span.attributes.get(key)
+                if value is not None:
+                    return value
+        return self.calls[0].attributes.get(key) if self.calls else None
 
     @property
     def task_id(self) -> str | None:
