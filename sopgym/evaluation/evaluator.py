@@ -158,8 +158,17 @@ def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
     base = aggregate(scores)
     errors: Counter[str] = Counter(base["errors"])
     calls = sum(s.calls for s in scores)
-    latencies = [r["latency_s"] for r in rows if r["latency_s"] is not None]
-    tool_latencies = [v for r in rows for v in r["tool_latency_ms"]]
+    latencies: list[float] = []
+    tool_latencies: list[float] = []
+    incomplete = llm_calls = input_tokens = output_tokens = 0
+    for r in rows:  # one pass (metrics are also taken per domain and per agent)
+        if r["latency_s"] is not None:
+            latencies.append(r["latency_s"])
+        tool_latencies += r["tool_latency_ms"]
+        incomplete += not r["trace_complete"]
+        llm_calls += r["llm_calls"]
+        input_tokens += r["input_tokens"]
+        output_tokens += r["output_tokens"]
     n = len(rows)
 
     def per_call(*keys: str) -> float:
@@ -173,7 +182,7 @@ def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
         "param_failure_rate": per_call("validation", "type"),
         "wrong_value_rate": per_call("wrong_value"),
         "blank_rate": errors["blank"] / n if n else 0.0,
-        "incomplete_traces": sum(not r["trace_complete"] for r in rows),
+        "incomplete_traces": incomplete,
         "latency_s": {
             "mean": statistics.fmean(latencies) if latencies else None,
             "p50": _percentile(latencies, 0.5),
@@ -183,13 +192,11 @@ def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
             "p50": _percentile(tool_latencies, 0.5),
             "p99": _percentile(tool_latencies, 0.99),
         },
-        "llm_calls": sum(r["llm_calls"] for r in rows),
-        "llm_calls_per_task": sum(r["llm_calls"] for r in rows) / n if n else 0.0,
-        "input_tokens": sum(r["input_tokens"] for r in rows),
-        "output_tokens": sum(r["output_tokens"] for r in rows),
-        "tokens_per_task": sum(r["input_tokens"] + r["output_tokens"] for r in rows) / n
-        if n
-        else 0.0,
+        "llm_calls": llm_calls,
+        "llm_calls_per_task": llm_calls / n if n else 0.0,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "tokens_per_task": (input_tokens + output_tokens) / n if n else 0.0,
     }
 
 

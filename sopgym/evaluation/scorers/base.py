@@ -87,7 +87,9 @@ class Scorer:
     gates: bool = False
 
     def __call__(self, case: Case) -> Score:
-        score = self.measure(case)  # (not dataclasses.replace: this runs per task and scorer)
+        score = self.measure(case)
+        if score.gates == self.gates:  # (most scorers gate nothing: no copy to make)
+            return score
         return Score(score.value, score.metrics, score.explanation, self.gates)
 
 
