@@ -396,9 +396,10 @@ def _records(document: _Document, scopes: frozenset[str] | None, batch: SpanBatc
     append = batch.spans.append
     traces = document.result.resourceSpans if document.result else document.resourceSpans
     for resource_spans in traces:
-        resource = resource_spans.resource
-        found = _attributes(resource.attributes) if resource else {}
-        service = str(found.get("service.name", ""))
+        service = ""
+        for item in resource_spans.resource.attributes if resource_spans.resource else ():
+            if item.key == "service.name":  # (the last one counts, as in a dict)
+                service = str(_value(item.value))
         for scope_spans in resource_spans.scopeSpans:
             scope = scope_spans.scope.name if scope_spans.scope else ""
             spans = scope_spans.spans
@@ -462,11 +463,11 @@ def read_batch(
         return batch
     if not _is_json_lines(data):
         try:
-            document = _decoded(data, "the document")
+            _add_document(data, scopes, batch, None)
         except orjson.JSONDecodeError:
             pass  # read line by line below, which names the line that is not JSON
         else:
-            return _checked_records(document, scopes, batch, "the document")
+            return batch
     _read_lines(data, scopes, batch, 0, last=True)
     return batch
 
@@ -491,12 +492,11 @@ def _read_lines(
                     batch.skipped += data.count(_SPAN_MARK, start, end)
                     continue
         try:
-            document = _decoded(view[start:end], f"line {number}")
+            _add_document(view[start:end], scopes, batch, number)
         except orjson.JSONDecodeError as error:
             if last and number == before + len(lines) and not data.endswith(b"\n"):
                 break
             raise TraceFormatError(f"line {number} is not JSON: {error}") from None
-        _checked_records(document, scopes, batch, f"line {number}")
     return before + len(lines)
 
 
@@ -537,24 +537,20 @@ def _is_json_lines(data: bytes) -> bool:
         return False
 
 
-def _decoded(text: bytes | memoryview, where: str) -> _Document:
-    """One OTLP JSON document, decoded straight into its structs. JSON of another shape is a
-    :class:`TraceFormatError`; text that is no JSON at all raises orjson's error, which says
-    where in the text (asked only once msgspec has refused the text, so never on the way of
-    a good line)."""
+def _add_document(
+    text: bytes | memoryview, scopes: frozenset[str] | None, batch: SpanBatch, line: int | None
+) -> None:
+    """Decode one OTLP JSON document (``line``: its line number; ``None``: the whole text)
+    straight into its structs and add its spans to ``batch``. JSON of another shape (or a
+    time that is no number) is a :class:`TraceFormatError`; text that is no JSON at all
+    raises orjson's error, which says where in the text (asked only once msgspec has refused
+    it, so never on the way of a good line)."""
     try:
-        return _DECODER.decode(text)
-    except msgspec.DecodeError as error:
-        orjson.loads(text)
-        raise TraceFormatError(f"{where} is not OTLP JSON traces ({error})") from None
-
-
-def _checked_records(
-    document: _Document, scopes: frozenset[str] | None, batch: SpanBatch, where: str
-) -> SpanBatch:
-    try:
-        return _records(document, scopes, batch)
-    except (TypeError, ValueError) as error:  # of OTLP's shape, but a time that is no number
+        _records(_DECODER.decode(text), scopes, batch)
+    except (TypeError, ValueError) as error:  # (msgspec's DecodeError is a ValueError)
+        if isinstance(error, msgspec.DecodeError):
+            orjson.loads(text)
+        where = "the document" if line is None else f"line {line}"
         raise TraceFormatError(f"{where} is not OTLP JSON traces ({error})") from None
 
 
