@@ -346,8 +346,11 @@ def _value(value: _AnyValue | None) -> Any:
         return value.boolValue
     if value.doubleValue is not None:
         return float(value.doubleValue)
-    if value.arrayValue is not None:
-        return [_value(v) for v in value.arrayValue.values]
+    if value.arrayValue is not None:  # (of strings, mostly: tool catalogs of hundreds)
+        return [
+            v.stringValue if v.stringValue is not None else _value(v)
+            for v in value.arrayValue.values
+        ]
     if value.kvlistValue is not None:
         return _attributes(value.kvlistValue.values)
     return value.bytesValue
