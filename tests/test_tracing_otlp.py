@@ -179,12 +179,39 @@ def test_reader_skips_unwanted_scopes_and_a_torn_tail(sdk: Any, tmp_path: Path) 
     last = f"line {len(data.splitlines()) + 1}"
     with pytest.raises(otlp.TraceFormatError, match=f"{last} is not JSON"):
         otlp.read_batch(data + b'{"resourceSpans": [{"reso\n')
-    for wrong_shape, found in ((b"[]\n", "document"), (b'{"resourceSpans": 5}\n', "document"),
-                               (data + b'{"resourceSpans": [{"scopeSpans": 1}]}\n', last)):
+    for wrong_shape, found in (
+        (b"[]\n", "document"),
+        (b'{"resourceSpans": 5}\n', "document"),
+        (data + b'{"resourceSpans": [{"scopeSpans": 1}]}\n', last),
+    ):
         with pytest.raises(otlp.TraceFormatError, match=f"{found} is not OTLP JSON traces"):
             otlp.read_batch(wrong_shape)
     padded = b"\n   \n  " + data.replace(b"\n", b"\n\t\n", 1)  # blank lines, indented JSON
     assert otlp.read_batch(padded).total == 3
+
+
+def test_a_store_read_in_blocks_reads_as_read_whole(
+    sdk: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks far smaller than a line: every line is still read once, numbered as in the
+    whole file, and only the file's own last line may be torn."""
+    request = encode_spans(varied_spans(*sdk))
+    app = Collector(tmp_path)
+    for _ in range(3):
+        _call(app, request.SerializeToString(), {"content-type": "application/x-protobuf"})
+    data = app.path.read_bytes().replace(b"\n", b"\n\n", 2)  # blank lines are not numbered
+    monkeypatch.setattr(otlp, "_BLOCK", 64)
+    store = tmp_path / "store.jsonl"
+    for scopes in (None, frozenset({"sopgym.gateway"})):
+        whole = otlp.read_batch(data, scopes)
+        store.write_bytes(data + b'{"resourceSpans": [{"reso')  # torn: no newline ends it
+        blocks = otlp.read_spans([store], scopes)
+        assert blocks.spans == whole.spans and blocks.skipped == whole.skipped
+        assert whole.total == 9 and len(whole.spans) == (9 if scopes is None else 3)
+    lines = len([line for line in data.splitlines() if line])
+    store.write_bytes(data + b"{not json}\n" + data)
+    with pytest.raises(otlp.TraceFormatError, match=f"store.jsonl: line {lines + 1} is not JSON"):
+        otlp.read_spans([store])
 
 
 def test_jaeger_v3_reader_parses_a_saved_response() -> None:

@@ -32,10 +32,12 @@ class EpisodeSpans:
     calls: list[SpanRecord] = field(default_factory=list)
 
     def _attribute(self, key: str) -> Any:
-        for span in (self.root, self.open, self.finish, *self.calls[:1]):
-            if span is not None and span.attributes.get(key) is not None:
-                return span.attributes[key]
-        return None
+        for span in (self.root, self.open, self.finish):
+            if span is not None:
+                value = span.attributes.get(key)
+                if value is not None:
+                    return value
+        return self.calls[0].attributes.get(key) if self.calls else None
 
     @property
     def task_id(self) -> str | None:
@@ -174,16 +176,17 @@ def _arguments(attributes: dict[str, Any], name: str, gold: Gold | None) -> Any:
 
 def _call_record(span: SpanRecord, gold: Gold | None) -> CallRecord:
     a = span.attributes
-    name = str(a.get(sc.GEN_AI_TOOL_NAME, ""))
+    get = a.get
+    name = str(get(sc.GEN_AI_TOOL_NAME, ""))
     return CallRecord(
-        name=name,
-        arguments=_arguments(a, name, gold),
-        status=int(a.get(sc.HTTP_STATUS, 0)),
-        error_code=a.get(sc.CALL_ERROR_CODE),
-        error_field=a.get(sc.CALL_ERROR_FIELD),
+        name,
+        _arguments(a, name, gold),
+        int(get(sc.HTTP_STATUS, 0)),
+        get(sc.CALL_ERROR_CODE),
+        get(sc.CALL_ERROR_FIELD),
         duration_ms=span.duration_ms,
-        in_catalog=bool(a.get(sc.CALL_IN_CATALOG, True)),
-        distractor=bool(a.get(sc.CALL_DISTRACTOR, False)),
+        in_catalog=bool(get(sc.CALL_IN_CATALOG, True)),
+        distractor=bool(get(sc.CALL_DISTRACTOR, False)),
     )
 
 

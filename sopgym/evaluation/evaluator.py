@@ -148,16 +148,27 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def metrics(rows: list[JSON]) -> JSON:
+def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
     """The shared run metrics (``aggregate``: ECR / C-TSR / TSR, tool metrics, errors, order
     violations, per-scorer means), plus call-level error rates and what only traces know:
-    incomplete traces, latency, LLM calls and tokens."""
-    scores = [TaskScore(**r["score"]) for r in rows]  # rows may come from eval.json
+    incomplete traces, latency, LLM calls and tokens. ``scores``: the rows' scores, where the
+    caller has them already (rows may come from eval.json)."""
+    if scores is None:
+        scores = [TaskScore(**r["score"]) for r in rows]
     base = aggregate(scores)
     errors: Counter[str] = Counter(base["errors"])
     calls = sum(s.calls for s in scores)
-    latencies = [r["latency_s"] for r in rows if r["latency_s"] is not None]
-    tool_latencies = [v for r in rows for v in r["tool_latency_ms"]]
+    latencies: list[float] = []
+    tool_latencies: list[float] = []
+    incomplete = llm_calls = input_tokens = output_tokens = 0
+    for r in rows:  # one pass (metrics are also taken per domain and per agent)
+        if r["latency_s"] is not None:
+            latencies.append(r["latency_s"])
+        tool_latencies += r["tool_latency_ms"]
+        incomplete += not r["trace_complete"]
+        llm_calls += r["llm_calls"]
+        input_tokens += r["input_tokens"]
+        output_tokens += r["output_tokens"]
     n = len(rows)
 
     def per_call(*keys: str) -> float:
@@ -171,7 +182,7 @@ def metrics(rows: list[JSON]) -> JSON:
         "param_failure_rate": per_call("validation", "type"),
         "wrong_value_rate": per_call("wrong_value"),
         "blank_rate": errors["blank"] / n if n else 0.0,
-        "incomplete_traces": sum(not r["trace_complete"] for r in rows),
+        "incomplete_traces": incomplete,
         "latency_s": {
             "mean": statistics.fmean(latencies) if latencies else None,
             "p50": _percentile(latencies, 0.5),
@@ -181,21 +192,22 @@ def metrics(rows: list[JSON]) -> JSON:
             "p50": _percentile(tool_latencies, 0.5),
             "p99": _percentile(tool_latencies, 0.99),
         },
-        "llm_calls": sum(r["llm_calls"] for r in rows),
-        "llm_calls_per_task": sum(r["llm_calls"] for r in rows) / n if n else 0.0,
-        "input_tokens": sum(r["input_tokens"] for r in rows),
-        "output_tokens": sum(r["output_tokens"] for r in rows),
-        "tokens_per_task": sum(r["input_tokens"] + r["output_tokens"] for r in rows) / n
-        if n
-        else 0.0,
+        "llm_calls": llm_calls,
+        "llm_calls_per_task": llm_calls / n if n else 0.0,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "tokens_per_task": (input_tokens + output_tokens) / n if n else 0.0,
     }
 
 
-def _grouped(rows: list[JSON], key: str) -> JSON:
-    groups: defaultdict[str, list[JSON]] = defaultdict(list)
-    for row in rows:
-        groups[row[key]].append(row)
-    return {name: metrics(items) for name, items in sorted(groups.items())}
+def _grouped(rows: list[JSON], scores: list[TaskScore], key: str) -> JSON:
+    groups: defaultdict[str, tuple[list[JSON], list[TaskScore]]]
+    groups = defaultdict(lambda: ([], []))
+    for row, score in zip(rows, scores, strict=True):
+        group = groups[row[key]]
+        group[0].append(row)
+        group[1].append(score)
+    return {name: metrics(*group) for name, group in sorted(groups.items())}
 
 
 def evaluate(
@@ -228,24 +240,31 @@ def _evaluate(
 ) -> JSON:
     started = time.perf_counter()
     episodes = assemble(spans.spans)
-    groups: defaultdict[tuple[str, str], list[EpisodeSpans]] = defaultdict(list)
+    # per (run id, agent) group: its episodes, each with its key (read once: spans are
+    # searched for them)
+    groups: defaultdict[tuple[str, str], list[tuple[int, EpisodeKey, EpisodeSpans]]]
+    groups = defaultdict(list)
     unmatched: list[JSON] = []
     for episode in episodes:
-        if run_filter is not None and episode.run_id != run_filter:
+        run_id = episode.run_id
+        if run_filter is not None and run_id != run_filter:
             continue
-        tasks = taskset.get(episode.domain) if episode.domain else None
-        if tasks is None or episode.task_id not in tasks.gold:
+        domain, task_id = episode.domain, episode.task_id
+        tasks = taskset.get(domain) if domain else None
+        if tasks is None or task_id not in tasks.gold:
             unmatched.append(_brief(episode, "task not in the task set"))
             continue
-        groups[run or (episode.run_id or "", episode.agent or "")].append(episode)
+        key = (str(domain), str(task_id), episode.trial)
+        groups[run or (run_id or "", episode.agent or "")].append(
+            (episode.started_ns, key, episode)
+        )
     if run is not None:
         groups.setdefault(run, [])
     rows: list[JSON] = []
     superseded: list[JSON] = []
     for group, members in sorted(groups.items()):
         latest: dict[EpisodeKey, EpisodeSpans] = {}
-        for episode in sorted(members, key=lambda e: e.started_ns):
-            key = (str(episode.domain), str(episode.task_id), episode.trial)
+        for _, key, episode in sorted(members, key=lambda m: m[0]):
             if key in latest:
                 superseded.append(_brief(latest[key], "a later attempt of the task exists"))
             latest[key] = episode
@@ -266,14 +285,15 @@ def _result(rows: list[JSON], source: str, superseded: list[JSON], unmatched: li
     the lists of incomplete and infrastructure-failed episodes."""
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
+    scores = [TaskScore(**r["score"]) for r in rows]
     return {
         "source": source,
         "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spans": 0,
         "episodes": len(rows),
-        **metrics(rows),
-        "domains": _grouped(rows, "domain"),
-        "agents": _grouped(rows, "agent_model"),
+        **metrics(rows, scores),
+        "domains": _grouped(rows, scores, "domain"),
+        "agents": _grouped(rows, scores, "agent_model"),
         "per_task": rows,
         "breakdown": breakdown(rows),
         "two_stage": two_stage(rows),

@@ -17,7 +17,7 @@ score through :func:`score_episode`, so they agree task by task.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -79,10 +79,11 @@ def score_episode(
     faults = 0
     if trajectory is not None:
         infra = [c for c in trajectory.calls if c.error_code in INFRA_CODES]
-        faults = sum(c.error_code in FAULT_CODES for c in infra)
-        down = next((c for c in infra if c.error_code == DOWN_CODE), None)
-        if infra_error is None and down is not None:
-            infra_error = f"{down.name}: {DOWN_CODE}"
+        if infra:
+            faults = sum(c.error_code in FAULT_CODES for c in infra)
+            down = next((c for c in infra if c.error_code == DOWN_CODE), None)
+            if infra_error is None and down is not None:
+                infra_error = f"{down.name}: {DOWN_CODE}"
         last = trajectory.calls[-1] if trajectory.calls else None
         if (
             infra_error is None
@@ -163,11 +164,25 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
     every = list(scores)
     scores = [s for s in every if s.infra_error is None]
     n = len(scores)
-    completed = sum(s.completed for s in scores)
-    correct = sum(s.success for s in scores)
-    errors: Counter[str] = Counter()
+    # one pass over the tasks (run metrics are also taken per domain and per agent)
+    completed = correct = order_violations = answered_without_tools = 0
+    precisions: list[float | None] = []
+    recalls: list[float | None] = []
+    f1s: list[float | None] = []
+    errors: dict[str, int] = {}
+    values: defaultdict[str, list[float | None]] = defaultdict(list)  # per scorer
     for s in scores:
-        errors.update(s.errors)
+        completed += s.completed
+        correct += s.success
+        order_violations += s.order_violations
+        answered_without_tools += s.answered_without_tools
+        precisions.append(s.tool_precision)
+        recalls.append(s.tool_recall)
+        f1s.append(s.tool_f1)
+        for name, count in s.errors.items():
+            errors[name] = errors.get(name, 0) + count
+        for name, result in s.scores.items():
+            values[name].append(result["value"])
     return {
         "tasks": len(every),
         "scored": n,
@@ -177,13 +192,14 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
         "ecr": completed / n if n else 0.0,
         "c_tsr": correct / completed if completed else 0.0,
         "tsr": correct / n if n else 0.0,
-        "tool_precision": _mean(s.tool_precision for s in scores),
-        "tool_recall": _mean(s.tool_recall for s in scores),
-        "tool_f1": _mean(s.tool_f1 for s in scores),
+        "tool_precision": _mean(precisions),
+        "tool_recall": _mean(recalls),
+        "tool_f1": _mean(f1s),
         "errors": dict(sorted(errors.items())),
-        "order_violations": sum(s.order_violations for s in scores),
-        "answered_without_tools": sum(s.answered_without_tools for s in scores),
-        "scores": _score_means(scores),
+        "order_violations": order_violations,
+        "answered_without_tools": answered_without_tools,
+        # per scorer, the mean of its applicable values over the tasks it scored
+        "scores": {name: _mean(v) for name, v in sorted(values.items())},
     }
 
 
@@ -212,15 +228,6 @@ def robustness(scores: list[TaskScore]) -> JSON:
         "tsr_with_faults": sum(s.success for s in hit) / len(hit) if hit else None,
         "tsr_without_faults": sum(s.success for s in clean) / len(clean) if clean else None,
     }
-
-
-def _score_means(scores: list[TaskScore]) -> JSON:
-    """Per scorer, the mean of its applicable values over the tasks it scored."""
-    values: dict[str, list[float | None]] = {}
-    for s in scores:
-        for name, result in s.scores.items():
-            values.setdefault(name, []).append(result["value"])
-    return {name: _mean(v) for name, v in sorted(values.items())}
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

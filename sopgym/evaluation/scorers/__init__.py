@@ -54,10 +54,19 @@ def default_scorers(kind: str) -> list[Scorer]:
     raise ValueError(f"unknown task kind {kind!r} (one of {', '.join(TASK_KINDS)})")
 
 
+# the defaults of each task kind, built once: scorers are immutable, and asked for per episode
+_DEFAULTS: dict[str, list[Scorer]] = {}
+
+
 def scorers_for(domain: DomainPack, task: Task) -> list[Scorer]:
     """The pack's own scorers, else the defaults of the task's kind; names must be unique
     (they key the task's ``scores``)."""
-    chosen = domain.scorers if domain.scorers is not None else default_scorers(task.kind)
+    if domain.scorers is None:
+        defaults = _DEFAULTS.get(task.kind)
+        if defaults is None:
+            defaults = _DEFAULTS[task.kind] = default_scorers(task.kind)
+        return defaults
+    chosen = domain.scorers
     names = [s.name for s in chosen]
     if len(set(names)) != len(names):
         raise ValueError(f"domain {domain.name}: scorer names repeat: {names}")

@@ -5,6 +5,7 @@ episode left behind against the gold state."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import jsonschema_rs
@@ -12,7 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
-from sopgym.evaluation.scorers.fields import field_matches
+from sopgym.evaluation.scorers.fields import SCALARS, field_matches
 from sopgym.types import JSON
 
 # SOP-Maze's grades: an exact answer, a well-formed but wrong one, a malformed one
@@ -112,13 +113,14 @@ def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
                 found.append(f"{where} (missing)")
             elif key not in expected:
                 found.append(f"{where} (unexpected)")
-            else:
+            elif not _same_scalar(actual[key], expected[key]):
                 found += state_diff(actual[key], expected[key], where)
         return found
     if isinstance(expected, list) and isinstance(actual, list):
         found = []
         for index, (a, e) in enumerate(zip(actual, expected, strict=False)):
-            found += state_diff(a, e, f"{path}[{index}]")
+            if not _same_scalar(a, e):
+                found += state_diff(a, e, f"{path}[{index}]")
         if len(actual) != len(expected):
             found.append(f"{path} (length {len(actual)}, expected {len(expected)})")
         return found
@@ -127,6 +129,14 @@ def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
     return []
 
 
+def _same_scalar(actual: Any, expected: Any) -> bool:
+    """An equal scalar of the same type (most of a state): no difference, known without
+    building its path."""
+    kind = actual.__class__
+    return kind is expected.__class__ and kind in SCALARS and actual == expected
+
+
+@lru_cache(maxsize=256)  # a domain's patterns, matched against every episode's state
 def harmless_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """A regular expression matching the :func:`state_diff` paths that ``patterns`` (paths
     with ``[*]`` for any list index) declare harmless, with or without their ``(missing)``

@@ -34,11 +34,12 @@ class Case:
     trajectory: Trajectory
     gold: Gold
     domain: DomainPack
+    # The episode finished with a final answer (a JSON object). Set once: every scorer asks.
+    completed: bool = field(init=False)
 
-    @property
-    def completed(self) -> bool:
-        """The episode finished with a final answer (a JSON object)."""
-        return self.trajectory.finished and isinstance(self.trajectory.outputs, dict)
+    def __post_init__(self) -> None:
+        completed = self.trajectory.finished and isinstance(self.trajectory.outputs, dict)
+        object.__setattr__(self, "completed", completed)
 
     @property
     def answer(self) -> JSON:
@@ -86,7 +87,9 @@ class Scorer:
     gates: bool = False
 
     def __call__(self, case: Case) -> Score:
-        score = self.measure(case)  # (not dataclasses.replace: this runs per task and scorer)
+        score = self.measure(case)
+        if score.gates == self.gates:  # (most scorers gate nothing: no copy to make)
+            return score
         return Score(score.value, score.metrics, score.explanation, self.gates)
 
 

@@ -11,7 +11,7 @@ from sopgym.core.errors import TOOL_FAILURES, TYPE_CODES, VALIDATION_CODES
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
-from sopgym.evaluation.scorers.fields import normalize
+from sopgym.evaluation.scorers.fields import SCALARS, normalize
 
 _MALFORMED = VALIDATION_CODES | TYPE_CODES
 
@@ -21,11 +21,18 @@ def tool_match(trajectory: Trajectory, gold: Gold) -> tuple[float, float, float]
 
     With no gold calls and no calls, the agent was exactly right: 1.0 all round.
     """
-    made = Counter(c.name for c in trajectory.calls)
-    wanted = Counter(c.name for c in gold.calls)
-    hits = sum((made & wanted).values())
-    precision = hits / sum(made.values()) if made else float(not wanted)
-    recall = ratio(hits, sum(wanted.values()))
+    unmatched: dict[str, int] = {}  # gold calls per tool not yet matched by a call made
+    for wanted in gold.calls:
+        unmatched[wanted.name] = unmatched.get(wanted.name, 0) + 1
+    hits = 0
+    for call in trajectory.calls:  # (plain counting: Counter's & costs more than the rest)
+        left = unmatched.get(call.name)
+        if left:
+            unmatched[call.name] = left - 1
+            hits += 1
+    made = len(trajectory.calls)
+    precision = hits / made if made else float(not gold.calls)
+    recall = ratio(hits, len(gold.calls))
     return precision, recall, f1(precision, recall)
 
 
@@ -60,7 +67,8 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
         counts["blank"] += 1
     gold_args: dict[str, list[Any]] = {}
     for wanted in gold.calls:
-        gold_args.setdefault(wanted.name, []).append(normalize(wanted.arguments))
+        gold_args.setdefault(wanted.name, []).append(wanted.arguments)
+    normalized: dict[str, list[Any]] = {}  # a tool's gold arguments normalised, once needed
     for call in trajectory.calls:
         if not call.in_catalog:
             counts["hallucinated"] += 1
@@ -73,12 +81,28 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
         elif (
             call.error_code is None
             and call.name in gold_args
-            and normalize(call.arguments) not in gold_args[call.name]
+            and not _matches(call.arguments, gold_args[call.name], normalized, call.name)
         ):
             counts["wrong_value"] += 1
         if call.distractor:
             counts["distractor"] += 1
     return dict(counts)
+
+
+def _matches(arguments: Any, golds: list[Any], normalized: dict[str, list[Any]], name: str) -> bool:
+    """Whether ``arguments`` equal one of ``golds`` once both are normalised. Flat arguments
+    (an object of scalars) equal to a gold call's as they are equal it normalised too: that
+    common case is settled without normalising either side. ``normalized`` caches the
+    episode's normalised gold arguments per tool ``name``."""
+    if (
+        arguments.__class__ is dict
+        and arguments in golds
+        and all(value.__class__ in SCALARS for value in arguments.values())
+    ):
+        return True
+    if name not in normalized:
+        normalized[name] = [normalize(gold) for gold in golds]
+    return normalize(arguments) in normalized[name]
 
 
 def _errors(case: Case) -> Score:
