@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from sopgym.agents.model_http import keep_alive_mounts
 from sopgym.observability.genai import traced_http_client
 
 PROVIDERS = ("scripted", "openai", "anthropic", "bedrock")
@@ -89,7 +90,8 @@ def build_chat_model(
             timeout=timeout,
             max_retries=0,
             max_completion_tokens=max_tokens,  # the field's wire name (max_tokens is deprecated)
-            http_client=traced_http_client(timeout),  # W3C trace context to the model server
+            # W3C trace context to the model server; plain-HTTP endpoints on kept connections
+            http_client=traced_http_client(timeout, keep_alive_mounts(spec.base_url)),
             **options,
         )
         chat.client = PlainChatCompletions(chat.root_client)

@@ -264,7 +264,12 @@ def _inject_trace_context(request: httpx.Request) -> None:
     inject(request.headers)
 
 
-def traced_http_client(timeout: float) -> httpx.Client:
+def traced_http_client(
+    timeout: float, mounts: dict[str, httpx.BaseTransport] | None = None
+) -> httpx.Client:
     """An HTTP client whose requests carry the current W3C trace context, for model SDKs
-    (OpenAI-compatible endpoints): the model server's span joins the ``chat`` span's trace."""
-    return httpx.Client(timeout=timeout, event_hooks={"request": [_inject_trace_context]})
+    (OpenAI-compatible endpoints): the model server's span joins the ``chat`` span's trace.
+    ``mounts``: transports for some origins (httpx's own serves the rest)."""
+    return httpx.Client(
+        timeout=timeout, mounts=mounts, event_hooks={"request": [_inject_trace_context]}
+    )
