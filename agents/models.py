@@ -18,7 +18,7 @@ import httpx
 import orjson
 
 from sopgym.agents.model_http import keep_alive_mounts
-from sopgym.observability.genai import traced_http_client
+from sopgym.observability.genai import inject_trace_context, traced_http_client
 
 PROVIDERS = ("scripted", "openai", "anthropic", "bedrock")
 SCRIPTED = "scripted"
@@ -96,7 +96,8 @@ def build_chat_model(
             http_client=http_client,
             **options,
         )
-        chat.client = PlainChatCompletions(chat.root_client, http_client if mounts else None)
+        transport = next(iter(mounts.values()), None)
+        chat.client = PlainChatCompletions(chat.root_client, http_client, transport)
         return chat
     module = _provider_module(spec.provider)
     if spec.provider == "anthropic":
@@ -137,22 +138,32 @@ class PlainChatCompletions:
     the body goes out through the client's documented low-level ``post``: the same URL, auth
     headers, timeout and typed errors (``APIStatusError.status_code`` drives our retries).
 
-    With ``direct`` (the SDK's own HTTP client, given for plain-HTTP endpoints: the scripted
-    model, local and in-cluster servers) even ``post`` is skipped: its per-call work (copying
-    the options model, rebuilding the same headers and URL, auth-refresh and retry loops we
-    switch off) cost ~0.3 ms a call, a fifth of an agent step. The request sent is the one
-    ``post`` sends, headers included (a test holds the SDK to that too), and failures become the
-    SDK's typed errors: a status >= 400 through the SDK's own mapping, a timeout
-    ``APITimeoutError``, any other transport failure ``APIConnectionError``. Requests with other
-    per-call options than a timeout, and every ``https://`` endpoint, go through ``post``.
+    On plain-HTTP endpoints (the scripted model, local and in-cluster servers), given the
+    ``transport`` the SDK's HTTP client mounts for them (:mod:`sopgym.agents.model_http`), even
+    ``post`` is skipped, and with it the httpx client's own per-request work: copying the
+    options model, rebuilding the same headers and URL, the auth-refresh and retry loops we
+    switch off, then the client's header, hook and redirect handling cost ~0.4 ms a call, a
+    quarter of an agent step. The request handed to the transport is the one ``post`` sends
+    through ``http_client``, headers and the W3C trace context included (a test holds the SDK
+    to that), and failures become the SDK's typed errors: a status >= 400 through the SDK's own
+    mapping, a timeout ``APITimeoutError``, any other transport failure ``APIConnectionError``.
+    A request with other per-call options than a timeout goes through ``post``, as does every
+    call to an ``https://`` endpoint.
     """
 
-    def __init__(self, client: Any, direct: httpx.Client | None = None) -> None:
-        self._client, self._direct = client, direct
+    def __init__(
+        self,
+        client: Any,
+        http_client: httpx.Client | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._client = client
+        self._transport = transport if http_client is not None else None
         self._url = str(client.base_url).rstrip("/") + "/chat/completions"
-        headers = {**client.auth_headers, **client.default_headers}
-        self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}  # not Omit
-        self._headers["X-Stainless-Retry-Count"] = "0"  # as post sends it: we retry ourselves
+        sent = {**(http_client.headers if http_client else {}), **client.auth_headers,
+                **client.default_headers, "X-Stainless-Retry-Count": "0"}  # fmt: skip
+        # header names are case-insensitive; the SDK leaves out its Omit()ted ones
+        self._headers = {k.lower(): v for k, v in sent.items() if isinstance(v, str)}
 
     @property
     def with_raw_response(self) -> PlainChatCompletions:
@@ -160,36 +171,39 @@ class PlainChatCompletions:
 
     def create(self, **payload: Any) -> PlainReply:
         options = {_OPTIONS[k]: payload.pop(k) for k in list(payload) if k in _OPTIONS}
-        if self._direct is None or options.keys() - {"timeout"}:
+        if self._transport is None or options.keys() - {"timeout"}:
             response = self._client.post(
                 "/chat/completions", cast_to=httpx.Response, body=payload, options=options
             )
         else:
-            response = self._send(self._direct, payload, options.get("timeout"))
+            response = self._send(self._transport, payload, options.get("timeout"))
         return PlainReply(response)
 
-    def _send(self, http: httpx.Client, payload: dict[str, Any], timeout: Any) -> httpx.Response:
-        timeout = self._client.timeout if timeout is None else timeout
-        headers = {**self._headers, "X-Stainless-Read-Timeout": str(_read_timeout(timeout))}
-        request = http.build_request(
-            "POST", self._url, content=orjson.dumps(payload), headers=headers, timeout=timeout
+    def _send(
+        self, transport: httpx.BaseTransport, payload: dict[str, Any], timeout: Any
+    ) -> httpx.Response:
+        timeout = httpx.Timeout(self._client.timeout if timeout is None else timeout)
+        headers = {**self._headers, "x-stainless-read-timeout": str(timeout.read)}
+        inject_trace_context(headers)
+        request = httpx.Request(
+            "POST",
+            self._url,
+            content=orjson.dumps(payload),
+            headers=headers,
+            extensions={"timeout": timeout.as_dict()},
         )
         try:
-            response = http.send(request)
+            response = transport.handle_request(request)
         except httpx.RequestError as error:
             from openai import APIConnectionError, APITimeoutError
 
             if isinstance(error, httpx.TimeoutException):
                 raise APITimeoutError(request=request) from error  # type: ignore[arg-type]
             raise APIConnectionError(request=request) from error  # type: ignore[arg-type]
+        response.read()
         if response.status_code >= 400:
             raise self._client._make_status_error_from_response(response) from None
         return response
-
-
-def _read_timeout(timeout: Any) -> Any:
-    """The read part of a timeout, as the SDK reports it in its ``x-stainless`` header."""
-    return getattr(timeout, "read", timeout)
 
 
 class PlainReply:

@@ -17,6 +17,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from openai import RateLimitError
 from openai._utils._transform import maybe_transform
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 from sopgym.agents.base import AgentContext
 from sopgym.agents.llm import (
@@ -221,13 +223,17 @@ def test_the_direct_send_is_the_sdks_request_and_raises_its_errors(
     chat = build_chat_model(parse_model_spec("openai:m", endpoint.base_url), timeout=7.0)
     direct = chat.client
     through_post = PlainChatCompletions(chat.root_client)
-    assert isinstance(direct, PlainChatCompletions) and direct._direct is not None
+    assert isinstance(direct, PlainChatCompletions) and direct._transport is not None
     payload = chat._get_request_payload(MESSAGES, stop=["Observation:"], tools=openai_tools())
-    assert through_post.create(**payload, timeout=3.0).parse() == REPLY
-    assert direct.create(**payload, timeout=3.0).parse() == REPLY
+    span = TracerProvider().get_tracer("test").start_span("chat")
+    with span, trace.use_span(span):
+        assert through_post.create(**payload, timeout=3.0).parse() == REPLY
+        assert direct.create(**payload, timeout=3.0).parse() == REPLY
     (sdk_path, sdk_headers, sdk_body), (path, headers, body) = endpoint.received
     assert (path, body) == (sdk_path, sdk_body) == ("/v1/chat/completions", payload)
     assert headers == sdk_headers and headers["x-stainless-read-timeout"] == "3.0"
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    assert headers["traceparent"].split("-")[1] == trace_id
     assert headers["authorization"] == "Bearer sk-test"
     errors = []
     for client in (through_post, direct):

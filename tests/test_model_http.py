@@ -12,11 +12,21 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
+from langchain_core.messages import HumanMessage
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from sopgym.agents.llm import is_refused, is_retryable, is_timeout
+from sopgym.agents.base import AgentContext
+from sopgym.agents.llm import (
+    LLM,
+    ModelUnreachable,
+    invoke_model,
+    is_refused,
+    is_retryable,
+    is_timeout,
+)
 from sopgym.agents.model_http import KeepAliveTransport, keep_alive_mounts
+from sopgym.agents.models import build_chat_model, parse_model_spec
 from sopgym.observability.genai import traced_http_client
 from sopgym.orchestration.processes import free_port
 from tests.test_agent_http import SEEN, recording_app
@@ -128,3 +138,20 @@ def test_only_plain_http_endpoints_without_a_proxy_get_the_transport(
     assert list(keep_alive_mounts("http://localhost:8000/v1")) == ["http://localhost:8000"]
     with pytest.raises(httpx.UnsupportedProtocol):
         KeepAliveTransport().handle_request(httpx.Request("GET", "https://example.org/"))
+
+
+def test_a_silent_model_endpoint_times_out_through_the_sdk_and_is_tried_once_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole model-call path (LangChain, the direct send, this transport) on a server that
+    takes the connection (the kernel's backlog) and never answers."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        base_url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        spec = parse_model_spec("openai:m", base_url)
+        chat = build_chat_model(spec, 0.0, timeout=0.2)
+        llm = LLM(spec, chat, retries=3, backoff=0.01, request_timeout=0.2)
+        context = AgentContext()
+        with pytest.raises(ModelUnreachable, match="TimeoutError: Request timed out") as caught:
+            invoke_model(llm, [HumanMessage("hi")], context)
+        assert is_timeout(caught.value) and context.usage[-1]["attempts"] == 2
