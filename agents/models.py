@@ -159,7 +159,7 @@ class PlainChatCompletions:
     ) -> None:
         self._client = client
         self._transport = transport if http_client is not None else None
-        self._url = str(client.base_url).rstrip("/") + "/chat/completions"
+        self._url = httpx.URL(str(client.base_url).rstrip("/") + "/chat/completions")
         sent = {**(http_client.headers if http_client else {}), **client.auth_headers,
                 **client.default_headers, "X-Stainless-Retry-Count": "0"}  # fmt: skip
         # header names are case-insensitive; the SDK leaves out its Omit()ted ones
