@@ -142,13 +142,13 @@ class PlainChatCompletions:
     ``transport`` the SDK's HTTP client mounts for them (:mod:`sopgym.agents.model_http`), even
     ``post`` is skipped, and with it the httpx client's own per-request work: copying the
     options model, rebuilding the same headers and URL, the auth-refresh and retry loops we
-    switch off, then the client's header, hook and redirect handling cost ~0.4 ms a call, a
-    quarter of an agent step. The request handed to the transport is the one ``post`` sends
-    through ``http_client``, headers and the W3C trace context included (a test holds the SDK
-    to that), and failures become the SDK's typed errors: a status >= 400 through the SDK's own
-    mapping, a timeout ``APITimeoutError``, any other transport failure ``APIConnectionError``.
-    A request with other per-call options than a timeout goes through ``post``, as does every
-    call to an ``https://`` endpoint.
+    switch off, then the client's header, hook and redirect handling cost ~0.4 ms a call
+    (measured against the scripted model), a fifth of an agent step. The request handed to the
+    transport is the one ``post`` sends through ``http_client``, headers and the W3C trace
+    context included (a test holds the SDK to that), and failures become the SDK's typed
+    errors: a status >= 400 through the SDK's own mapping, a timeout ``APITimeoutError``, any
+    other transport failure ``APIConnectionError``. A request with other per-call options than
+    a timeout goes through ``post``, as does every call to an ``https://`` endpoint.
     """
 
     def __init__(
