@@ -117,11 +117,11 @@ def test_a_server_closing_mid_exchange_is_a_clear_retryable_error_then_a_new_con
     with closing_server([None, truncated, ok]) as port, client_for(port) as client:
         url = f"http://127.0.0.1:{port}/v1/chat/completions"
         with pytest.raises(
-            httpx.RemoteProtocolError, match="closed connection without response"
+            httpx.RemoteProtocolError, match="closed the connection without a reply"
         ) as caught:
             client.post(url, json={})
         assert is_retryable(caught.value) and not is_timeout(caught.value)
-        with pytest.raises(httpx.RemoteProtocolError, match="IncompleteRead"):
+        with pytest.raises(httpx.RemoteProtocolError, match="before its reply was complete"):
             client.post(url, json={})
         assert client.post(url, json={}).json() == {}
 
@@ -155,3 +155,18 @@ def test_a_silent_model_endpoint_times_out_through_the_sdk_and_is_tried_once_mor
         with pytest.raises(ModelUnreachable, match="TimeoutError: Request timed out") as caught:
             invoke_model(llm, [HumanMessage("hi")], context)
         assert is_timeout(caught.value) and context.usage[-1]["attempts"] == 2
+
+
+def test_replies_in_chunks_or_ended_by_the_close_are_read_whole_and_garbage_is_refused() -> None:
+    chunked = (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+               b"5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n")  # fmt: skip
+    close_delimited = b'HTTP/1.0 200 OK\r\ncontent-type: application/json\r\n\r\n{"b": 2}'
+    answers = [chunked, close_delimited, b"NOT HTTP AT ALL\r\n\r\n"]
+    with closing_server(answers) as port, client_for(port) as client:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        assert client.post(url, json={}).json() == {"a": 1}
+        assert client.post(url, json={}).json() == {"b": 2}
+        with pytest.raises(httpx.RemoteProtocolError, match="malformed reply"):
+            client.post(url, json={})
+        with pytest.raises(httpx.LocalProtocolError, match="line break"):
+            client.post(url, json={}, headers={"x-bad": "a\r\nx-smuggled: 1"})
