@@ -7,7 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import httpx
@@ -88,7 +88,7 @@ def test_a_refused_connection_is_a_connect_error_caused_by_the_refusal() -> None
 
 
 @contextmanager
-def closing_server(answers: list[bytes | None]) -> Iterator[int]:
+def closing_server(answers: Sequence[bytes | None]) -> Iterator[int]:
     """A raw server that, per connection, reads one request and sends the next of ``answers``
     (None: closes the connection without a word)."""
     listener = socket.create_server(("127.0.0.1", 0))
