@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -260,11 +260,21 @@ def traced_model_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
     return traced
 
 
+def inject_trace_context(headers: MutableMapping[str, str]) -> None:
+    """Add the current W3C trace context (``traceparent``) to outgoing request headers."""
+    inject(headers)
+
+
 def _inject_trace_context(request: httpx.Request) -> None:
-    inject(request.headers)
+    inject_trace_context(request.headers)
 
 
-def traced_http_client(timeout: float) -> httpx.Client:
+def traced_http_client(
+    timeout: float, mounts: dict[str, httpx.BaseTransport] | None = None
+) -> httpx.Client:
     """An HTTP client whose requests carry the current W3C trace context, for model SDKs
-    (OpenAI-compatible endpoints): the model server's span joins the ``chat`` span's trace."""
-    return httpx.Client(timeout=timeout, event_hooks={"request": [_inject_trace_context]})
+    (OpenAI-compatible endpoints): the model server's span joins the ``chat`` span's trace.
+    ``mounts``: transports for some origins (httpx's own serves the rest)."""
+    return httpx.Client(
+        timeout=timeout, mounts=mounts, event_hooks={"request": [_inject_trace_context]}
+    )

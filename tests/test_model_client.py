@@ -12,9 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from openai import RateLimitError
 from openai._utils._transform import maybe_transform
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 from sopgym.agents.base import AgentContext
 from sopgym.agents.llm import (
@@ -22,6 +26,7 @@ from sopgym.agents.llm import (
     REFUSED_RETRIES,
     ModelCallError,
     ModelUnreachable,
+    generate,
     invoke_model,
 )
 from sopgym.agents.models import PlainChatCompletions, build_chat_model, parse_model_spec
@@ -203,3 +208,62 @@ def test_an_endpoint_refusing_connections_is_unreachable_after_one_retry(
     with pytest.raises(ModelUnreachable, match="Connection"):
         invoke_model(llm, MESSAGES, context)
     assert context.usage[-1]["attempts"] == 1 + REFUSED_RETRIES < 1 + llm.retries
+
+
+@pytest.mark.parametrize("endpoint", [[(200, REPLY), (200, REPLY), (429, {"error": {"message":
+                         "slow down"}}), (429, {"error": {"message": "slow down"}})]],
+                         indirect=True)  # fmt: skip
+def test_the_direct_send_is_the_sdks_request_and_raises_its_errors(
+    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes skipping the SDK's ``post`` safe on plain-HTTP endpoints: the request on the
+    wire is the one ``post`` sends (URL, every header, the body), and a refusal is the same
+    typed error."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    chat = build_chat_model(parse_model_spec("openai:m", endpoint.base_url), timeout=7.0)
+    direct = chat.client
+    through_post = PlainChatCompletions(chat.root_client)
+    assert isinstance(direct, PlainChatCompletions) and direct._transport is not None
+    payload = chat._get_request_payload(MESSAGES, stop=["Observation:"], tools=openai_tools())
+    span = TracerProvider().get_tracer("test").start_span("chat")
+    with span, trace.use_span(span):
+        assert through_post.create(**payload, timeout=3.0).parse() == REPLY
+        assert direct.create(**payload, timeout=3.0).parse() == REPLY
+    (sdk_path, sdk_headers, sdk_body), (path, headers, body) = endpoint.received
+    assert (path, body) == (sdk_path, sdk_body) == ("/v1/chat/completions", payload)
+    assert headers == sdk_headers and headers["x-stainless-read-timeout"] == "3.0"
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    assert headers["traceparent"].split("-")[1] == trace_id
+    assert headers["authorization"] == "Bearer sk-test"
+    errors = []
+    for client in (through_post, direct):
+        with pytest.raises(RateLimitError) as caught:
+            client.create(**payload)
+        errors.append((caught.value.status_code, str(caught.value), caught.value.body))
+    assert errors[0] == errors[1] == (429, "Error code: 429 - slow down", {"message": "slow down"})
+
+
+@pytest.mark.parametrize("endpoint", [[(200, REPLY)] * 3], indirect=True)
+def test_without_callback_handlers_the_direct_generation_gives_invokes_message(
+    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Skipping ``invoke``'s callback machinery changes nothing in the reply; a configured
+    handler (LangSmith tracing, a caller's callbacks) still sees every call."""
+    llm = llm_for(endpoint, monkeypatch)
+    runnable = llm.runnable(openai_tools())
+    invoked = runnable.invoke(MESSAGES, stop=["Observation:"])
+    direct = generate(runnable, MESSAGES, {"stop": ["Observation:"]})
+    assert invoked.id and direct.id is None  # invoke names a reply by its callback run
+    assert direct.model_dump(exclude={"id"}) == invoked.model_dump(exclude={"id"})
+    assert direct.tool_calls[0]["args"] == {"tier": 2} and direct.usage_metadata
+    assert direct.response_metadata["model_name"] == "m"
+    assert endpoint.received[0][2] == endpoint.received[1][2]  # the same request
+
+    class Seen(BaseCallbackHandler):
+        starts = 0
+
+        def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+            Seen.starts += 1
+
+    with_handler = generate(runnable.with_config(callbacks=[Seen()]), MESSAGES, {})
+    assert Seen.starts == 1 and with_handler.tool_calls == direct.tool_calls
