@@ -48,19 +48,27 @@ class Reply:
         return self.body.decode("utf-8", "replace")
 
 
-class _Answer:
-    """httptools' callbacks for one answer: its body, and whether it is complete."""
+class Answer:
+    """One answer as httptools hands it over (its callbacks): status, headers, body, whether it
+    is complete and whether the connection may carry another request."""
 
-    __slots__ = ("body", "complete", "framed", "headers_done", "keep_alive", "parser", "status")
+    __slots__ = ("body", "complete", "framed", "headers", "headers_done", "keep_alive", "parser",
+                 "status")  # fmt: skip
 
     def __init__(self) -> None:
         self.body: list[bytes] = []
+        self.headers: list[tuple[bytes, bytes]] = []
         self.complete = self.headers_done = self.keep_alive = False
         self.framed = False  # Content-Length or chunked: else the body ends at the close
         self.status = 0
         self.parser = httptools.HttpResponseParser(self)
 
-    def on_header(self, name: bytes, _value: bytes) -> None:
+    @property
+    def reusable(self) -> bool:
+        return self.complete and self.keep_alive
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name, value))
         if name.lower() in (b"content-length", b"transfer-encoding"):
             self.framed = True
 
@@ -76,6 +84,69 @@ class _Answer:
         self.complete = True
 
 
+def read_answer(connection: socket.socket) -> Answer:
+    """Read one answer off ``connection``. A close before the answer is whole raises
+    :class:`ConnectionResetError` (saying whether any of it came), a malformed answer
+    :class:`httptools.HttpParserError`; the socket's own errors (timeouts included) pass."""
+    answer = Answer()
+    while not answer.complete:
+        data = connection.recv(_READ_SIZE)
+        if not data:
+            if answer.headers_done and not answer.framed:  # the close ends the body
+                break
+            said = "mid-answer" if answer.headers_done else "without answering"
+            raise ConnectionResetError(f"the server closed the connection {said}")
+        answer.parser.feed_data(data)
+    return answer
+
+
+class Connections:
+    """Kept connections, one per thread and origin (a connection is never shared between
+    threads). A kept connection the server spoke to while it sat idle (its close, mostly) is
+    not handed out again."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, str, int], socket.socket] = {}
+        self._lock = threading.Lock()
+
+    def kept(self, host: str, port: int) -> socket.socket | None:
+        """This thread's connection to ``host:port`` if it can carry a request, else None."""
+        connection = self._kept.get((threading.get_ident(), host, port))
+        if connection is not None and _spoken_to_while_idle(connection):
+            self.drop(host, port, connection)
+            return None
+        return connection
+
+    def keep(self, host: str, port: int, connection: socket.socket) -> None:
+        """Keep ``connection`` as this thread's to ``host:port``, closing the one it replaces."""
+        with self._lock:
+            previous = self._kept.get((threading.get_ident(), host, port))
+            self._kept[(threading.get_ident(), host, port)] = connection
+        if previous is not None and previous is not connection:
+            previous.close()
+
+    def drop(self, host: str, port: int, connection: socket.socket) -> None:
+        """Close ``connection``; this thread's next request to ``host:port`` opens another."""
+        key = (threading.get_ident(), host, port)
+        with self._lock:
+            if self._kept.get(key) is connection:
+                del self._kept[key]
+        connection.close()
+
+    def release(self, host: str, port: int) -> None:
+        """Close this thread's connection to ``host:port``, if any."""
+        with self._lock:
+            connection = self._kept.pop((threading.get_ident(), host, port), None)
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._kept = list(self._kept.values()), {}
+        for connection in connections:
+            connection.close()
+
+
 class HttpTransport:
     """Requests to one base URL (``http://`` or ``https://``, optionally with a path prefix)."""
 
@@ -89,8 +160,7 @@ class HttpTransport:
         self._prefix = parts.path.rstrip("/")
         authority = parts.netloc.rpartition("@")[2]  # without any user:password@
         self._head = f"Host: {authority}\r\nAccept-Encoding: identity\r\n"
-        self._connections: dict[int, socket.socket] = {}  # by thread
-        self._lock = threading.Lock()
+        self._connections = Connections()
 
     def request(self, method: str, path: str, headers: dict[str, str], json: Any = None) -> Reply:
         """One exchange; raises one of :data:`TransportError` when it fails. ``path`` must be
@@ -106,28 +176,15 @@ class HttpTransport:
         given = f"{method}{path}{''.join(headers)}{''.join(headers.values())}"
         if "\r" in given or "\n" in given or " " in path:  # nothing may add or split a line
             raise ValueError(f"{method} {path!r}: a space or line break in the request head")
-        connection = self._connections.get(threading.get_ident())
-        if connection is None or _spoken_to_while_idle(connection):
-            connection = self._open()
+        connection = self._connections.kept(self._host, self._port) or self._open()
         try:
-            return self._exchange(connection, (head + "\r\n").encode("latin-1") + body)
+            connection.sendall((head + "\r\n").encode("latin-1") + body)
+            answer = read_answer(connection)
         except BaseException:
-            self._drop(connection)
+            self._connections.drop(self._host, self._port, connection)  # its state is unknown
             raise
-
-    def _exchange(self, connection: socket.socket, request: bytes) -> Reply:
-        connection.sendall(request)
-        answer = _Answer()
-        while not answer.complete:
-            data = connection.recv(_READ_SIZE)
-            if not data:
-                if answer.headers_done and not answer.framed:  # the close ends the body
-                    break
-                said = "mid-answer" if answer.headers_done else "without answering"
-                raise ConnectionResetError(f"the server closed the connection {said}")
-            answer.parser.feed_data(data)
-        if not (answer.complete and answer.keep_alive):
-            self._drop(connection)
+        if not answer.reusable:
+            self._connections.drop(self._host, self._port, connection)
         return Reply(answer.status, b"".join(answer.body))
 
     def _open(self) -> socket.socket:
@@ -136,33 +193,16 @@ class HttpTransport:
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._tls is not None:
             connection = self._tls.wrap_socket(connection, server_hostname=self._host)
-        with self._lock:
-            previous = self._connections.get(threading.get_ident())
-            self._connections[threading.get_ident()] = connection
-        if previous is not None:
-            previous.close()
+        self._connections.keep(self._host, self._port, connection)
         return connection
-
-    def _drop(self, connection: socket.socket) -> None:
-        """Close ``connection``; this thread's next request opens a new one."""
-        with self._lock:
-            if self._connections.get(threading.get_ident()) is connection:
-                del self._connections[threading.get_ident()]
-        connection.close()
 
     def release(self) -> None:
         """Close this thread's connection: its next request opens a new one, which a load
         balancer that spreads connections (a Kubernetes Service) may send elsewhere."""
-        with self._lock:
-            connection = self._connections.pop(threading.get_ident(), None)
-        if connection is not None:
-            connection.close()
+        self._connections.release(self._host, self._port)
 
     def close(self) -> None:
-        with self._lock:
-            connections, self._connections = list(self._connections.values()), {}
-        for connection in connections:
-            connection.close()
+        self._connections.close()
 
 
 def _spoken_to_while_idle(connection: socket.socket) -> bool:
