@@ -94,19 +94,22 @@ def end_task(
 @contextmanager
 def tool_span(name: str, arguments: Any, call_id: str | None = None) -> Iterator[Span]:
     """An ``execute_tool`` span around one tool call (the call id is made up if the model
-    gave none, so every call can still be named)."""
-    text, _ = capped(_json_text(arguments), payload_limit())
+    gave none, so every call can still be named). With tracing off the span records nothing,
+    so its attributes (the arguments' JSON among them) are not built."""
     with tracer(sc.SCOPE_AGENT_TOOLS).start_as_current_span(
-        f"{sc.OP_EXECUTE_TOOL} {name}",
-        kind=SpanKind.INTERNAL,
-        attributes={
-            sc.GEN_AI_OPERATION: sc.OP_EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_NAME: name,
-            sc.GEN_AI_TOOL_CALL_ID: call_id or f"call_{uuid.uuid4().hex[:16]}",
-            "gen_ai.tool.type": "function",
-            sc.GEN_AI_TOOL_CALL_ARGUMENTS: text,
-        },
+        f"{sc.OP_EXECUTE_TOOL} {name}", kind=SpanKind.INTERNAL
     ) as span:
+        if span.is_recording():
+            text, _ = capped(_json_text(arguments), payload_limit())
+            span.set_attributes(
+                {
+                    sc.GEN_AI_OPERATION: sc.OP_EXECUTE_TOOL,
+                    sc.GEN_AI_TOOL_NAME: name,
+                    sc.GEN_AI_TOOL_CALL_ID: call_id or f"call_{uuid.uuid4().hex[:16]}",
+                    "gen_ai.tool.type": "function",
+                    sc.GEN_AI_TOOL_CALL_ARGUMENTS: text,
+                }
+            )
         yield span
 
 
