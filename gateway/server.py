@@ -82,10 +82,13 @@ class _Refusal(Exception):
 
 
 class _Request:
-    __slots__ = ("body", "headers_done", "keep_alive", "refusal", "scope", "size")
+    __slots__ = ("body", "continue_asked", "headers", "headers_done", "keep_alive", "refusal",
+                 "scope", "size")  # fmt: skip
 
-    def __init__(self, scope: Scope) -> None:
-        self.scope = scope
+    def __init__(self) -> None:
+        self.scope: Scope = {}  # made when the head is complete
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.continue_asked = False  # "Expect: 100-continue"
         self.body: list[bytes] = []
         self.size = 0
         self.headers_done = False  # header callbacks after this are trailers: not headers
@@ -213,7 +216,7 @@ class _Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self.url = b""
         self.head_size = 0
-        self.request = _Request({"headers": []})
+        self.request = _Request()
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -227,8 +230,10 @@ class _Connection(asyncio.Protocol):
         if request.headers_done:  # a chunked body's trailer: never a request header
             return
         name = name.lower()
-        request.scope["headers"].append((name, value))
-        if name == b"content-length" and int(value) > self.server.max_body:
+        request.headers.append((name, value))
+        if name == b"expect" and value.lower() == b"100-continue":
+            request.continue_asked = True
+        elif name == b"content-length" and int(value) > self.server.max_body:
             # refused before the body comes (and instead of a 100 Continue, if asked for);
             # llhttp has checked the value is digits, and the only Content-Length
             limit = self.server.max_body
@@ -249,7 +254,7 @@ class _Connection(asyncio.Protocol):
             url = (parsed.path or b"/") + (b"?" + parsed.query if parsed.query else b"")
         path, _, query = url.partition(b"?")
         version = parser.get_http_version()
-        request.scope.update({
+        request.scope = {
             "type": "http",
             "asgi": _ASGI,
             "http_version": version,
@@ -259,16 +264,16 @@ class _Connection(asyncio.Protocol):
             "raw_path": path,
             "query_string": query,
             "root_path": "",
+            "headers": request.headers,
             "client": self.client,
             "server": self.local,
-        })
+        }
         request.keep_alive = parser.should_keep_alive()
         if not request.keep_alive and version == "0.9":  # "GET /": no version, no headers
             raise _Refusal(400, "HTTP/0.9 is not supported")
-        if self.runner is None and not self.queue:  # else a 100 would precede earlier answers
-            for name, value in request.scope["headers"]:
-                if name == b"expect" and value.lower() == b"100-continue":
-                    self.transport.write(_CONTINUE)  # type: ignore[union-attr]
+        # not while earlier requests are answered: the 100 would precede their answers
+        if request.continue_asked and self.runner is None and not self.queue:
+            self.transport.write(_CONTINUE)  # type: ignore[union-attr]
 
     def on_body(self, body: bytes) -> None:
         request = self.request
@@ -298,7 +303,7 @@ class _Connection(asyncio.Protocol):
             self._abort(status, code, message)
             return
         self.refused = True
-        refusal = _Request({})
+        refusal = _Request()
         refusal.refusal = (status, code, message)
         self._enqueue(refusal)
 
