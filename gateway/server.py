@@ -579,7 +579,8 @@ GC_YOUNG_THRESHOLD = 10_000
 
 
 def tune_gc() -> None:
-    """Set the cyclic garbage collector for a long-running server holding many live objects.
+    """Set the cyclic garbage collector for the gateway process (whichever HTTP server it
+    runs), a long-running server holding many live objects.
 
     The gateway keeps every call record of up to ``--keep-episodes`` episodes. With CPython's
     default thresholds a young collection ran every few dozen calls, each promoting the
@@ -597,6 +598,5 @@ def serve(app: ASGIApp, host: str, port: int) -> None:
     """Serve ``app`` until SIGINT/SIGTERM (the ``sopgym gateway`` command)."""
     import uvloop
 
-    tune_gc()
     uvloop.run(HttpServer(app, host, port).serve_until_signalled())
 

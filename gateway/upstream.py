@@ -24,9 +24,12 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
-        # the answer's deadline: one timer on the connection itself, since asyncio.wait_for
-        # would add a future, a callback and a timer of its own to every call
-        self._deadline: asyncio.TimerHandle | None = None
+        # When the answer to the request in flight is due (loop time). A timer per call (what
+        # asyncio.wait_for sets, with a future and a callback of its own) costs more than the
+        # rest of the pool's work, so the connection keeps one timer, set for the earliest
+        # deadline it may have to enforce and moved on when it fires early: see _check_deadline.
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
         self.closed = False
         self.keep_alive = True  # false once the service said it closes after its answer
 
@@ -43,6 +46,9 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._fail(UpstreamError("upstream closed the connection"))
 
     # httptools callbacks
@@ -51,33 +57,34 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.keep_alive = self._parser.should_keep_alive()
+        waiter, self._waiter = self._waiter, None
         body, self._body = b"".join(self._body), []
-        waiter = self._settle()
-        if waiter is not None:
+        if waiter is not None and not waiter.done():
             waiter.set_result((self._parser.get_status_code(), body))
 
     def _fail(self, error: Exception) -> None:
-        waiter = self._settle()
-        if waiter is not None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
-    def _settle(self) -> asyncio.Future[tuple[int, bytes]] | None:
-        """The call waiting for an answer, if still unanswered; its deadline is off."""
-        waiter, self._waiter = self._waiter, None
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-        return waiter if waiter is not None and not waiter.done() else None
-
-    def _time_out(self) -> None:
-        self._deadline = None
-        self._fail(TimeoutError("no answer from upstream in time"))
+    def _check_deadline(self) -> None:
+        """The timer fired: time out the request in flight if its answer is overdue, else wait
+        on until its deadline; an idle connection's timer is set again by its next send."""
+        self._timer = None
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._loop.time() >= self._deadline:
+            self._fail(TimeoutError("no answer from upstream in time"))
+        else:
+            self._timer = self._loop.call_at(self._deadline, self._check_deadline)
 
     def send(self, request: bytes, timeout: float) -> asyncio.Future[tuple[int, bytes]]:
         """Send ``request``; the future is its status and body, or fails with
         :class:`UpstreamError`, or :class:`TimeoutError` past ``timeout`` seconds."""
         waiter = self._waiter = self._loop.create_future()
-        self._deadline = self._loop.call_later(timeout, self._time_out)
+        self._deadline = self._loop.time() + timeout
+        if self._timer is None:  # else it fires no later than this deadline, and moves on
+            self._timer = self._loop.call_at(self._deadline, self._check_deadline)
         self.transport.write(request)  # type: ignore[union-attr]
         return waiter
 
