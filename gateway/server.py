@@ -3,7 +3,8 @@
 The gateway sits on every tool call's path, so what its server costs counts. Serving the same
 app, uvicorn measured 4-9 µs more CPU per proxied call than this server and 0-0.04 ms more
 latency (six runs on a loaded 2-core machine, 2026-11-24; ``bench/bench_gateway.py
---side-by-side`` keeps that a measured choice). This server does only what the gateway needs, in one place:
+--side-by-side`` keeps that a measured choice). This server does only what the gateway
+needs, in one place:
 
 * HTTP/1.1 keep-alive and pipelining (answers leave in request order), HTTP/1.0 and
   ``Connection: close``; ``Expect: 100-continue``; request bodies with Content-Length or
