@@ -20,9 +20,16 @@ class UpstreamError(ConnectionError):
 class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
         self._parser = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        # When the answer to the request in flight is due (loop time). A timer per call (what
+        # asyncio.wait_for sets, with a future and a callback of its own) costs more than the
+        # rest of the pool's work, so the connection keeps one timer, set for the earliest
+        # deadline it may have to enforce and moved on when it fires early: see _check_deadline.
+        self._deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
         self.closed = False
         self.keep_alive = True  # false once the service said it closes after its answer
 
@@ -39,6 +46,9 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._fail(UpstreamError("upstream closed the connection"))
 
     # httptools callbacks
@@ -57,10 +67,26 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
-    def send(self, request: bytes) -> asyncio.Future[tuple[int, bytes]]:
-        self._waiter = asyncio.get_running_loop().create_future()
+    def _check_deadline(self) -> None:
+        """The timer fired: time out the request in flight if its answer is overdue, else wait
+        on until its deadline; an idle connection's timer is set again by its next send."""
+        self._timer = None
+        if self._waiter is None or self._waiter.done():
+            return
+        if self._loop.time() >= self._deadline:
+            self._fail(TimeoutError("no answer from upstream in time"))
+        else:
+            self._timer = self._loop.call_at(self._deadline, self._check_deadline)
+
+    def send(self, request: bytes, timeout: float) -> asyncio.Future[tuple[int, bytes]]:
+        """Send ``request``; the future is its status and body, or fails with
+        :class:`UpstreamError`, or :class:`TimeoutError` past ``timeout`` seconds."""
+        waiter = self._waiter = self._loop.create_future()
+        self._deadline = self._loop.time() + timeout
+        if self._timer is None:  # else it fires no later than this deadline, and moves on
+            self._timer = self._loop.call_at(self._deadline, self._check_deadline)
         self.transport.write(request)  # type: ignore[union-attr]
-        return self._waiter
+        return waiter
 
     @property
     def usable(self) -> bool:
@@ -143,14 +169,14 @@ class UpstreamPool:
             connection, reused = await self._acquire()
             try:
                 try:
-                    result = await asyncio.wait_for(connection.send(request), self.timeout)
+                    result = await connection.send(request, self.timeout)
                 except UpstreamError:
                     if not reused:
                         raise
                     # A kept connection the service closed as the request went out (its
                     # keep-alive timeout): no answer came, so one retry on a fresh connection.
                     connection, _ = await self._acquire(fresh=True)
-                    result = await asyncio.wait_for(connection.send(request), self.timeout)
+                    result = await connection.send(request, self.timeout)
             except BaseException:
                 connection.close()  # whichever attempt failed: never pooled, never leaked
                 raise

@@ -652,7 +652,7 @@ def gateway(
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import DiscoveryError, discover
     from sopgym.gateway.local import with_local_domains
-    from sopgym.gateway.server import ServerError, serve
+    from sopgym.gateway.server import ServerError, serve, tune_gc
     from sopgym.observability.tracing import setup_tracing
     from sopgym.orchestration.stack import ADMIN_TOKEN_ENV
 
@@ -699,6 +699,7 @@ def gateway(
         keep_episodes=keep_episodes,
         replica={k: v for k, v in (("http", advertise_url), ("grpc", advertise_grpc)) if v} or None,
     )
+    tune_gc()
     try:
         serve(app, host, port)
     except ServerError as error:

@@ -80,3 +80,29 @@ def test_a_connection_the_service_says_it_closes_is_not_pooled() -> None:
     upstream, results, _ = asyncio.run(with_upstream([[CLOSING, OK], [OK]], ["/a", "/b"]))
     assert results == [(200, b"{}"), (200, b"{}")]
     assert upstream.seen == [["/a"], ["/b"]]
+
+
+def test_a_kept_connection_times_out_each_request_on_its_own_deadline() -> None:
+    """The connection's one timer, set by the first request, fires before the second one's
+    answer is due: it must wait on for that, then time it out."""
+
+    async def calls() -> tuple[Upstream, list[object], float]:
+        upstream = Upstream([[OK, ...]])
+        server = await asyncio.start_server(upstream.handle, "127.0.0.1", 0)
+        pool = UpstreamPool("127.0.0.1", server.sockets[0].getsockname()[1], timeout=0.4)
+        results: list[object] = [await pool.post("/a", b"{}")]
+        await asyncio.sleep(0.2)  # the first request's deadline is now 0.2 s away
+        started = asyncio.get_running_loop().time()
+        try:
+            results.append(await pool.post("/b", b"{}"))
+        except TimeoutError:
+            results.append("TimeoutError")
+        waited = asyncio.get_running_loop().time() - started
+        pool.close()
+        server.close()
+        return upstream, results, waited
+
+    upstream, results, waited = asyncio.run(calls())
+    assert results == [(200, b"{}"), "TimeoutError"]
+    assert upstream.seen == [["/a", "/b"]]
+    assert waited >= 0.39, f"timed out after {waited:.2f} s, before the 0.4 s deadline"
