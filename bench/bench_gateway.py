@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import json
 import os
 import re
@@ -342,6 +343,8 @@ def main() -> None:
         if options.side_by_side:
             if shutil.which("wrk") is None:
                 raise SystemExit("--side-by-side needs wrk (apt-get install wrk)")
+            if importlib.util.find_spec("aiohttp") is None:
+                raise SystemExit("--side-by-side needs aiohttp: pip install -e '.[bench]'")
             side_by_side(stack, Path(tmp), options)
             return
         opener = GatewayClient(stack.gateway_url)
