@@ -490,8 +490,10 @@ def _read_lines(
             if at >= 0:
                 name_at = at + len(_SCOPE_MARK)
                 scope = data[name_at : data.find(b'"', name_at, end)]
-                # skipped unparsed only if the line holds that one scope, as collector lines do
-                if scope not in wanted and data.find(b'"scopeSpans"', name_at, end) < 0:
+                # skipped unparsed only if the line holds that one scope, as collector lines
+                # do: any later "scope" (a second scope of the same resource, or another
+                # resource's) means the line is decoded (a string value "scope" only costs that)
+                if scope not in wanted and data.find(b'"scope"', name_at, end) < 0:
                     batch.skipped += data.count(_SPAN_MARK, start, end)
                     continue
         try:

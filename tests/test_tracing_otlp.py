@@ -190,6 +190,26 @@ def test_reader_skips_unwanted_scopes_and_a_torn_tail(sdk: Any, tmp_path: Path) 
     assert otlp.read_batch(padded).total == 3
 
 
+def test_a_wanted_scope_after_an_unwanted_one_on_the_same_line_is_read() -> None:
+    """A writer other than our collector may put several scopes (or resources) on one line:
+    the line is skipped unread only when its one scope is unwanted."""
+
+    def scope(name: str, span_id: str) -> dict[str, Any]:
+        span = {"traceId": "ab" * 16, "spanId": span_id, "name": "x", "kind": 1,
+                "startTimeUnixNano": "1", "endTimeUnixNano": "2"}  # fmt: skip
+        return {"scope": {"name": name}, "spans": [span]}
+
+    gateway_second = [scope("other", "01" * 8), scope("sopgym.gateway", "02" * 8)]
+    one_resource = {"resourceSpans": [{"scopeSpans": gateway_second}]}
+    resources = [[scope("other", "03" * 8)], [scope("sopgym.gateway", "04" * 8)]]
+    two_resources = {"resourceSpans": [{"scopeSpans": scopes} for scopes in resources]}
+    alone = {"resourceSpans": [{"scopeSpans": [scope("other", "05" * 8)]}]}
+    data = b"".join(orjson.dumps(d) + b"\n" for d in (one_resource, two_resources, alone))
+    batch = otlp.read_batch(data, frozenset({"sopgym.gateway"}))
+    assert sorted(s.span_id for s in batch.spans) == ["02" * 8, "04" * 8]
+    assert batch.total == 5 and batch.skipped == 3
+
+
 def test_a_store_read_in_blocks_reads_as_read_whole(
     sdk: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
