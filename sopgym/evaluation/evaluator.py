@@ -92,7 +92,9 @@ def _row(
     group: tuple[str, str],
     episode: EpisodeSpans | None,
     tasks: DomainTasks,
-) -> JSON:
+) -> tuple[JSON, TaskScore]:
+    """An expected episode's result row, and its score (``episode``: ``None`` when no trace
+    of it exists)."""
     domain, task_id, trial = key
     gold = tasks.gold[task_id]
     problems = episode.problems if episode else ["no trace of this task"]
@@ -112,7 +114,9 @@ def _row(
         "problems": problems,
         "score": dict(vars(score)),  # = score.to_json(), without asdict's deep copies
         "latency_s": episode.latency_s if episode else None,
-        "tool_latency_ms": [round(s.duration_ms, 3) for s in episode.calls] if episode else [],
+        "tool_latency_ms": [round((s.end_ns - s.start_ns) / 1e6, 3) for s in episode.calls]
+        if episode
+        else [],
         "calls_made": [[c.name, c.error_code] for c in trajectory.calls] if trajectory else [],
         "tags": tags(gold),
     }
@@ -120,7 +124,7 @@ def _row(
     row["llm_calls"], row["input_tokens"], row["output_tokens"] = usage
     if not score.completed:
         row["reason"] = _reason(episode, problems, trajectory)
-    return row
+    return row, score
 
 
 def _infra(episode: EpisodeSpans | None) -> str | None:
@@ -203,13 +207,17 @@ def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
     }
 
 
-def _grouped(rows: list[JSON], scores: list[TaskScore], key: str) -> JSON:
+def _grouped(rows: list[JSON], scores: list[TaskScore], key: str, overall: JSON) -> JSON:
+    """The metrics of the rows per value of ``key``; a value every row has gets ``overall``,
+    the metrics of the same rows in the same order (a run of one agent, or of one domain)."""
     groups: defaultdict[str, tuple[list[JSON], list[TaskScore]]]
     groups = defaultdict(lambda: ([], []))
     for row, score in zip(rows, scores, strict=True):
         group = groups[row[key]]
         group[0].append(row)
         group[1].append(score)
+    if len(groups) == 1:
+        return {name: overall for name in groups}
     return {name: metrics(*group) for name, group in sorted(groups.items())}
 
 
@@ -264,6 +272,7 @@ def _evaluate(
     if run is not None:
         groups.setdefault(run, [])
     rows: list[JSON] = []
+    scores: list[TaskScore] = []
     superseded: list[JSON] = []
     for group, members in sorted(groups.items()):
         latest: dict[EpisodeKey, EpisodeSpans] = {}
@@ -275,28 +284,37 @@ def _evaluate(
         for key in wanted:
             tasks = taskset.get(key[0])
             if tasks is not None and key[1] in tasks.gold:
-                rows.append(_row(key, group, latest.pop(key, None), tasks))
+                row, score = _row(key, group, latest.pop(key, None), tasks)
+                rows.append(row)
+                scores.append(score)
         unmatched += [_brief(e, "task not expected in this run") for e in latest.values()]
-    result = _result(rows, source, superseded, unmatched)
+    result = _result(rows, scores, source, superseded, unmatched)
     result.update(spans=spans.total, episodes=len(episodes))
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
 
 
-def _result(rows: list[JSON], source: str, superseded: list[JSON], unmatched: list[JSON]) -> JSON:
-    """The evaluation of scored rows: metrics overall, per domain and per agent / model, and
-    the lists of incomplete and infrastructure-failed episodes."""
+def _result(
+    rows: list[JSON],
+    scores: list[TaskScore],
+    source: str,
+    superseded: list[JSON],
+    unmatched: list[JSON],
+) -> JSON:
+    """The evaluation of scored rows (``scores``: theirs, in the same order): metrics overall,
+    per domain and per agent / model, and the lists of incomplete and infrastructure-failed
+    episodes."""
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
-    scores = [TaskScore(**r["score"]) for r in rows]
+    overall = metrics(rows, scores)
     return {
         "source": source,
         "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spans": 0,
         "episodes": len(rows),
-        **metrics(rows, scores),
-        "domains": _grouped(rows, scores, "domain"),
-        "agents": _grouped(rows, scores, "agent_model"),
+        **overall,
+        "domains": _grouped(rows, scores, "domain", overall),
+        "agents": _grouped(rows, scores, "agent_model", overall),
         "per_task": rows,
         "breakdown": breakdown(rows),
         "two_stage": two_stage(rows),
@@ -362,19 +380,21 @@ def evaluate_results(run_dir: Path, taskset: TaskSet) -> JSON:
         (r["domain"], r["task_id"], int(r.get("trial") or 0)): r
         for r in read_jsonl_prefix(run_dir / "results.jsonl")
     }
-    rows = []
+    rows, scores = [], []
     for key in expected:
         tasks = taskset.get(key[0])
         if tasks is None or key[1] not in tasks.gold:
             continue
         found = recorded.get(key)
         if found is None:  # never recorded (an interrupted run): incomplete, as in its summary
-            row = _row(key, group, None, tasks)
+            row, score = _row(key, group, None, tasks)
             row["problems"], row["reason"] = ["no result of this task"], "no result of this task"
         else:
             row = _recorded_row(found, group[0], tasks.gold[key[1]])
+            score = TaskScore(**row["score"])
         rows.append(row)
-    result = _result(rows, str(run_dir), [], [])
+        scores.append(score)
+    result = _result(rows, scores, str(run_dir), [], [])
     result["untraced"] = True
     result["seconds"] = round(time.perf_counter() - started, 4)
     return result
