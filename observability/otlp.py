@@ -15,8 +15,9 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from io import FileIO
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import msgspec
 import orjson
@@ -543,7 +544,7 @@ def _read_file(path: Path, scopes: frozenset[str] | None, batch: SpanBatch) -> N
         _read_lines(buffer, filled, scopes, batch, number, last=True)
 
 
-def _fill(file: BinaryIO, buffer: bytearray, filled: int) -> int:
+def _fill(file: FileIO, buffer: bytearray, filled: int) -> int:
     """Read into ``buffer`` after its first ``filled`` bytes, up to its end or the file's;
     returns how much of it is filled now."""
     with memoryview(buffer) as view:
@@ -555,7 +556,7 @@ def _fill(file: BinaryIO, buffer: bytearray, filled: int) -> int:
     return filled
 
 
-def _is_json_lines(data: bytes) -> bool:
+def _is_json_lines(data: bytes | bytearray) -> bool:
     """Whether ``data`` is JSON lines, known from its first line: a whole JSON object with
     more lines after it (a pretty-printed document's first line is no object). Asked first:
     parsing a large store as one document only to see it fail still reads all of it."""
