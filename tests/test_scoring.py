@@ -39,6 +39,18 @@ def test_normalize_is_stable() -> None:
     assert normalize({"A": " X  y "}) == {"a": "x y"}
 
 
+def test_values_equal_as_given_match_only_where_their_normal_forms_do() -> None:
+    """Answers and arguments equal to the gold as given are settled without normalising only
+    where normalising would agree: equal strings in a list sort alike, an equal True and 1
+    do not ([True, 2] normalises to [2.0, True], [1, 2] to [1.0, 2.0])."""
+    assert values_match(["b", " A"], ["b", " A"])
+    assert [True, 2] == [1, 2] and normalize([True, 2]) != normalize([1, 2])
+    assert values_match([True, 2], [1, 2]) is False
+    gold = Gold("t", [ToolCall("a", {"tags": ["b", "a"]}), ToolCall("b", {"v": [1, 2]})], {}, {})
+    calls = [CallRecord("a", {"tags": ["b", "a"]}, 200), CallRecord("b", {"v": [True, 2]}, 200)]
+    assert score(trajectory(calls, {}), gold).errors["wrong_value"] == 1
+
+
 def test_perfect_episode() -> None:
     calls = [CallRecord("a", {"x": 1}, 200), CallRecord("b", {"y": "z"}, 200)]
     result = score(trajectory(calls, {"decision": "APPROVE", "amount": "12.50"}))

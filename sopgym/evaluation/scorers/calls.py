@@ -11,7 +11,7 @@ from sopgym.core.errors import TOOL_FAILURES, TYPE_CODES, VALIDATION_CODES
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
-from sopgym.evaluation.scorers.fields import SCALARS, normalize
+from sopgym.evaluation.scorers.fields import SCALARS, equal_is_matching, normalize
 
 _MALFORMED = VALIDATION_CODES | TYPE_CODES
 
@@ -91,13 +91,15 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
 
 def _matches(arguments: Any, golds: list[Any], normalized: dict[str, list[Any]], name: str) -> bool:
     """Whether ``arguments`` equal one of ``golds`` once both are normalised. Flat arguments
-    (an object of scalars) equal to a gold call's as they are equal it normalised too: that
-    common case is settled without normalising either side. ``normalized`` caches the
-    episode's normalised gold arguments per tool ``name``."""
+    (an object of scalars and lists of strings) equal to a gold call's as they are equal it
+    normalised too: that common case is settled without normalising either side.
+    ``normalized`` caches the episode's normalised gold arguments per tool ``name``."""
     if (
         arguments.__class__ is dict
         and arguments in golds
-        and all(value.__class__ in SCALARS for value in arguments.values())
+        and all(
+            value.__class__ in SCALARS or equal_is_matching(value) for value in arguments.values()
+        )
     ):
         return True
     if name not in normalized:

@@ -73,8 +73,16 @@ def _normalized_text(value: str) -> Any:
 SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
+def equal_is_matching(value: Any) -> bool:
+    """Whether ``value``, equal to another as given, is equal to it normalised too: a scalar,
+    or a list of strings. (Lists normalise to their items sorted by ``repr``; equal strings
+    sort alike, but an equal ``True`` and ``1`` would not, so other lists are normalised.)"""
+    kind = value.__class__
+    return kind in SCALARS or (kind is list and all(item.__class__ is str for item in value))
+
+
 def values_match(predicted: Any, gold: Any, tolerance: float = 0.0) -> bool:
-    if predicted.__class__ in SCALARS and predicted == gold and tolerance >= 0:
+    if tolerance >= 0 and predicted == gold and equal_is_matching(predicted):
         return True
     p, g = normalize(predicted), normalize(gold)
     if isinstance(p, float) and isinstance(g, float):
