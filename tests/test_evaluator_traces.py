@@ -209,6 +209,23 @@ def test_incomplete_trace_data_is_scored_incomplete_and_listed(traces: Traces) -
     assert result["incomplete_traces"] == 4
 
 
+def test_call_spans_read_out_of_order_rebuild_the_calls_in_call_order(traces: Traces) -> None:
+    """Exporters may flush spans out of order: the trajectory follows the call indices, and
+    a call span read twice is a gap in them, never a call made twice."""
+    recorded = traces.episode(0, calls=[CallRecord(n, {"n": n}, 200) for n in ("a", "b", "c")])
+    spans = traces.batch().spans[::-1]
+    (episode,) = assemble(spans)
+    rebuilt = episode.trajectory(traces.gold(0))
+    assert rebuilt is not None
+    made = [(c.name, c.arguments) for c in recorded.calls]
+    assert made == [("a", {"n": "a"}), ("b", {"n": "b"}), ("c", {"n": "c"})]
+    assert [(c.name, c.arguments) for c in rebuilt.calls] == made
+    call = next(s for s in spans if s.attributes.get(sc.GATEWAY_OP) == sc.OP_CALL)
+    (twice,) = assemble([*spans, call])
+    assert twice.trajectory() is None
+    assert twice.problems == ["call spans missing or duplicated (gap in call indices)"]
+
+
 def test_attempts_runs_and_unknown_tasks_are_never_dropped(traces: Traces) -> None:
     traces.episode(0, outputs={})  # first attempt, superseded by the next
     traces.episode(0)
