@@ -75,6 +75,9 @@ class Trajectory:
     final_state: JSON | None = None
     # Why the own domain's service could not hand the final state over (the state is unknown)
     state_error: str | None = None
+    # False for an episode played elsewhere and scored from its outputs (``sopgym score``): no
+    # service held its state, so a state scorer cannot judge it (never a pass, never a failure)
+    state_observed: bool = True
 
     def to_json(self) -> JSON:
         return {
@@ -87,6 +90,7 @@ class Trajectory:
             "messages": self.messages,
             "final_state": self.final_state,
             "state_error": self.state_error,
+            **({} if self.state_observed else {"state_observed": False}),
         }
 
     @classmethod
@@ -101,4 +105,5 @@ class Trajectory:
             messages=data.get("messages", []),
             final_state=data.get("final_state"),
             state_error=data.get("state_error"),
+            state_observed=data.get("state_observed", True),
         )

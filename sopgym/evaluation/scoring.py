@@ -52,6 +52,11 @@ class TaskScore:
     infra_error: str | None = None  # the cause, when the infrastructure failed the episode
     faults: int = 0  # calls answered by an injected fault (retried by the agent)
     answered_without_tools: bool = False  # the model answered before any tool call
+    # gating scorers that apply but could not judge (no final state of an episode played
+    # elsewhere): such an episode is never a success; ``undecided`` when it passed every
+    # gate that could be judged (it might be one), and counted apart in the summary
+    unjudged: list[str] = field(default_factory=list)
+    undecided: bool = False
 
     def to_json(self) -> JSON:
         return asdict(self)
@@ -130,10 +135,13 @@ def score_episode(
         )
     case = Case(task, trajectory, gold, domain)
     results = {scorer.name: scorer(case) for scorer in scorers_for(domain, task)}
-    success = case.completed and all(r.passed for r in results.values() if r.gates)
+    gating = [(name, r) for name, r in results.items() if r.gates]
+    unjudged = [name for name, r in gating if r.unjudged]
+    judged_pass = case.completed and all(r.passed for _, r in gating if not r.unjudged)
+    success = judged_pass and not unjudged  # a gate nobody could judge is never passed
     tools = _metrics(results, "tool_calls")
     errors = dict(_metrics(results, "errors"))
-    if case.completed and not success:
+    if case.completed and not judged_pass:
         errors["wrong_final"] = 1
     return TaskScore(
         task_id=gold.task_id,
@@ -150,6 +158,8 @@ def score_episode(
         order_violations=_metrics(results, "order").get("violations", 0),
         scores={name: r.to_json() for name, r in results.items()},
         faults=faults,
+        unjudged=unjudged,
+        undecided=judged_pass and bool(unjudged),
     )
 
 
@@ -165,7 +175,7 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
     scores = [s for s in every if s.infra_error is None]
     n = len(scores)
     # one pass over the tasks (run metrics are also taken per domain and per agent)
-    completed = correct = order_violations = answered_without_tools = 0
+    completed = correct = order_violations = answered_without_tools = undecided = 0
     precisions: list[float | None] = []
     recalls: list[float | None] = []
     f1s: list[float | None] = []
@@ -176,6 +186,7 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
         correct += s.success
         order_violations += s.order_violations
         answered_without_tools += s.answered_without_tools
+        undecided += s.undecided
         precisions.append(s.tool_precision)
         recalls.append(s.tool_recall)
         f1s.append(s.tool_f1)
@@ -198,6 +209,11 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
         "errors": dict(sorted(errors.items())),
         "order_violations": order_violations,
         "answered_without_tools": answered_without_tools,
+        # episodes that passed every gate that could be judged, with a gate that could not
+        # (TaskScore.unjudged): not in ``tsr``; ``tsr_if_undecided_pass`` is the bound had
+        # every one of them passed it
+        "undecided": undecided,
+        "tsr_if_undecided_pass": (correct + undecided) / n if n else 0.0,
         # per scorer, the mean of its applicable values over the tasks it scored
         "scores": {name: _mean(v) for name, v in sorted(values.items())},
     }

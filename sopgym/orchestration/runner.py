@@ -212,6 +212,13 @@ class Runner:
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
 
+    def release(self) -> None:
+        """Let go of ``run.lock`` before this process ends (``sopgym score`` called in a
+        process that lives on: the folder then reads as finished, not running)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
     def repair(self) -> None:
         """Drop the corrupt rows of results.jsonl (their tasks run again)."""
         read_jsonl_prefix(self.paths.results, repair=True, drop_corrupt=True)

@@ -12,7 +12,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from sopgym.evaluation.scorers.base import Case, Score, Scorer, listed
+from sopgym.evaluation.scorers.base import UNJUDGED, Case, Score, Scorer, listed
 from sopgym.evaluation.scorers.fields import SCALARS, field_matches
 from sopgym.types import JSON
 
@@ -152,6 +152,9 @@ def _final_state(case: Case) -> Score:
     if expected is None:
         return Score(None, {}, "no gold state: the domain is stateless")
     actual = case.trajectory.final_state
+    if actual is None and not case.trajectory.state_observed:
+        why = "no final state: the episode was played elsewhere and scored from its outputs"
+        return Score(None, {UNJUDGED: why}, f"not applicable: {why}")
     if actual is None:
         return Score(0.0, {"differences": ["$ (no final state recorded)"], "harmless": []},
                      "no final state")  # fmt: skip

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 # the gold-decisions key of a task's own output schema (see Case.output_schema)
 TASK_SCHEMA = "output_schema"
+# the metrics key of a Score whose scorer applies to the task but had no evidence to judge it
+# by (a final state an episode played elsewhere never had): value None, yet never a pass
+UNJUDGED = "unjudged"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ class Score(msgspec.Struct, frozen=True):
     @property
     def passed(self) -> bool:
         return self.value is None or self.value >= 1.0
+
+    @property
+    def unjudged(self) -> bool:
+        """The scorer applies but could not judge (``metrics["unjudged"]`` says why)."""
+        return self.value is None and UNJUDGED in self.metrics
 
     def to_json(self) -> JSON:
         """``value``, ``metrics``, ``explanation`` and ``gates``, in that order."""
