@@ -3,17 +3,50 @@
 ``oracle`` replays gold calls (no model); ``fc``, ``react`` and ``plan`` are LangGraph agents
 that talk to a model chosen by a model spec (see :mod:`sopgym.agents.models`); ``mcp`` is
 ``fc`` working its episodes through the gateway's MCP door.
+
+Every agent is found through one registry: ours register here (:func:`register_agent`);
+a package adds its own under the entry-point group ``sopgym.agents`` (``name = "module:Class"``);
+and ``--agent module:Class`` loads any class with the small interface of
+:class:`sopgym.agents.base.Agent` (docs/own-agent.md).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import os
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
 from sopgym.agents.base import Agent
 
 AgentFactory = Callable[..., Agent]
 DEFAULT_AGENT = "react"
+ENTRY_POINT_GROUP = "sopgym.agents"
+
+
+class UnknownAgent(ValueError):
+    """An ``--agent`` that names no registered agent and no loadable ``module:Class``."""
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """How to make an agent: ``factory(**options)`` gets the run's agent options (``model``,
+    ``base_url`` when it uses a model, the ``--agent-option`` values)."""
+
+    name: str
+    factory: AgentFactory
+    uses_model: bool = True
+
+
+AGENTS: dict[str, AgentEntry] = {}  # the registered agents by name (ours, then plug-ins)
+
+
+def register_agent(name: str, factory: AgentFactory, *, uses_model: bool = True) -> None:
+    AGENTS[name] = AgentEntry(name, factory, uses_model)
 
 
 def _oracle(**_: Any) -> Agent:
@@ -61,23 +94,84 @@ def _baseline(**options: Any) -> Agent:
     return make_baseline(**options)
 
 
-AGENTS: dict[str, AgentFactory] = {
-    "oracle": _oracle,
-    "fc": _fc,
-    "react": _react,
-    "plan": _plan,
-    "mcp": _mcp,
-    "oneshot": _oneshot,
-    "baseline": _baseline,
-}
-MODEL_FREE = frozenset({"oracle", "baseline"})  # agents that never call a model
+register_agent("oracle", _oracle, uses_model=False)
+register_agent("fc", _fc)
+register_agent("react", _react)
+register_agent("plan", _plan)
+register_agent("mcp", _mcp)
+register_agent("oneshot", _oneshot)
+register_agent("baseline", _baseline, uses_model=False)
+
+
+def class_factory(cls: Any) -> AgentFactory:
+    """A factory for an agent class: it is given the options its ``__init__`` names (all of
+    them when it takes ``**kwargs``), so a class that needs none takes none."""
+    parameters = inspect.signature(cls).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return cls  # type: ignore[no-any-return]
+    named = {p.name for p in parameters}
+
+    def make(**options: Any) -> Agent:
+        return cls(**{k: v for k, v in options.items() if k in named})  # type: ignore[no-any-return]
+
+    return make
+
+
+def _entry(name: str, loaded: Any) -> AgentEntry:
+    """An entry for a loaded class (or factory function), checked to be an agent."""
+    if inspect.isclass(loaded) and not callable(getattr(loaded, "solve", None)):
+        raise UnknownAgent(f"{name}: {loaded.__name__} has no solve(task, episode, context)")
+    if not callable(loaded):
+        raise UnknownAgent(f"{name}: not a class or factory of agents")
+    factory = class_factory(loaded) if inspect.isclass(loaded) else loaded
+    return AgentEntry(name, factory, bool(getattr(loaded, "uses_model", False)))
+
+
+def _plugins() -> dict[str, Any]:
+    """The entry points of the ``sopgym.agents`` group, by name (loaded when chosen)."""
+    return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def agent_names() -> list[str]:
+    """Every agent ``--agent`` takes by name: ours and the installed plug-ins'."""
+    return sorted({*AGENTS, *_plugins()})
+
+
+def resolve_agent(spec: str) -> AgentEntry:
+    """The agent ``spec`` names: a registered name, a plug-in's entry-point name, or
+    ``module:Class`` (imported as ``python -m`` would: from the current folder or an installed
+    package). :class:`UnknownAgent` saying why when it is none of these."""
+    if spec in AGENTS:
+        return AGENTS[spec]
+    plugin = _plugins().get(spec)
+    if plugin is not None:
+        try:
+            return _entry(spec, plugin.load())
+        except (ImportError, AttributeError) as error:
+            raise UnknownAgent(f"agent plug-in {spec!r} cannot load: {error}") from None
+    module_name, colon, attribute = spec.partition(":")
+    if not colon:
+        raise UnknownAgent(
+            f"unknown agent {spec!r} (known: {', '.join(agent_names())}; or module:Class)"
+        )
+    if os.getcwd() not in sys.path:  # as `python -m sopgym` (the agent workers) sees modules
+        sys.path.insert(0, os.getcwd())
+    try:
+        loaded = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise UnknownAgent(f"--agent {spec}: cannot load: {error}") from None
+    return _entry(spec, loaded)
 
 
 def uses_model(name: str) -> bool:
-    return name not in MODEL_FREE
+    """Whether the agent calls a model (so a run starts and checks one); an agent that cannot
+    be loaded here (a run recorded elsewhere) is taken to."""
+    try:
+        return resolve_agent(name).uses_model
+    except UnknownAgent:
+        return True
 
 
 def make_agent(name: str, **options: Any) -> Agent:
-    if name not in AGENTS:
-        raise KeyError(f"unknown agent {name!r} (known: {', '.join(sorted(AGENTS))})")
-    return AGENTS[name](**options)
+    """The agent ``name`` names (:func:`resolve_agent`), made with ``options``."""
+    return resolve_agent(name).factory(**options)

@@ -369,10 +369,12 @@ def run(
                 f"no SOP variant {sop_variant!r} in {', '.join(lacking)} "
                 f"(its variants: {', '.join(_domain(lacking[0]).sop_files)})"
             )
-        from sopgym.agents import AGENTS
+        from sopgym.agents import UnknownAgent, resolve_agent
 
-        if agent not in AGENTS:
-            raise click.UsageError(f"unknown agent {agent!r} (known: {', '.join(AGENTS)})")
+        try:
+            resolve_agent(agent)  # a name, a plug-in or module:Class, loaded before anything
+        except UnknownAgent as error:
+            raise click.UsageError(str(error)) from None
         _check_model_spec(model)
         config = RunConfig(
             domains=names,

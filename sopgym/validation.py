@@ -99,7 +99,8 @@ AGENT_HELP = (
     "react (text ReAct), fc (native function calling), plan (plan-and-execute), mcp (fc "
     "through the gateway's MCP door), oneshot (one model call: answer-only and graph tasks), "
     "oracle (replays the reference policy's gold calls; must score 100%) or baseline (the "
-    "generic policy of imported benchmarks, no model, no SOP: a reference point)"
+    "generic policy of imported benchmarks, no model, no SOP: a reference point); or an "
+    "installed plug-in's name, or module:Class for your own agent class (docs/own-agent.md)"
 )
 """What ``--agent`` takes, said the same way by every command that runs agents."""
 
