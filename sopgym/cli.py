@@ -788,6 +788,13 @@ def gateway(
     type=click.IntRange(1),
     help="Actions after which an episode that has not finished is truncated.",
 )
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Record every ended episode into this new run folder (view, show, compare read it); "
+    "its summary is written when the server stops.",
+)
 def env_serve(
     gateway_url: str,
     domains: tuple[str, ...],
@@ -796,18 +803,34 @@ def env_serve(
     data_root: Path | None,
     distractors: int | None,
     max_steps: int,
+    run_dir: Path | None,
 ) -> None:
     """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
+    from sopgym.client.recorder import recorder_for
     from sopgym.env.server import build
     from sopgym.serving import serve
 
     for name in domains:
         _domain(name)
-    serve(
-        build(gateway_url, [*domains], data_root, distractors=distractors, max_steps=max_steps),
-        host,
-        port,
-    )
+    try:
+        recorder = recorder_for(run_dir, [*domains], agent="env", data_root=data_root,
+                                source="env-serve")  # fmt: skip
+    except FileExistsError as error:
+        _fail(str(error))
+    if recorder is not None:  # uvicorn re-raises the SIGTERM it stopped on: end, summarised
+        import signal
+
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        serve(
+            build(gateway_url, [*domains], data_root, distractors=distractors,
+                  max_steps=max_steps, recorder=recorder),
+            host,
+            port,
+        )  # fmt: skip
+    finally:
+        if recorder is not None:
+            recorder.close()
 
 
 @main.command("agent-worker")

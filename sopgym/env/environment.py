@@ -30,6 +30,7 @@ import gymnasium
 import orjson
 
 from sopgym.client import Episode, GatewayClient, ToolResult
+from sopgym.client.recorder import RunRecorder
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
@@ -79,8 +80,10 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
         sop_variant: str = "clean",
         max_steps: int = DEFAULT_MAX_STEPS,
         refusal_penalty: float = 0.0,
+        recorder: RunRecorder | None = None,
     ) -> None:
         self.client, self.data = client, data
+        self.recorder = recorder  # each ended episode into a run folder (env-serve --run-dir)
         self.tasks = {task.id: task for task in data.tasks}
         self.distractors, self.sop_variant = distractors, sop_variant
         self.max_steps, self.refusal_penalty = max_steps, refusal_penalty
@@ -171,6 +174,8 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
             self.data.domain, self.task, Trajectory.from_json(record), self.data.gold[self.task.id]
         ).to_json()
         self.score = score
+        if self.recorder is not None:
+            self.recorder.record_trajectory(record)
         reward = 1.0 if score["success"] else 0.0
         return {**observation, "status": 200, "ok": True}, reward, True, False, {"score": score}
 
