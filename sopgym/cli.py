@@ -477,8 +477,9 @@ def run(
 )  # fmt: skip
 @click.option("--model", default="unknown", show_default=True, help="Who wrote the responses.")
 @click.option(
-    "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True
-)
+    "--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True,
+    help="The folder that holds run folders.",
+)  # fmt: skip
 @click.option("--run-id", default=None, callback=run_name, help="Name of the run folder.")
 @click.option("--tasks", "task_ids", default=None, callback=id_list, help="Only these task ids.")
 @click.option("--match", default=None, help="Only tasks whose id matches this glob.")

@@ -74,13 +74,15 @@ def test_answers_as_objects_and_text_are_scored_and_every_problem_is_counted(
     tmp_path: Path,
 ) -> None:
     path, ids = _maze_responses(tmp_path)
-    result = _score(tmp_path, MAZE, "--responses", str(path), "--limit", "6", "--run-id", "r")
+    result = _score(tmp_path, MAZE, "--responses", str(path), "--limit", "6", "--run-id", "r",
+                    "--model", "vendor:m1")  # fmt: skip
     assert result.exit_code == 0, result.output
     run = tmp_path / "runs" / "r"
     rows = _rows(run)
     assert set(rows) == {ids[0], ids[1], ids[2], ids[3]}
     assert rows[ids[0]]["score"]["success"] and rows[ids[1]]["score"]["success"]
     assert rows[ids[0]]["llm_calls"][0]["input_tokens"] == 7
+    assert rows[ids[0]]["llm_calls"][0]["model"] == rows[ids[0]]["model"] == "vendor:m1"
     assert rows[ids[2]]["score"]["scores"]["answer_schema"]["value"] == 0.2  # valid but wrong
     assert rows[ids[2]]["score"]["errors"] == {"wrong_final": 1}
     unread = rows[ids[3]]

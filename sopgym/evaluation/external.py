@@ -118,7 +118,7 @@ class JsonlReader:
     help = "one JSON object per line: task_id, trial, answer, calls, messages, usage"
 
     def read(self, path: Path) -> Iterator[Response | Unreadable]:
-        for file in files_under(path, (".jsonl", ".json")):
+        for file in files_under(path, (".jsonl",)):
             for number, line in enumerate(file.read_bytes().splitlines(), 1):
                 if line.strip():
                     yield self.response(line, f"{file.name}:{number}")
@@ -339,12 +339,14 @@ def _row(runner: Any, task: Task, response: Response, tally: Tally, key: str) ->
         tally.unreadable.append(f"{key}: {problem}")
     if response.calls is None and data.domain.tools and task.kind != "json_answer":
         tally.no_trajectory.append(key)
+    model = runner.config.model  # a usage record that names no model: the --model label
+    llm_calls = [{**call, "model": call.get("model") or model} for call in response.llm_calls]
     report = {
         "episode_id": trajectory.episode_id,
         "status": "finished" if problem is None else "failed",
         "error": problem,
         "elapsed_s": response.elapsed_s,
-        "llm_calls": response.llm_calls,
+        "llm_calls": llm_calls,
     }
     return runner.result_row(task, report, trajectory.to_json(), response.trial)
 
