@@ -108,11 +108,11 @@ def class_factory(cls: Any) -> AgentFactory:
     them when it takes ``**kwargs``), so a class that needs none takes none."""
     parameters = inspect.signature(cls).parameters.values()
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return cls  # type: ignore[no-any-return]
+        return cls
     named = {p.name for p in parameters}
 
     def make(**options: Any) -> Agent:
-        return cls(**{k: v for k, v in options.items() if k in named})  # type: ignore[no-any-return]
+        return cls(**{k: v for k, v in options.items() if k in named})
 
     return make
 

@@ -4,6 +4,7 @@ and listed, a gate nobody could judge never passed, and every reader of run fold
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ def test_a_tool_trajectory_is_scored_and_a_state_nobody_saw_is_never_passed(tmp_
     """patient_intake keeps no state: the gold calls and answer succeed. tod/next_action keeps
     one: the same right calls leave its final_state gate unjudged, the episode is no success,
     and the summary counts it as undecided with the bound had it passed."""
-    records = []
+    records: list[dict[str, Any]] = []
     for name in ("patient_intake", "tod/next_action"):
         data = domain_data(name)
         task = data.tasks[0]
@@ -205,7 +206,7 @@ def test_a_format_is_one_more_reader(tmp_path: Path) -> None:
         name = "test-csv"
         help = "task_id,step"
 
-        def read(self, path: Path):  # type: ignore[no-untyped-def]
+        def read(self, path: Path) -> Iterator[Response | Unreadable]:
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 task_id, _, step = line.partition(",")
                 if not step:

@@ -121,7 +121,7 @@ class RunRecorder:
         let go of the run; the summary."""
         with self._lock:
             if self.closed:
-                return orjson.loads(self.runner.paths.summary.read_bytes())  # type: ignore[no-any-return]
+                return orjson.loads(self.runner.paths.summary.read_bytes())
             self.closed = True
             self._results.close()
             tasks = [self.tasks[key] for key in self.played]
@@ -134,7 +134,7 @@ class RunRecorder:
                 "task_count": len(tasks),
             }))  # fmt: skip
             try:
-                return self.runner.write_summary(tasks)  # type: ignore[no-any-return]
+                return self.runner.write_summary(tasks)
             finally:
                 self.runner.release()
 
