@@ -519,6 +519,11 @@ def score(
                 "no_trajectory")  # fmt: skip
     console.print(f"responses: {tally['read']} read, {tally['scored']} scored, "
                   + ", ".join(f"{tally[k]} {k.replace('_', ' ')}" for k in problems))  # fmt: skip
+    if summary["undecided"]:
+        console.print(f"undecided: {summary['undecided']} episode(s) passed every gate that "
+                      "could be judged, not the final state (no service held it): TSR "
+                      f"{summary['tsr']:.1%}, {summary['tsr_if_undecided_pass']:.1%} had they "
+                      "passed it")  # fmt: skip
     for name in problems:
         for item in tally[f"{name}_listed"][:5]:
             console.print(f"  {name.replace('_', ' ')}: {escape(item)}", soft_wrap=True)

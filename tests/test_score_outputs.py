@@ -163,6 +163,7 @@ def test_a_tool_trajectory_is_scored_and_a_state_nobody_saw_is_never_passed(tmp_
     summary = orjson.loads((tmp_path / "runs" / "t" / "summary.json").read_bytes())
     assert (summary["correct"], summary["undecided"], summary["tsr"]) == (1, 1, 0.5)
     assert summary["tsr_if_undecided_pass"] == 1.0
+    assert "undecided: 1 episode(s)" in result.output and "TSR 50.0%, 100.0%" in result.output
 
 
 def test_an_unjudged_gate_with_a_failed_one_is_a_wrong_answer_not_undecided() -> None:
@@ -249,7 +250,26 @@ def test_trials_are_scored_each_and_the_missing_ones_listed(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("bad", [{"task_id": 3}, {"task_id": "a", "trial": -1},
                                  {"task_id": "a", "calls": [{"arguments": {}}]},
+                                 {"task_id": "a", "calls": [{"name": "f", "status": "ok"}]},
+                                 {"task_id": "a", "calls": [{"name": "f", "error_code": 3}]},
+                                 {"task_id": "a", "messages": [{"content": "hi"}]},
+                                 {"task_id": "a", "usage": [1]},
                                  {"task_id": "a", "answer": [1]}])  # fmt: skip
 def test_a_record_of_the_wrong_shape_is_unreadable_with_why(bad: Any) -> None:
     found = JsonlReader().response(orjson.dumps(bad), "f:1")
     assert isinstance(found, Unreadable) and found.where == "f:1" and found.why
+
+
+def test_a_folder_of_response_files_is_read_whole(tmp_path: Path) -> None:
+    data = domain_data(MAZE)
+    first, second = data.tasks[:2]
+    folder = tmp_path / "responses"
+    (folder / "part").mkdir(parents=True)
+    _write(folder / "a.jsonl", [{"task_id": first.id, "answer": data.gold[first.id].outputs}])
+    _write(folder / "part" / "b.jsonl", [{"task_id": second.id, "answer": {"step": "1.1"}}])
+    (folder / "notes.txt").write_text("not responses")
+    result = _score(tmp_path, MAZE, "--responses", str(folder), "--limit", "2", "--run-id", "f")
+    assert result.exit_code == 0, result.output
+    summary = orjson.loads((tmp_path / "runs" / "f" / "summary.json").read_bytes())
+    assert (summary["responses"]["read"], summary["responses"]["scored"]) == (2, 2)
+    assert summary["responses"]["missing"] == 0 and summary["correct"] == 1

@@ -169,21 +169,34 @@ def _shape_problem(data: JSON) -> str | None:
     if data.get("answer") is not None and not isinstance(data["answer"], dict | str):
         return '"answer" must be an object or text'
     calls = data.get("calls")
-    if calls is not None and not (
-        isinstance(calls, list)
-        and all(isinstance(c, dict) and isinstance(c.get("name"), str) for c in calls)
-    ):
-        return '"calls" must be a list of objects with a string "name"'
+    if calls is not None and not (isinstance(calls, list) and all(map(_is_call, calls))):
+        return (
+            '"calls" must be a list of objects with a string "name" (and, if given, an integer '
+            '"status" and a string "error_code")'
+        )
     messages = data.get("messages")
     if messages is not None and not (
-        isinstance(messages, list) and all(isinstance(m, dict) for m in messages)
+        isinstance(messages, list)
+        and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and "content" in m
+            for m in messages
+        )
     ):
-        return '"messages" must be a list of objects'
+        return '"messages" must be a list of objects with a string "role" and a "content"'
     for key in ("usage", "elapsed_s", "llm_calls"):
         kind = {"usage": dict, "elapsed_s": int | float, "llm_calls": list}[key]
         if data.get(key) is not None and not isinstance(data[key], kind):
             return f'"{key}" has the wrong type'
     return None
+
+
+def _is_call(call: Any) -> bool:
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return False
+    status, code = call.get("status"), call.get("error_code")
+    return (status is None or (isinstance(status, int) and not isinstance(status, bool))) and (
+        code is None or isinstance(code, str)
+    )
 
 
 register_reader(JsonlReader())
@@ -279,7 +292,7 @@ def _call(data: JSON, catalog: list[str]) -> CallRecord:
         name=data["name"],
         arguments=data.get("arguments", {}),
         status=int(data.get("status") or (200 if error is None else 400)),
-        error_code=error if isinstance(error, str) else None,
+        error_code=error,
         error_field=data.get("error_field"),
         result=data.get("result"),
         in_catalog=data["name"] in catalog,
