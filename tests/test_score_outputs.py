@@ -273,3 +273,33 @@ def test_a_folder_of_response_files_is_read_whole(tmp_path: Path) -> None:
     summary = orjson.loads((tmp_path / "runs" / "f" / "summary.json").read_bytes())
     assert (summary["responses"]["read"], summary["responses"]["scored"]) == (2, 2)
     assert summary["responses"]["missing"] == 0 and summary["correct"] == 1
+
+
+def test_a_reader_may_match_records_by_their_place_in_a_domain(tmp_path: Path) -> None:
+    """Formats that name no task id (SOP-Maze's published files) give the record's position
+    in its domain; a record placed on a task outside the selection is listed, not scored."""
+    data = domain_data(MAZE)
+
+    class ByPosition:
+        name = "test-position"
+        help = "one answer object per line, in the domain's task order"
+
+        def read(self, path: Path) -> Iterator[Response | Unreadable]:
+            for number, line in enumerate(path.read_bytes().splitlines()):
+                yield Response(f"record {number}", f"{path.name}:{number + 1}", domain=MAZE,
+                               answer=orjson.loads(line), position=number)  # fmt: skip
+
+    register_reader(ByPosition())
+    try:
+        answers = [data.gold[t.id].outputs for t in data.tasks[:2]]
+        path = _write(tmp_path / "p.jsonl", [answers[1], answers[1], answers[0]])
+        result = _score(tmp_path, MAZE, "--responses", str(path), "--format", "test-position",
+                        "--limit", "2", "--run-id", "p")  # fmt: skip
+        assert result.exit_code == 0, result.output
+        rows = _rows(tmp_path / "runs" / "p")
+        first, second = (t.id for t in data.tasks[:2])
+        assert not rows[first]["score"]["success"] and rows[second]["score"]["success"]
+        tally = orjson.loads((tmp_path / "runs" / "p" / "summary.json").read_bytes())["responses"]
+        assert tally["not_selected"] == 1 and "record 2" in tally["not_selected_listed"][0]
+    finally:
+        del READERS["test-position"]

@@ -54,6 +54,9 @@ class Response:
     messages: list[JSON] | None = None  # dialogue turns: {"role": "agent"|"user", "content"}
     llm_calls: list[JSON] = field(default_factory=list)  # usage records, as our agents write
     elapsed_s: float | None = None
+    # formats that name no task id but a record's place (SOP-Maze's published files): the
+    # index into ``domain``'s tasks in their order; ``task_id`` is then only for the listings
+    position: int | None = None
 
 
 @dataclass
@@ -234,6 +237,7 @@ class Located:
     """The selected tasks and every task of the domains, by id (and by domain and id)."""
 
     def __init__(self, all_tasks: dict[str, list[Task]], selected: list[Task]) -> None:
+        self.all_tasks = all_tasks
         self.selected = {(t.domain, t.id) for t in selected}
         self.domains_of: dict[str, list[str]] = {}
         self.tasks: dict[tuple[str, str], Task] = {}
@@ -244,6 +248,11 @@ class Located:
 
     def find(self, response: Response) -> tuple[Task | None, str | None]:
         """The response's task, or which problem list it goes to."""
+        if response.position is not None:
+            tasks = self.all_tasks.get(response.domain or "", [])
+            if not 0 <= response.position < len(tasks):
+                return None, "unknown"
+            return self._selected(tasks[response.position])
         domains = self.domains_of.get(response.task_id, [])
         if response.domain is not None:
             domains = [d for d in domains if d == response.domain]
@@ -251,7 +260,9 @@ class Located:
             return None, "unknown"
         if len(domains) > 1:
             return None, "ambiguous"
-        task = self.tasks[domains[0], response.task_id]
+        return self._selected(self.tasks[domains[0], response.task_id])
+
+    def _selected(self, task: Task) -> tuple[Task | None, str | None]:
         if (task.domain, task.id) not in self.selected:
             return None, "not_selected"
         return task, None
