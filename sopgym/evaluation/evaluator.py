@@ -34,6 +34,7 @@ from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
 from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
+from sopgym.evaluation.paper_figures import paper_figures
 from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_episode
 from sopgym.evaluation.two_stage import two_stage
 from sopgym.observability import semconv as sc
@@ -317,6 +318,7 @@ def _result(
         "agents": _grouped(rows, scores, "agent_model", overall),
         "per_task": rows,
         "breakdown": breakdown(rows),
+        "paper": paper_figures(rows),  # the papers' own tables (sopgym.evaluation.paper_figures)
         "two_stage": two_stage(rows),
         "incomplete": [
             {k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id", "reason")}

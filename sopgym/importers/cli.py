@@ -146,17 +146,21 @@ def import_sop_bench(
 @click.argument("path", type=click.Path(path_type=Path))
 @_HOME
 def import_abcd(path: Path, home: Path | None) -> None:
-    """Import PATH, a folder of ABCD's published files: its conversations become next-action
-    tasks, the domain abcd/next-action. A file that cannot be read is one line, and nothing is
-    registered."""
-    from sopgym.importers.abcd import DOMAIN_NAME, AbcdError, build_abcd
+    """Import PATH, a folder of ABCD's published files: a task after every customer turn of its
+    conversations (TOD-ProcBench's task 1), the domain abcd/next-action. A file that cannot be
+    read is one line, and nothing is registered; an id that maps to no guideline is one
+    warning line, its conversations left out."""
+    from sopgym.importers.abcd import DOMAIN_NAME, AbcdError, build_abcd, read_abcd
 
     _use_home(home)
     try:
-        domain = build_abcd(path)
+        data = read_abcd(path)
+        domain = build_abcd(path, data)
     except AbcdError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
+    for note in data.notes:
+        click.echo(f"  warning: {note}")
     tasks = len(domain.generate(domain.seed, path).tasks)
     try:
         where = register([ImportEntry(DOMAIN_NAME, path.resolve())])
