@@ -31,11 +31,15 @@ NAMES = {
     "sopmaze/h4_customer_evaluation_follow_up": "HRS",
     "sopmaze/h9_restaurant_business_development": "HRS",
     "sopmaze/h10_bulk_order_clarification": "HRS",
-    "sopmaze/l8_app_guide": "LRS",
+    "sopmaze/l3_flow_line_track": "LRS",
+    "sopmaze/l6_intention_recognition_analysis": "LRS",
+    "sopmaze/l7_optimal_traffic_delivery_schedule": "LRS",
+    "sopmaze/l8_app_guide": "LRS",  # no BFS in its name: the paper's table says LRS
     "sopmaze/l13_named_entity_classification": "LRS",
-    "sopmaze/dfs_b91c04d0": "HRS",  # not a published scenario: DFS in the name
-    "sopmaze/v1_20_54a177e7": "unknown",  # neither: kept, shape unknown
+    "sopmaze/dfs_481d587e": "HRS",  # not a published scenario: DFS in the name
+    "sopmaze/7cbec017": "unknown",  # neither: kept, shape unknown
 }
+UNKNOWN = "sopmaze/7cbec017"
 
 
 def _slug_only(path: Path) -> str:
@@ -45,8 +49,9 @@ def _slug_only(path: Path) -> str:
 def test_real_file_names_get_unique_stable_readable_names() -> None:
     files = sorted(RAW.glob("*.json"))
     assert all(not f.name.isascii() for f in files)  # CJK, emoji, full-width brackets
-    same = [f for f in files if _slug_only(f) == "v1_20"]
-    assert len(same) == 5  # five names whose ASCII alone is the same fragment
+    same = [f for f in files if _slug_only(f) == ""]
+    assert len(same) == 5  # five names with no ASCII but their record count
+    assert all(f.name.startswith("熟_【已清洗】👋") for f in files)  # the published style
     names = {domain_name(f) for f in files}
     assert names == set(NAMES) and len(names) == len(files)
     assert {domain_name(f): shape_of(f) for f in files} == NAMES
@@ -56,6 +61,7 @@ def test_real_file_names_get_unique_stable_readable_names() -> None:
     assert scenario_of(Path("麻子烧烤电话接待员Ｖ２ 20.json")).index == "H2"  # full-width
     # an unrecognised name keeps a digest of the whole name: two such names never meet
     assert domain_name(Path("未知甲（v1-20）2.json")) != domain_name(Path("未知乙（v1-20）2.json"))
+    assert domain_name(Path("熟_【已清洗】👋✅ 麻子烧烤电话接待员v1-20.json")).endswith("_v1")
 
 
 def test_import_is_idempotent_and_never_overwrites_another_file(
@@ -67,7 +73,7 @@ def test_import_is_idempotent_and_never_overwrites_another_file(
     assert "imported sopmaze/h10_bulk_order_clarification: 2 items, HRS (1 unscorable" in (
         first.output
     )
-    assert "sopmaze/v1_20_54a177e7: 2 items, unknown" in first.output
+    assert f"{UNKNOWN}: 2 items, unknown" in first.output
     registry = (home / "imports.json").read_text()
     assert set(json.loads(registry)["imports"]) == set(NAMES)
     again = CliRunner().invoke(import_group, ["sop-maze", str(RAW)])
@@ -75,25 +81,32 @@ def test_import_is_idempotent_and_never_overwrites_another_file(
     # another copy of the H1 file elsewhere: refused, not silently replacing the first
     other = tmp_path / "copy"
     other.mkdir()
-    shutil.copy(next(RAW.glob("*神抢手*")), other / "神抢手 v9 3.json")
+    shutil.copy(next(RAW.glob("*神抢手*")), other / "熟_【已清洗】👋✅ DFS神抢手套餐招商3.json")
     refused = CliRunner().invoke(import_group, ["sop-maze", str(other)])
     assert refused.exit_code == 2 and "already" in refused.output and "--replace" in refused.output
     assert (home / "imports.json").read_text() == registry
     replaced = CliRunner().invoke(import_group, ["sop-maze", str(other), "--replace"])
     assert replaced.exit_code == 0, replaced.output
-    # two files of one folder naming one scenario: refused whole
-    shutil.copy(next(RAW.glob("*神抢手*")), other / "神抢手 v8 3.json")
-    both = CliRunner().invoke(import_group, ["sop-maze", str(other)])
-    assert both.exit_code == 2 and "both name sopmaze/h1_" in both.output
+    # one folder holding a scenario twice (data_with_model_response/ has two L3 files): each
+    # keeps a digest of its file name, and each loads under its own name
+    twice = tmp_path / "twice"
+    shutil.copytree(RAW, twice)
+    shutil.copy(next(RAW.glob("*动线机器人*")), twice / "熟_【已清洗】👋✅动线机器人2.json")
+    both = CliRunner().invoke(import_group, ["sop-maze", str(twice), "--replace"])
+    assert both.exit_code == 0 and "warning: 2 files name sopmaze/l3_flow_line_track" in both.output
+    names = [n for n in json.loads((home / "imports.json").read_text())["imports"] if "l3_" in n]
+    assert len(names) == 3  # the first import's, and the two of this folder
+    for name in names:
+        assert load_imported(name).name == name
 
 
 def test_shape_override_and_bad_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolated_home(tmp_path, monkeypatch)
     given = CliRunner().invoke(
-        import_group, ["sop-maze", str(RAW), "--shape", "v1_20_54a177e7=LRS"]
+        import_group, ["sop-maze", str(RAW), "--shape", "7cbec017=LRS"]
     )
-    assert given.exit_code == 0 and "sopmaze/v1_20_54a177e7: 2 items, LRS" in given.output
-    domain = load_imported("sopmaze/v1_20_54a177e7")
+    assert given.exit_code == 0 and f"{UNKNOWN}: 2 items, LRS" in given.output
+    domain = load_imported(UNKNOWN)
     task = domain.generate(domain.seed, RAW).tasks[0]
     assert derive_gold(domain, Tables({}), RAW, task).decisions["shape"] == "LRS"
     bad = CliRunner().invoke(import_group, ["sop-maze", str(RAW), "--shape", "x.json=WIDE"])
@@ -117,7 +130,7 @@ def test_the_oracle_answer_scores_one_on_every_scorable_item(
             ]
     unscorable = [t for t, g in grades.items() if g is None]
     assert unscorable == ["h10_bulk_order_clarification-0001"]
-    assert {g for g in grades.values() if g is not None} == {1.0} and len(grades) == 17
+    assert {g for g in grades.values() if g is not None} == {1.0} and len(grades) == 23
     # the mended items are scored, and the published target itself breaks the schema there
     domain = load_imported("sopmaze/h1_food_combo_business_development")
     gold = derive_gold(domain, Tables({}), RAW, domain.generate(domain.seed, RAW).tasks[1])
@@ -131,7 +144,7 @@ def test_audit_reports_per_file_in_sop_mazes_terms(tmp_path: Path) -> None:
     reports = sorted(p.stem for p in out.glob("*.json") if p.stem != "summary")
     assert reports == sorted(n.split("/")[1] for n in NAMES)  # none overwrote another
     summary = json.loads((out / "summary.json").read_text())
-    assert (summary["items"], summary["scorable"]) == (17, 16)
+    assert (summary["items"], summary["scorable"]) == (23, 22)
     h1 = (out / "h1_food_combo_business_development.md").read_text()
     assert "record 1: invalid only at $.step" in h1 and "H1" in h1
     h10 = (out / "h10_bulk_order_clarification.md").read_text()
@@ -152,3 +165,17 @@ def test_imported_families_are_listed_and_selected_like_shipped_ones(
     for name, shape in NAMES.items():
         line = next(line for line in listed.output.splitlines() if name in line)
         assert f"shape {shape}" in line
+
+
+def test_every_imported_family_is_selected_by_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolated_home(tmp_path, monkeypatch)
+    fixtures = Path(__file__).parent / "fixtures"
+    assert CliRunner().invoke(import_group, ["sop-bench", str(fixtures / "sop_bench" / "clean")]
+                              ).exit_code == 0  # fmt: skip
+    assert CliRunner().invoke(import_group, ["abcd", str(fixtures / "abcd")]).exit_code == 0
+    assert select_domains(["sopbench"]) == ["sopbench/clean"]
+    assert select_domains(["abcd"]) == ["abcd/next-action"]
+    assert select_domains(["sopbench", "abcd/*"]) == ["sopbench/clean", "abcd/next-action"]
+    assert "sopbench/clean" not in select_domains(["all"])  # all: the registered packs

@@ -74,11 +74,11 @@ def test_the_oracle_scores_one_on_every_scorable_item_and_the_report_has_the_pap
     assert result.returncode == 0, result.stderr[-3000:]
     summary = orjson.loads((runs / "o" / "summary.json").read_bytes())
     figures = summary["paper"]["sop_maze"]
-    assert figures["scorable"]["overall"] == 1.0 and figures["scorable"]["items"] == 16
-    assert figures["tally"] == {"1.0": 16, "0.2": 0, "0": 0, "n/a": 1}
+    assert figures["scorable"]["overall"] == 1.0 and figures["scorable"]["items"] == 22
+    assert figures["tally"] == {"1.0": 22, "0.2": 0, "0": 0, "n/a": 1}
     assert figures["scorable"]["shape_average"] == {"HRS": 1.0, "LRS": 1.0}
-    assert figures["scenarios"]["sopmaze/v1_20_54a177e7"]["shape"] == "unknown"
-    assert figures["all_items"]["overall"] == 16 / 17
+    assert figures["scenarios"]["sopmaze/7cbec017"]["shape"] == "unknown"
+    assert figures["all_items"]["overall"] == 22 / 23
     report = sopgym(home, "report", str(runs / "o"))
     assert report.returncode == 0, report.stderr[-3000:]
     assert "SOP-Maze, as the paper reports it" in (runs / "o" / "report.md").read_text()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -193,7 +193,7 @@ def import_sop_maze(path: Path, home: Path | None, shapes: tuple[str, ...], repl
     and a digest of the name. Bad input is one line naming file and record, and nothing is
     registered; so is a name taken by another file (unless --replace).
     """
-    from sopgym.importers.maze_names import SHAPES, domain_name
+    from sopgym.importers.maze_names import SHAPES, domain_name, name_digest
     from sopgym.importers.sopmaze import MazeInputError, build_domain, maze_files, read_file
 
     _use_home(home)
@@ -207,12 +207,11 @@ def import_sop_maze(path: Path, home: Path | None, shapes: tuple[str, ...], repl
             parsed.append(read_file(file, overrides.get(file)))
         except MazeInputError as error:
             _bad_input(str(error))
-    by_name: dict[str, Path] = {}
-    for found in parsed:
-        if found.name in by_name:
-            _bad_input(f"{by_name[found.name].name} and {found.path.name} both name "
-                       f"{found.name}: import them separately")  # fmt: skip
-        by_name[found.name] = found.path
+    for name, twins in _same_names(parsed).items():  # one scenario twice in the folder
+        for found in twins:
+            found.name = f"{name}_{name_digest(found.path)}"
+        click.echo(f"  warning: {len(twins)} files name {name}; each keeps a digest of its "
+                   f"file name: {', '.join(t.name for t in twins)}")  # fmt: skip
     try:
         known = read_index()
     except ImportIndexError as error:
@@ -234,6 +233,14 @@ def import_sop_maze(path: Path, home: Path | None, shapes: tuple[str, ...], repl
     except (OSError, ImportIndexError) as error:
         raise click.ClickException(f"cannot write the import registry: {error}") from None
     click.echo(f"registered {len(parsed)} file(s) in {where}")
+
+
+def _same_names(parsed: list[Any]) -> dict[str, list[Any]]:
+    """The domain names more than one parsed file takes, with those files."""
+    by_name: dict[str, list[Any]] = {}
+    for found in parsed:
+        by_name.setdefault(found.name, []).append(found)
+    return {name: files for name, files in by_name.items() if len(files) > 1}
 
 
 def _shape_overrides(

@@ -12,7 +12,9 @@ the same ASCII slug. A name is therefore built from what identifies the file:
   (``BFS_hotel_requests_3.json`` -> ``sopmaze/bfs_hotel_requests``); its shape comes from
   ``BFS`` (wide: LRS) or ``DFS`` (deep: HRS) in the name, else it is ``unknown``.
 
-The name depends on the file name alone, so a re-import names every file as before.
+The name depends on the file name alone, so a re-import names every file as before; where one
+folder holds two files of one scenario (the published ``data_with_model_response/`` has two
+of L3), the import gives each the digest of its file name too.
 """
 
 from __future__ import annotations
@@ -101,8 +103,12 @@ def domain_name(path: Path) -> str:
     slug = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
     if _PLAIN.fullmatch(stem) and re.search(r"[a-z]", re.sub(r"bfs|dfs", "", slug)):
         return MAZE_PREFIX + slug
-    digest = hashlib.sha256(unicodedata.normalize("NFC", path.name).encode()).hexdigest()[:8]
-    return MAZE_PREFIX + "_".join(part for part in (slug, digest) if part)
+    return MAZE_PREFIX + "_".join(part for part in (slug, name_digest(path)) if part)
+
+
+def name_digest(path: Path) -> str:
+    """A short digest of the whole file name: what tells apart names with the same ASCII."""
+    return hashlib.sha256(unicodedata.normalize("NFC", path.name).encode()).hexdigest()[:8]
 
 
 def shape_of(path: Path, override: str | None = None) -> str:

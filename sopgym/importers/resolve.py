@@ -98,7 +98,9 @@ def _load_maze(name: str, path: Path, shape: str | None) -> ImportedDomain:
     if not path.is_file():
         raise ImportProblem(f"{name}: file {path} no longer exists; import it again")
     try:
-        return build_domain(read_file(path, shape))
+        found = read_file(path, shape)
+        found.name = name  # the registered name (a scenario twice in a folder keeps a digest)
+        return build_domain(found)
     except MazeInputError as error:
         raise ImportProblem(f"{name}: {error}") from None
 
