@@ -308,7 +308,10 @@ def _result(
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
     overall = metrics(rows, scores)
+    # the papers' own tables (sopgym.evaluation.paper_figures), where the rows hold a family
+    paper = {"paper": found} if (found := paper_figures(rows)) else {}
     return {
+        **paper,
         "source": source,
         "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spans": 0,
@@ -318,7 +321,6 @@ def _result(
         "agents": _grouped(rows, scores, "agent_model", overall),
         "per_task": rows,
         "breakdown": breakdown(rows),
-        "paper": paper_figures(rows),  # the papers' own tables (sopgym.evaluation.paper_figures)
         "two_stage": two_stage(rows),
         "incomplete": [
             {k: r.get(k) for k in ("task_id", "domain", "trial", "agent", "trace_id", "reason")}

@@ -540,9 +540,10 @@ class Runner:
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
             "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
-            "paper": summary_figures(tasks, scores, {
-                (t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}),
-        }  # fmt: skip
+        }
+        tagged = {(t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}
+        if paper := summary_figures(tasks, scores, tagged):  # the papers' own tables
+            summary["paper"] = paper
         write_atomic(self.paths.summary, dumps(summary))
         return summary
 
