@@ -58,7 +58,8 @@ def test_real_file_names_get_unique_stable_readable_names() -> None:
     # every fragment of the paper's table names exactly its scenario (v1/v2 twins apart)
     for scenario in SCENARIOS:
         assert scenario_of(Path(f"📌 {scenario.fragment}（x） 12.json")) == scenario
-    assert scenario_of(Path("麻子烧烤电话接待员Ｖ２ 20.json")).index == "H2"  # full-width
+    found = scenario_of(Path("麻子烧烤电话接待员Ｖ２ 20.json"))  # full-width forms
+    assert found is not None and found.index == "H2"
     # an unrecognised name keeps a digest of the whole name: two such names never meet
     assert domain_name(Path("未知甲（v1-20）2.json")) != domain_name(Path("未知乙（v1-20）2.json"))
     assert domain_name(Path("熟_【已清洗】👋✅ 麻子烧烤电话接待员v1-20.json")).endswith("_v1")

@@ -54,20 +54,18 @@ def _mend(answer: JSON, schema: JSON, error: ValidationError, free: frozenset[st
     at_free = next((i for i, key in enumerate(path) if isinstance(key, str) and key in free), None)
     if at_free is not None:  # anything under a never-compared key: give it any valid value
         return _replace(answer, schema, path[: at_free + 1])
+    wanted: Any = error.validator_value  # (typed loosely by jsonschema)
+    instance: Any = error.instance
     if error.validator == "required":
-        missing = [k for k in error.validator_value if k not in (error.instance or {})]
+        missing = [k for k in wanted if k not in (instance or {})]
         if missing and all(k in free for k in missing):
             for key in missing:
                 if (why := _replace(answer, schema, [*path, key])) is not None:
                     return why
             return None
         return "a compared key is missing"
-    if (
-        error.validator == "enum"
-        and isinstance(error.instance, str)
-        and error.instance.strip() in error.validator_value
-    ):
-        _set(answer, path, error.instance.strip())  # the same value once spaces are ignored
+    if error.validator == "enum" and isinstance(instance, str) and instance.strip() in wanted:
+        _set(answer, path, instance.strip())  # the same value once spaces are ignored
         return None
     return "a compared value"
 
