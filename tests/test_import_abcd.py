@@ -17,11 +17,14 @@ from pathlib import Path
 
 import orjson
 import pytest
+from fastapi.testclient import TestClient
 
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import score_episode
 from sopgym.importers.abcd import AbcdError, _visible, build_abcd, names_agree, read_abcd
+from sopgym.viewer.app import create_app
+from sopgym.viewer.catalog import RunCatalog
 
 FIXTURES = Path(__file__).parent / "fixtures" / "abcd"
 CONVERSATIONS = "abcd_sample.json"
@@ -121,6 +124,9 @@ def test_import_and_the_oracle_scores_one_with_the_papers_figures(tmp_path: Path
     assert report.returncode == 0, report.stderr[-3000:]
     text = (runs / "o" / "report.md").read_text()
     assert "TOD-ProcBench task 1, as the paper reports it" in text and "| position |" in text
+    viewer = TestClient(create_app(RunCatalog([runs / "o"])))
+    page = viewer.get("/runs/o")
+    assert page.status_code == 200 and "TOD-ProcBench task 1, as the paper reports it" in page.text
 
 
 def broken(tmp_path: Path, change: str) -> Path:
