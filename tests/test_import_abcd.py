@@ -77,9 +77,11 @@ def test_guidelines_by_display_name_ids_by_position() -> None:
 
 def test_every_task_retrieves_among_all_guidelines() -> None:
     domain = build_abcd(FIXTURES)
+    sop = domain.sop()  # what every episode is given, with the task's conversation
+    assert sop.count("\n## ") == 6 and "## Storewide Query / Pricing\n" in sop
+    assert "- empty" in sop and "- select-faq" in sop
     tasks = domain.generate(domain.seed, FIXTURES).tasks
-    assert all(len(t.inputs["guidelines"]) == 6 for t in tasks)
-    assert "empty" in tasks[0].inputs["actions"]
+    assert all(set(t.inputs) == {"convo_id", "conversation"} for t in tasks)  # small in cache
     assert not domain.reference_policy  # the scripted model plays the generic policy
 
 

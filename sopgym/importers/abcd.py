@@ -23,7 +23,8 @@ ontology is tried without a numeric suffix (``timing_4`` -> ``timing``). What ca
 is one line each (:attr:`AbcdData.notes`), and its conversations are left out, counted there.
 
 A task is made after every customer turn (:func:`_tasks`): the conversation so far as shown
-(``original``), every guideline section (retrieval is over all of them), and the label: the
+(``original``; every guideline section and the action names are in the domain's SOP, so
+retrieval is over all of them), and the label: the
 next action the agent takes in the rest of the conversation, or ``empty`` when it takes none;
 its values are those the agent can read in what it is shown (docs/tod-import.md). Any problem
 with the files (missing, unreadable, a malformed record or turn, an action the ontology does
@@ -59,20 +60,20 @@ EMPTY: Final = "empty"  # TOD-ProcBench's label when the agent has no next actio
 POSITIONS: Final = ("beginning", "middle", "end")
 FORMAT: Final = "abcd"  # the instruction format: ABCD's own guidelines (not f1-f3)
 LANGUAGE: Final = "en"
-VERSION: Final = "2"  # bump when the tasks built change shape
+VERSION: Final = "3"  # bump when the tasks built change shape
 _PLACEHOLDER = re.compile(r"^<[^<>]+>$")  # a delexed slot such as <username>
 SOP: Final = """# Next action and instruction retrieval (imported from ABCD)
 
 You are a customer-service agent. The task gives the conversation so far (`conversation`:
 turns of the `user` -- the customer --, the `agent`, and `action` turns for the actions
-already taken), ending with the customer's latest turn, and every guideline section
-(`guidelines`: section name -> its steps).
+already taken), ending with the customer's latest turn. The guidelines below hold every
+section of the store's procedures; the actions list names every action.
 
 Answer three things:
 - `sections`: the guideline section(s) that govern this conversation, the most relevant
-  first (one or two names, exactly as listed);
-- `action`: the action the agent takes next, one of `actions` (as the guideline's buttons name
-  them), or `empty` when the agent has no action left to take;
+  first (one or two names, exactly as headed below);
+- `action`: the action the agent takes next, one of the actions listed below, or `empty`
+  when the agent has no action left to take;
 - `values`: the values that action is given that you can read in the conversation (strings;
   an FAQ answer by its section's name), or [] when there are none.
 """
@@ -346,13 +347,23 @@ def field_accuracy(field: str, name: str | None = None) -> Scorer:
 
 @dataclass
 class AbcdDomain(ImportedDomain):
-    """The imported tasks; its SOP is the task's description (the guidelines come with each
-    task), not a file of the user's folder."""
+    """The imported tasks; its SOP is the task's description, every guideline section and the
+    action names (one text for all tasks, so the data cache holds no copy per task), not a
+    file of the user's folder."""
+
+    guidelines_text: str = ""
 
     def sop(self, variant: str = "clean") -> str:
         if variant != "clean":
             raise KeyError(f"domain {self.name} has no SOP variant {variant!r}")
-        return SOP
+        return f"{SOP}\n{self.guidelines_text}"
+
+
+def guidelines_text(sections: dict[str, str], actions: list[str]) -> str:
+    """Every section under its name, then the actions, as plain text."""
+    parts = ["# Guidelines", *(f"## {name}\n{text}" for name, text in sections.items())]
+    parts.append("# Actions\n" + "\n".join(f"- {action}" for action in actions))
+    return "\n\n".join(parts) + "\n"
 
 
 def build_abcd(folder: Path, data: AbcdData | None = None) -> DomainPack:
@@ -363,10 +374,7 @@ def build_abcd(folder: Path, data: AbcdData | None = None) -> DomainPack:
     names = list(data.sections)
 
     def generate(seed: int, files_dir: Path) -> GeneratedData:
-        tasks = [Task(t.task.id, t.task.domain, {**t.task.inputs, "guidelines": data.sections,
-                                                 "actions": actions}, kind=t.task.kind)
-                 for t in data.tasks]  # fmt: skip
-        return GeneratedData(tables={}, tasks=tasks)
+        return GeneratedData(tables={}, tasks=[t.task for t in data.tasks])
 
     def solve(task: Task, run: PolicyRun) -> Solution:
         label = labels[task.id]  # the published annotation is the gold
@@ -386,10 +394,8 @@ def build_abcd(folder: Path, data: AbcdData | None = None) -> DomainPack:
         solve=solve,
         kind="json_answer",
         input_schema={"type": "object", "properties": {
-            "convo_id": {"type": "string"}, "conversation": {"type": "array"},
-            "guidelines": {"type": "object", "additionalProperties": {"type": "string"}},
-            "actions": {"type": "array", "items": {"type": "string"}}},
-            "required": ["convo_id", "conversation", "guidelines", "actions"]},
+            "convo_id": {"type": "string"}, "conversation": {"type": "array"}},
+            "required": ["convo_id", "conversation"]},
         output_schema={"type": "object", "properties": {
             "action": {"enum": actions},
             "values": {"type": "array", "items": {"type": "string"}},
@@ -401,4 +407,5 @@ def build_abcd(folder: Path, data: AbcdData | None = None) -> DomainPack:
         sop_files={"clean": "<ABCD task description>"},
         reference_policy=False,  # no executable policy: the scripted model plays the generic one
         source_digest=digest.hexdigest()[:12],
+        guidelines_text=guidelines_text(data.sections, actions),
     )  # fmt: skip
