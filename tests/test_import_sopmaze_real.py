@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from sopgym.cli import main
 from sopgym.core.dataset import derive_gold
+from sopgym.core.errors import UnknownDomainError
 from sopgym.core.registry import select_domains
 from sopgym.core.tables import Tables
 from sopgym.core.trajectory import Trajectory
@@ -180,3 +181,11 @@ def test_every_imported_family_is_selected_by_its_name(
     assert select_domains(["abcd"]) == ["abcd/next-action"]
     assert select_domains(["sopbench", "abcd/*"]) == ["sopbench/clean", "abcd/next-action"]
     assert "sopbench/clean" not in select_domains(["all"])  # all: the registered packs
+
+
+def test_an_imported_family_with_nothing_imported_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolated_home(tmp_path, monkeypatch)
+    with pytest.raises(UnknownDomainError, match="no sopmaze benchmark is imported"):
+        select_domains(["sopmaze"])

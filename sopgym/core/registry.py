@@ -122,6 +122,10 @@ def select_domains(patterns: Iterable[str]) -> list[str]:
             selected = names
         elif pattern in grouped:
             selected = grouped[pattern]
+        elif f"{pattern}/" in IMPORTED_PREFIXES:  # an imported family with nothing imported
+            raise UnknownDomainError(
+                f"no {pattern} benchmark is imported (see sopgym import --help)"
+            )
         elif any(ch in pattern for ch in "*?["):
             selected = [n for n in names + imported if fnmatch.fnmatchcase(n, pattern)]
         else:
