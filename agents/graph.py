@@ -46,6 +46,7 @@ from sopgym.core.answers import (
 )
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.tasks import Task
+from sopgym.evaluation.maze_protocol import paper_prompt, parse_reply
 from sopgym.orchestration.steps import log_step
 
 
@@ -273,8 +274,10 @@ class GraphAgent:
         max_nudges: int = default("max_nudges"),
         corrective_turns: int = default("corrective_turns"),
         max_repeats: int = default("max_repeats"),
+        paper_protocol: int = default("paper_protocol"),
         **_: Any,
     ) -> None:
+        self.paper_protocol = bool(paper_protocol)  # SOP-Maze's protocol on prompt-only tasks
         self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries, max_tokens)
         self.limits = Limits(
             max_steps=max_steps,
@@ -299,6 +302,8 @@ class GraphAgent:
     # ---- shared ----
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
         if not episode.tools:  # nothing to call or plan: the model just answers
+            if self.paper_protocol and paper_prompt(task.inputs) is not None:
+                return answer_as_published(self.llm, task, context)
             return answer_without_tools(self.llm, task, episode, context, self.limits.max_nudges)
         run = Run(task, episode, context, self.llm, self.limits)
         if self.native_tools:
@@ -386,6 +391,18 @@ def answer_without_tools(
             return final
         messages += [reply, HumanMessage(final_request(episode.output_schema))]
     raise NoFinalAnswer(f"no readable final answer after {reminders} reminders")
+
+
+def answer_as_published(llm: LLM, task: Task, context: AgentContext) -> JSON:
+    """SOP-Maze's protocol (:mod:`sopgym.evaluation.maze_protocol`): the task's prompt as the
+    one user message, no system prompt, one call, the reply read as the official scorer reads
+    it; no reminder (the published evaluation asks once)."""
+    messages: list[BaseMessage] = [HumanMessage(paper_prompt(task.inputs) or "")]
+    reply = model_calls.invoke_model(llm, messages, context, purpose="answer")
+    final = parse_reply(text_of(reply))
+    if final is None:
+        raise NoFinalAnswer("the reply holds no JSON object, even repaired")
+    return final
 
 
 def after_answer(retry_node: str):

@@ -42,6 +42,12 @@ AGENT_OPTIONS: dict[str, AgentOption] = {
         int, 3, "Identical failing calls or replies in a row before the agent stops.", 1
     ),
     "max_replans": AgentOption(int, 6, "Re-plans after failed steps (plan agent)."),
+    "paper_protocol": AgentOption(
+        int,
+        0,
+        "1: SOP-Maze's own protocol on prompt-only tasks (the prompt as the one user message, "
+        "no system prompt, the reply read as the official scorer reads it); --protocol paper.",
+    ),
 }
 
 
@@ -92,6 +98,17 @@ def agent_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
                 help=f"{option.help} [default: {option.default}]",
             )
         )
+    flags.append(
+        click.option(
+            "--protocol",
+            "protocol",
+            type=click.Choice(["default", "paper"]),
+            default=None,
+            help="How prompt-only tasks (SOP-Maze imports) are sent and read: ours (default), "
+            "or the paper's (the prompt as published, no system prompt, the reply repaired "
+            "as the official scorer does). Recorded in the run's agent_options.",
+        )
+    )
     for flag in flags:
         command = flag(command)
     return command
@@ -111,4 +128,7 @@ def collect_agent_options(values: dict[str, Any]) -> JSON:
         value = values.pop(name, None)
         if value is not None:
             options[name] = value
+    protocol = values.pop("protocol", None)
+    if protocol is not None:
+        options["paper_protocol"] = int(protocol == "paper")
     return options

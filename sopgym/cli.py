@@ -18,7 +18,13 @@ from rich.table import Column, Table
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
 from sopgym.agents.options import agent_option_flags, collect_agent_options
-from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
+from sopgym.core.registry import (
+    UnknownDomainError,
+    domain_names,
+    listed_names,
+    load_domain,
+    select_domains,
+)
 from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
@@ -93,7 +99,7 @@ def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None
     from sopgym.core import dataset
 
     try:
-        names = select_domains(list(domains)) if domains else domain_names()
+        names = select_domains(list(domains)) if domains else listed_names()
     except UnknownDomainError as error:
         raise click.UsageError(str(error)) from None
     table = Table(Column("domain", no_wrap=True), "tasks", "tools", "distractors", "title")
@@ -106,7 +112,11 @@ def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None
         title_justify="left",
     )
     for name in names:
-        domain = _domain(name)
+        try:
+            domain = load_domain(name)
+        except UnknownDomainError as error:  # an import whose files moved: listed, with why
+            table.add_row(name, "-", "-", "-", f"unavailable: {error}")
+            continue
         data = dataset.load(domain, data_root)
         table.add_row(
             name,

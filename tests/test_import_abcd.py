@@ -1,6 +1,9 @@
-"""ABCD import: the fixtures (our own, in ABCD's published shape) import as next-action
-tasks, the oracle scores 100% through real processes, top-1 action and value accuracy are
-scored apart, and bad input is one clear line with nothing registered."""
+"""ABCD import on our own fixtures in the real published shape (guidelines keyed by display
+names, ontology ids by position, ``delexed`` targets, an FAQ subflow id absent from every
+guideline, a subflow no guideline maps): TOD-ProcBench task 1 tasks after every customer turn,
+labels an action or ``empty``, retrieval over all guidelines, only visible values, the oracle
+at 1.0 through real processes with the paper's Overall and breakdowns, and bad input as one
+clear line with nothing registered."""
 
 from __future__ import annotations
 
@@ -14,13 +17,17 @@ from pathlib import Path
 
 import orjson
 import pytest
+from fastapi.testclient import TestClient
 
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import score_episode
-from sopgym.importers.abcd import AbcdError, build_abcd, read_abcd
+from sopgym.importers.abcd import AbcdError, _visible, build_abcd, names_agree, read_abcd
+from sopgym.viewer.app import create_app
+from sopgym.viewer.catalog import RunCatalog
 
 FIXTURES = Path(__file__).parent / "fixtures" / "abcd"
+CONVERSATIONS = "abcd_sample.json"
 
 
 def sopgym(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,49 +36,106 @@ def sopgym(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300, env=env)  # fmt: skip
 
 
-def test_every_action_turn_becomes_a_task() -> None:
-    tasks, actions = read_abcd(FIXTURES)
-    assert [t.action for t in tasks] == ["pull-up-account", "make-password", "pull-up-account",
-                                         "verify-identity", "search-faq", "pull-up-account",
-                                         "shipping-status"]  # fmt: skip
-    assert tasks[3].values == ["tb4421", "tberg", "tom@berg.example"]
-    assert "make-password" in actions
-    # the conversation before the action (with earlier actions), and the subflow's guideline
-    assert [t["role"] for t in tasks[1].task.inputs["conversation"]] == [
-        "user", "agent", "user", "action", "agent", "user"]
-    assert "[Make Password]" in tasks[1].task.inputs["guideline"]
+def test_a_task_after_every_customer_turn_labelled_action_or_empty() -> None:
+    data = read_abcd(FIXTURES)
+    records = json.loads((FIXTURES / CONVERSATIONS).read_text())
+    mapped = [r for r in records if r["scenario"]["subflow"] != "teleport_9"]
+    customer_turns = sum(1 for r in mapped for t in r["delexed"] if t["speaker"] == "customer")
+    assert len(data.tasks) == customer_turns == 10
+    assert all(t.task.inputs["conversation"][-1]["role"] == "user" for t in data.tasks)
+    labels = {t.task.id: (t.action, t.values) for t in data.tasks}
+    assert labels["abcd-9001-000"] == ("pull-up-account", [])  # the name is not said yet
+    assert labels["abcd-9001-002"] == ("pull-up-account", ["nadia ortiz"])
+    assert labels["abcd-9001-008"] == ("empty", [])  # no action left: the paper's empty
+    assert labels["abcd-9002-005"] == ("verify-identity", ["tberg", "tom@berg.example", "tb4421"])
+    # a delexed placeholder is never expected back
+    refund = next(t for t in data.tasks if t.task.id == "abcd-9002-008")
+    assert refund.values == [] and refund.decisions["hidden_values"] == ["<amount>"]
+    # the conversation shown is the original text, never the delexed slots
+    shown = " ".join(t["content"] for t in refund.task.inputs["conversation"])
+    assert "tom berg" in shown and "<name>" not in shown
 
 
-def test_scores_tell_the_action_from_the_values() -> None:
+def test_guidelines_by_display_name_ids_by_position() -> None:
+    data = read_abcd(FIXTURES)
+    assert list(data.sections)[-1] == "Product Defect / Return Due to Size"
+    text = data.sections["Product Defect / Return Due to Size"]
+    assert "- [Verify Identity] Ask for username, email and order id. (Enter all three.)" in text
+    assert "[" not in text.split("\n")[0] and "'" not in text  # lines of text, not a repr
+    sections = {t.task.id.rsplit("-", 1)[0]: t.section for t in data.tasks}
+    assert sections["abcd-9002"] == "Product Defect / Return Due to Size"
+    assert sections["abcd-9003"] == "Storewide Query / Timing"  # timing_4 -> timing
+    assert data.notes == ["subflow account_access/teleport_9: no guideline section maps to it; "
+                          "1 conversation(s) left out"]  # fmt: skip
+    assert names_agree("return_size", "Return Due to Size")
+    assert names_agree("reset_2fa", "Reset Two-Factor Auth")
+    assert not names_agree("recover_username", "Return Due to Size")
+    # an FAQ answer is expected by its visible name, not its internal id
+    faq = {"timing": "Storewide Query / Timing"}
+    assert _visible(["timing_4"], [], faq) == (["Storewide Query / Timing"], [])
+
+
+def test_every_task_retrieves_among_all_guidelines() -> None:
     domain = build_abcd(FIXTURES)
-    tasks, _ = read_abcd(FIXTURES)
-    item = tasks[3]
-    gold = Gold(item.task.id, [], {}, {"action": item.action, "values": item.values})
-    answer = {"action": item.action, "values": ["tb4421"]}
-    score = score_episode(domain, item.task, Trajectory(item.task.id, "e", [], True, answer),
-                          gold)  # fmt: skip
-    assert (score.scores["action"]["value"], score.scores["values"]["value"]) == (1.0, 0.0)
-    assert not score.success
+    sop = domain.sop()  # what every episode is given, with the task's conversation
+    assert sop.count("\n## ") == 6 and "## Storewide Query / Pricing\n" in sop
+    assert "- empty" in sop and "- select-faq" in sop
+    tasks = domain.generate(domain.seed, FIXTURES).tasks
+    assert all(set(t.inputs) == {"convo_id", "conversation"} for t in tasks)  # small in cache
+    assert not domain.reference_policy  # the scripted model plays the generic policy
 
 
-def test_import_and_the_oracle_scores_every_fixture_task(tmp_path: Path) -> None:
-    result = sopgym(tmp_path / "home", "import", "abcd", str(FIXTURES))
+def test_scores_tell_the_action_from_the_section_and_the_values() -> None:
+    domain = build_abcd(FIXTURES)
+    item = next(t for t in read_abcd(FIXTURES).tasks if t.task.id == "abcd-9002-005")
+    gold = Gold(item.task.id, [], {}, {"action": item.action, "values": item.values,
+                                       "sections": [item.section]})  # fmt: skip
+
+    def scores(answer: dict) -> dict:
+        run = Trajectory(item.task.id, "e", [], True, answer)
+        found = score_episode(domain, item.task, run, gold)
+        return {k: v["value"] for k, v in found.scores.items()} | {"success": found.success}
+
+    right = scores(dict(gold.outputs))
+    assert right["first_action"] == right["section_top1"] == right["values"] == 1.0
+    second = scores({**gold.outputs, "sections": ["Product Defect / Initiate Refund",
+                                                  item.section]})  # fmt: skip
+    assert (second["section_top1"], second["section_top2"], second["success"]) == (0, 1, False)
+    wrong = scores({**gold.outputs, "action": "offer-refund", "values": ["tberg"]})
+    assert (wrong["first_action"], wrong["values"], wrong["success"]) == (0, 0, False)
+
+
+def test_import_and_the_oracle_scores_one_with_the_papers_figures(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    result = sopgym(home, "import", "abcd", str(FIXTURES))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("imported abcd/next-action: 7 tasks")
-    result = sopgym(tmp_path / "home", "run", "abcd/next-action", "--agent", "oracle",
-                    "--runs-dir", str(tmp_path / "runs"), "--run-id", "o",
-                    "--no-trace")  # fmt: skip
+    assert "warning: subflow account_access/teleport_9" in result.stdout
+    assert "imported abcd/next-action: 10 tasks" in result.stdout
+    runs = tmp_path / "runs"
+    result = sopgym(home, "run", "abcd", "--agent", "oracle", "--runs-dir", str(runs),
+                    "--run-id", "o")  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = orjson.loads((tmp_path / "runs" / "o" / "summary.json").read_bytes())
-    assert (summary["tasks"], summary["tsr"]) == (7, 1.0)
-    assert summary["scores"]["action"] == summary["scores"]["values"] == 1.0
+    summary = orjson.loads((runs / "o" / "summary.json").read_bytes())
+    assert (summary["tasks"], summary["tsr"]) == (10, 1.0)
+    figures = summary["paper"]["tod_procbench"]
+    assert figures["all"]["all"] == {"tasks": 10, "overall_k1": 1.0, "overall_k2": 1.0,
+                                     "retrieval_k1": 1.0, "retrieval_k2": 1.0, "action": 1.0}
+    assert set(figures["position"]) == {"beginning", "middle", "end"}
+    assert set(figures["format"]) == {"abcd"} and set(figures["language"]) == {"en"}
+    report = sopgym(home, "report", str(runs / "o"))
+    assert report.returncode == 0, report.stderr[-3000:]
+    text = (runs / "o" / "report.md").read_text()
+    assert "TOD-ProcBench task 1, as the paper reports it" in text and "| position |" in text
+    viewer = TestClient(create_app(RunCatalog([runs / "o"])))
+    page = viewer.get("/runs/o")
+    assert page.status_code == 200 and "TOD-ProcBench task 1, as the paper reports it" in page.text
 
 
 def broken(tmp_path: Path, change: str) -> Path:
     folder = tmp_path / "abcd"
     shutil.copytree(FIXTURES, folder)
-    data = json.loads((folder / "abcd_fixture.json").read_text())
-    turns = data["train"][0]["delexed"]
+    data = json.loads((folder / CONVERSATIONS).read_text())
+    turns = data[0]["delexed"]
     if change == "missing":
         (folder / "kb.json").unlink()
     elif change == "unknown_action":
@@ -79,11 +143,13 @@ def broken(tmp_path: Path, change: str) -> Path:
     elif change == "malformed_turn":
         turns[2]["targets"] = ["recover_password", "take_action"]
     elif change == "gzipped":
-        raw = (folder / "abcd_fixture.json").read_bytes()
-        (folder / "abcd_fixture.json").unlink()
-        (folder / "abcd_fixture.json.gz").write_bytes(gzip.compress(raw))
+        raw = (folder / CONVERSATIONS).read_bytes()
+        (folder / CONVERSATIONS).unlink()
+        (folder / f"{CONVERSATIONS}.gz").write_bytes(gzip.compress(raw))
         return folder
-    (folder / "abcd_fixture.json").write_text(json.dumps(data))
+    elif change == "splits":
+        data = {"train": data[:2], "dev": data[2:], "test": []}
+    (folder / CONVERSATIONS).write_text(json.dumps(data))
     return folder
 
 
@@ -104,6 +170,6 @@ def test_bad_input_is_one_line_and_nothing_is_registered(tmp_path: Path, change:
         read_abcd(tmp_path / "abcd")
 
 
-def test_the_gzipped_release_reads_the_same(tmp_path: Path) -> None:
-    tasks, _ = read_abcd(broken(tmp_path, "gzipped"))
-    assert len(tasks) == 7
+@pytest.mark.parametrize("change", ["gzipped", "splits"])
+def test_the_full_release_shapes_read_the_same(tmp_path: Path, change: str) -> None:
+    assert len(read_abcd(broken(tmp_path, change)).tasks) == 10

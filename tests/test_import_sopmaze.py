@@ -45,6 +45,8 @@ def test_fixtures_import_and_a_verbatim_gold_answer_scores_one(
     assert result.exit_code == 0, result.output
     assert "imported sopmaze/bfs_hotel_requests: 3 items, LRS" in result.output
     assert "imported sopmaze/dfs_visa_renewal: 2 items, HRS" in result.output
+    again = CliRunner().invoke(import_group, ["sop-maze", str(FIXTURES / "good")])
+    assert again.exit_code == 0, again.output  # a re-import is idempotent
     assert set(json.loads((home / "imports.json").read_text())["imports"]) == {
         "sopmaze/bfs_hotel_requests",
         "sopmaze/dfs_visa_renewal",
@@ -84,7 +86,7 @@ def test_every_audit_finding_has_a_fixture_that_triggers_it(tmp_path: Path) -> N
         audit_group, ["sop-maze", str(FIXTURES / "findings"), "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    summary = json.loads((out / "summary.json").read_text())["benchmarks"]
+    summary = json.loads((out / "summary.json").read_text())["files"]
     assert {name: found["kinds"] for name, found in summary.items()} == {
         "dfs_target_invalid": ["target_invalid"],
         "bfs_empty_target": ["empty_expected_outputs"],
@@ -93,7 +95,11 @@ def test_every_audit_finding_has_a_fixture_that_triggers_it(tmp_path: Path) -> N
         "dfs_malformed": ["bad_file"],
         "bfs_count_off": ["record_count_mismatch"],
     }
-    assert summary["dfs_target_invalid"]["tasks"] == 1  # scorable items
+    assert summary["dfs_target_invalid"]["scorable"] == 1
+    assert summary["dfs_target_invalid"]["excluded"] == [
+        {"record": 1, "reason": "target invalid in a compared key: $.next_step: 'three' is not "
+         "of type 'integer' (a compared value)"}
+    ]  # fmt: skip
     unknown = json.loads((out / "dfs_unknown_keywords.json").read_text())["findings"][0]
     assert unknown["details"] == ["propertyOrder", "unit"]  # our x- annotation is not one
     clean = CliRunner().invoke(audit_group, ["sop-maze", str(FIXTURES / "good"), "--out", str(out)])

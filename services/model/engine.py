@@ -27,6 +27,7 @@ import orjson
 
 from sopgym.core.dataset import DomainData
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task, ToolCall
+from sopgym.evaluation.maze_protocol import paper_prompt
 from sopgym.importers.policy import Answer, Step, next_action, spec_parts
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
@@ -62,11 +63,15 @@ class ScriptedModel:
         known = {t.name for d in data for t in d.domain.all_tools()}
         self.books = {d.domain.name: Playbook(d, known) for d in data}
         self.cases: dict[bytes, tuple[Playbook, Task]] = {}
+        # prompt-only tasks sent as published (--protocol paper): found by the prompt's text
+        self.prompts: dict[str, tuple[Playbook, Task]] = {}
         twins: dict[bytes, list[tuple[Playbook, Task]]] = {}
         for d in data:
             for task in d.tasks:
                 key, case = canonical(task.inputs), (self.books[d.domain.name], task)
                 self.cases.setdefault(key, case)
+                if (prompt := paper_prompt(task.inputs)) is not None:
+                    self.prompts.setdefault(prompt, case)
                 twins.setdefault(key, []).append(case)
         # inputs that tasks of several domains share (imported benchmarks built on one data
         # set do): the request's tool catalog tells them apart, see _among_twins
@@ -227,6 +232,8 @@ class ScriptedModel:
     def _find_case(self, convo: Conversation) -> tuple[Playbook, Task] | None:
         reader = convo.reader
         for text in convo.user_texts:
+            if text in self.prompts:
+                return self.prompts[text]
             key = hash(text)
             if key in self._case_memo:
                 found = self._case_memo[key]

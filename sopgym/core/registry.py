@@ -89,21 +89,45 @@ def families() -> dict[str, list[str]]:
     return grouped
 
 
+def imported_domain_names() -> list[str]:
+    """The imported benchmarks in the import registry (none when it cannot be read: loading
+    one by name then says why)."""
+    from sopgym.importers.index import ImportIndexError, read_index
+
+    try:
+        return sorted(read_index())
+    except ImportIndexError:
+        return []
+
+
+def listed_names() -> list[str]:
+    """What ``sopgym list`` shows: every registered pack, then every imported benchmark."""
+    return domain_names() + imported_domain_names()
+
+
 def select_domains(patterns: Iterable[str]) -> list[str]:
-    """The domains named by ``patterns``, in order, each once: a domain name, ``all``, a
-    family name (``banking``: every ``banking/*`` pack) or a glob (``maze/*``,
-    ``*inspection*``). Imported benchmarks are named exactly. A pattern that selects nothing
-    is an :class:`UnknownDomainError`."""
+    """The domains named by ``patterns``, in order, each once: a domain name, ``all`` (the
+    registered packs), a family name (``banking``: every ``banking/*`` pack; ``sopmaze``,
+    ``sopbench``, ``abcd``, ``generated``: every imported benchmark of that kind) or a glob
+    (``maze/*``, ``'sopmaze/*'``, ``*inspection*``), over the packs and the imported
+    benchmarks. A pattern that selects nothing is an :class:`UnknownDomainError`."""
     names = domain_names()
+    imported = imported_domain_names()
     grouped = families()
+    for name in imported:
+        grouped.setdefault(name.partition("/")[0], []).append(name)
     chosen: list[str] = []
     for pattern in patterns:
         if pattern == "all":
             selected = names
         elif pattern in grouped:
             selected = grouped[pattern]
+        elif f"{pattern}/" in IMPORTED_PREFIXES:  # an imported family with nothing imported
+            raise UnknownDomainError(
+                f"no {pattern} benchmark is imported (see sopgym import --help)"
+            )
         elif any(ch in pattern for ch in "*?["):
-            selected = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+            selected = [n for n in names + imported if fnmatch.fnmatchcase(n, pattern)]
         else:
             load_domain(pattern)  # an unknown name fails here, saying which names exist
             selected = [pattern]

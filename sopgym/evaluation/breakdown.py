@@ -21,7 +21,7 @@ SHAPES = ("LRS", "HRS")
 
 def tags(gold: Gold) -> JSON:
     """What a result row keeps of the gold for the breakdown (empty for untagged domains)."""
-    keys = ("shape", "sources", "unscorable")
+    keys = ("shape", "sources", "unscorable", "procbench")  # procbench: paper_figures
     return {k: gold.decisions[k] for k in keys if k in gold.decisions}
 
 

@@ -34,6 +34,7 @@ from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
 from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
+from sopgym.evaluation.paper_figures import paper_figures
 from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_episode
 from sopgym.evaluation.two_stage import two_stage
 from sopgym.observability import semconv as sc
@@ -307,7 +308,10 @@ def _result(
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
     overall = metrics(rows, scores)
+    # the papers' own tables (sopgym.evaluation.paper_figures), where the rows hold a family
+    paper = {"paper": found} if (found := paper_figures(rows)) else {}
     return {
+        **paper,
         "source": source,
         "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spans": 0,

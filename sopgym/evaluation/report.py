@@ -100,6 +100,9 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         out.append(breakdown_table(result["breakdown"]))
     if result.get("two_stage"):
         out.append(two_stage_table(result["two_stage"]))
+    from sopgym.evaluation.paper_tables import paper_tables  # it imports this module
+
+    out += paper_tables(result.get("paper"))
 
     def trace_cell(trace_id: str | None) -> Cell:
         if not trace_id:
@@ -478,6 +481,10 @@ def print_summary(result: JSON, console: Console) -> None:
     if found:
         shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
         console.print(f"SOP-Maze score: {num(found['sop_maze_score'])} ({shapes})")
+    from sopgym.evaluation.paper_tables import paper_lines  # it imports this module
+
+    for line in paper_lines(result.get("paper")):
+        console.print(line, markup=False)
     if result.get("two_stage"):
         _print_table(two_stage_table(result["two_stage"]), TWO_STAGE_TERMINAL, console)
     incomplete: Iterable[JSON] = result["incomplete"]

@@ -1,22 +1,34 @@
 """ABCD (Action-Based Conversations Dataset) import: its published conversations become
-next-action tasks, ``abcd/next-action``.
+TOD-ProcBench's task 1 (instruction retrieval and next action prediction), ``abcd/next-action``.
 
-Read from the user's folder in place (registered like SOP-Bench imports, nothing copied):
+Read from the user's folder in place (registered like SOP-Bench imports, nothing copied), in
+the shape of the ABCD repository's ``data/``:
 
+- ``guidelines.json``: keyed by display names: flow (``"Product Defect"``) ->
+  ``description``, ``subflows`` keyed by display names (``"Return Due to Size"``) ->
+  ``instructions`` (optional), ``actions`` (``{type, button, text, subtext}``);
+- ``ontology.json``: the ids, in the same order as the display names: ``intents.flows``,
+  ``intents.subflows[flow]`` (``product_defect`` -> ``refund_initiate, ..., return_size``), and
+  ``actions`` (a list, or an object of lists by kind), ``values``, ``next_steps``;
+- ``kb.json``: must be present (its content is not used by this task);
 - the conversations: ``abcd*.json`` or ``abcd*.json.gz``: a list of records, or an object of
-  splits (``train`` / ``dev`` / ``test``) each a list. A record has ``convo_id``, ``scenario``
-  (``flow``, ``subflow``...), ``original`` (``[speaker, text]`` pairs) and ``delexed`` (turns
-  ``{speaker, text, turn_count, targets, candidates}``, ``targets`` being ``[intent, nextstep,
-  action, values, utterance_rank]``);
-- ``guidelines.json``: flow -> ``subflows`` -> subflow -> ``actions`` (``{type, button, text,
-  subtext}``): the guideline text each task is given;
-- ``ontology.json``: ``actions`` (the action names: a list, or an object of lists by kind);
-- ``kb.json``: must be present (its content is not used by this task).
+  splits (``train`` / ``dev`` / ``test``). A record has ``convo_id``, ``scenario`` (``personal``,
+  ``order``, ``product``, ``flow``, ``subflow``), ``original`` (``[speaker, text]`` pairs) and
+  ``delexed`` (turns ``{speaker, text, turn_count, targets, candidates}``, ``targets`` being
+  ``[flow, next_step, action, values, utterance_index]``).
 
-Every delexed turn whose ``nextstep`` is ``take_action`` is a task: the conversation before
-it and the subflow's guideline in, the action and its values as the gold. Any problem (a
-missing file, unreadable JSON, a malformed record or turn, an action the ontology does not
-name) is one :class:`AbcdError` line, raised before anything is registered.
+Ids are mapped to display names by position, and each pair is checked by name (a word of the
+id begins a word of the display name, or the reverse); a scenario's subflow missing from the
+ontology is tried without a numeric suffix (``timing_4`` -> ``timing``). What cannot be mapped
+is one line each (:attr:`AbcdData.notes`), and its conversations are left out, counted there.
+
+A task is made after every customer turn (:func:`_tasks`): the conversation so far as shown
+(``original``; every guideline section and the action names are in the domain's SOP, so
+retrieval is over all of them), and the label: the
+next action the agent takes in the rest of the conversation, or ``empty`` when it takes none;
+its values are those the agent can read in what it is shown (docs/tod-import.md). Any problem
+with the files (missing, unreadable, a malformed record or turn, an action the ontology does
+not name) is one :class:`AbcdError` line, raised before anything is registered.
 """
 
 from __future__ import annotations
@@ -24,12 +36,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
 from sopgym.core.tasks import Solution, Task
+from sopgym.domains.tod.scoring import section_top1, section_top2
 from sopgym.evaluation.scorers import Case, Score, Scorer, schema_valid
 from sopgym.evaluation.scorers.fields import values_match
 from sopgym.importers import ABCD_PREFIX
@@ -42,15 +56,26 @@ FILES: Final = ("guidelines.json", "ontology.json", "kb.json")
 SPLITS: Final = ("train", "dev", "test")
 SPEAKERS: Final = ("agent", "customer", "action")
 ROLES: Final = {"agent": "agent", "customer": "user", "action": "action"}
-VERSION: Final = "1"  # bump when the tasks built change shape
-SOP: Final = """# Next action (imported from ABCD)
+EMPTY: Final = "empty"  # TOD-ProcBench's label when the agent has no next action
+POSITIONS: Final = ("beginning", "middle", "end")
+FORMAT: Final = "abcd"  # the instruction format: ABCD's own guidelines (not f1-f3)
+LANGUAGE: Final = "en"
+VERSION: Final = "3"  # bump when the tasks built change shape
+_PLACEHOLDER = re.compile(r"^<[^<>]+>$")  # a delexed slot such as <username>
+SOP: Final = """# Next action and instruction retrieval (imported from ABCD)
 
 You are a customer-service agent. The task gives the conversation so far (`conversation`:
-turns of the `user` — the customer —, the `agent`, and `action` turns for the actions already
-taken) and the guideline of the customer's issue (`guideline`: the steps of its subflow).
-Decide the action the agent takes now, as the guideline prescribes, and the values it enters.
+turns of the `user` -- the customer --, the `agent`, and `action` turns for the actions
+already taken), ending with the customer's latest turn. The guidelines below hold every
+section of the store's procedures; the actions list names every action.
 
-Answer `action` (the action's name) and `values` (the values entered, as strings, in order).
+Answer three things:
+- `sections`: the guideline section(s) that govern this conversation, the most relevant
+  first (one or two names, exactly as headed below);
+- `action`: the action the agent takes next, one of the actions listed below, or `empty`
+  when the agent has no action left to take;
+- `values`: the values that action is given that you can read in the conversation (strings;
+  an FAQ answer by its section's name), or [] when there are none.
 """
 
 
@@ -63,21 +88,41 @@ class AbcdTask:
     task: Task
     action: str
     values: list[str]
+    section: str
+    decisions: JSON = field(default_factory=dict)
 
 
-def read_abcd(folder: Path) -> tuple[list[AbcdTask], list[str]]:
-    """The tasks of an ABCD folder and the ontology's action names."""
+@dataclass
+class AbcdData:
+    tasks: list[AbcdTask]
+    actions: list[str]
+    sections: dict[str, str]  # section name ("Flow / Subflow") -> its text
+    notes: list[str] = field(default_factory=list)  # what could not be mapped, one line each
+
+
+def read_abcd(folder: Path) -> AbcdData:
+    """The tasks of an ABCD folder, the ontology's action names and the guideline sections."""
     if not folder.is_dir():
         raise AbcdError(f"{folder} is not a folder")
     guidelines, ontology, _ = (_json(folder / name) for name in FILES)
     actions = _actions(ontology, folder / "ontology.json")
-    tasks: list[AbcdTask] = []
+    sections, ids, notes = _sections(guidelines, ontology, folder)
     path = _conversations_file(folder)
+    data = AbcdData([], actions, sections, notes)
+    unmapped: dict[str, int] = {}
     for record in _records(_json(path), path):
-        tasks += _tasks(record, guidelines, set(actions), path)
-    if not tasks:
-        raise AbcdError(f"{path}: no turn takes an action: nothing to import")
-    return tasks, actions
+        convo, flow, subflow = _scenario(record, path)
+        section = _resolve(ids, flow, subflow)
+        if section is None:
+            unmapped[f"{flow}/{subflow}"] = unmapped.get(f"{flow}/{subflow}", 0) + 1
+            continue
+        data.tasks += _tasks(record, convo, section, ids, set(actions), path)
+    for pair, count in sorted(unmapped.items()):
+        notes.append(f"subflow {pair}: no guideline section maps to it; {count} "
+                     f"conversation(s) left out")  # fmt: skip
+    if not data.tasks:
+        raise AbcdError(f"{path}: no conversation maps to a guideline: nothing to import")
+    return data
 
 
 def _json(path: Path) -> Any:
@@ -110,6 +155,82 @@ def _actions(ontology: Any, path: Path) -> list[str]:
     return sorted(set(listed))
 
 
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w and not w.isdigit()]
+
+
+def names_agree(identifier: str, display: str) -> bool:
+    """Whether an ontology id and a display name name the same thing: some word of one begins
+    a word of the other (``return_size`` / "Return Due to Size", ``reset_2fa`` / "Reset
+    Two-Factor Auth"): a list shifted by one position agrees nowhere."""
+    shown = _words(display)
+    return any(s.startswith(w[:4]) or w.startswith(s[:4]) for w in _words(identifier)
+               for s in shown)  # fmt: skip
+
+
+def _sections(
+    guidelines: Any, ontology: Any, folder: Path
+) -> tuple[dict[str, str], dict[tuple[str, str], str], list[str]]:
+    """Section name -> text, (flow id, subflow id) -> section name, and one line per id that
+    does not map."""
+    where = folder / "ontology.json"
+    intents = ontology.get("intents") if isinstance(ontology, dict) else None
+    flows = intents.get("flows") if isinstance(intents, dict) else None
+    subflows = intents.get("subflows") if isinstance(intents, dict) else None
+    if not isinstance(flows, list) or not isinstance(subflows, dict):
+        raise AbcdError(f"{where}: needs intents.flows (a list) and intents.subflows (an object)")
+    if not isinstance(guidelines, dict) or not all(
+            isinstance(g, dict) and isinstance(g.get("subflows"), dict)
+            for g in guidelines.values()):  # fmt: skip
+        raise AbcdError(f"{folder / 'guidelines.json'}: expected flows, each with 'subflows'")
+    sections: dict[str, str] = {}
+    ids: dict[tuple[str, str], str] = {}
+    notes: list[str] = []
+    shown_flows = list(guidelines)
+    for position, flow_id in enumerate(flows):
+        flow_name = shown_flows[position] if position < len(shown_flows) else None
+        if flow_name is None or not names_agree(flow_id, flow_name):
+            notes.append(f"flow {flow_id}: guidelines.json has no flow at its position "
+                         f"{position} that agrees by name ({flow_name or 'none'})")  # fmt: skip
+            continue
+        shown_subflows = list(guidelines[flow_name]["subflows"])
+        for index, subflow_id in enumerate(subflows.get(flow_id) or []):
+            name = shown_subflows[index] if index < len(shown_subflows) else None
+            if name is None or not names_agree(subflow_id, name):
+                notes.append(
+                    f"subflow {flow_id}/{subflow_id}: no subflow of {flow_name!r} at its "
+                    f"position {index} agrees by name ({name or 'none'})"
+                )
+                continue
+            section = f"{flow_name} / {name}"
+            steps = guidelines[flow_name]["subflows"][name]
+            sections[section] = _render(guidelines[flow_name], steps, section, folder)
+            ids[flow_id, subflow_id] = section
+    return sections, ids, notes
+
+
+def _render(flow: JSON, steps: Any, section: str, folder: Path) -> str:
+    """A section as text: the flow's description, the subflow's instructions, one line per
+    action (``[Button] text (subtext)``); never a Python repr."""
+    try:
+        lines = [str(flow.get("description") or "").strip()]
+        lines += [str(line).strip() for line in steps.get("instructions") or []]
+        for action in steps["actions"]:
+            subtext = str(action.get("subtext") or "").strip()
+            lines.append(f"- [{action['button']}] {action['text']}".rstrip()
+                         + (f" ({subtext})" if subtext else ""))  # fmt: skip
+    except (KeyError, TypeError, AttributeError):
+        raise AbcdError(f"{folder / 'guidelines.json'}: {section}: actions must be objects with "
+                        f"button and text") from None  # fmt: skip
+    return "\n".join(line for line in lines if line)
+
+
+def _resolve(ids: dict[tuple[str, str], str], flow: str, subflow: str) -> str | None:
+    """The section of a scenario's subflow; an id the ontology lacks is tried without its
+    numeric suffix (an FAQ variant such as ``timing_4``)."""
+    return ids.get((flow, subflow)) or ids.get((flow, re.sub(r"_\d+$", "", subflow)))
+
+
 def _records(data: Any, path: Path) -> list[Any]:
     if isinstance(data, dict):
         unknown = sorted(set(data) - set(SPLITS))
@@ -125,86 +246,140 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
-def _tasks(record: Any, guidelines: Any, actions: set[str], path: Path) -> list[AbcdTask]:
+def _scenario(record: Any, path: Path) -> tuple[str, str, str]:
     if not isinstance(record, dict) or not {"convo_id", "scenario", "original",
                                             "delexed"} <= set(record):  # fmt: skip
         raise AbcdError(f"{path}: a conversation lacks convo_id, scenario, original or delexed")
-    convo = record["convo_id"]
-    where = f"{path}: conversation {convo}"
     scenario = record["scenario"]
     if not isinstance(scenario, dict) or not all(isinstance(scenario.get(k), str)
                                                  for k in ("flow", "subflow")):  # fmt: skip
-        raise AbcdError(f"{where}: scenario needs a flow and a subflow")
-    guideline = _guideline(guidelines, scenario["flow"], scenario["subflow"], where)
-    turns: list[JSON] = []
+        raise AbcdError(f"{path}: conversation {record['convo_id']}: scenario needs a flow and "
+                        f"a subflow")  # fmt: skip
+    return str(record["convo_id"]), scenario["flow"], scenario["subflow"]
+
+
+def _tasks(
+    record: JSON,
+    convo: str,
+    section: str,
+    ids: dict[tuple[str, str], str],
+    actions: set[str],
+    path: Path,
+) -> list[AbcdTask]:
+    """One task after every customer turn (TOD-ProcBench task 1)."""
+    where = f"{path}: conversation {convo}"
+    delexed = _list(record["delexed"], where)
+    original = _list(record["original"], where)
+    if len(original) != len(delexed):
+        raise AbcdError(f"{where}: original has {len(original)} turns, delexed {len(delexed)}")
+    turns = [_turn(turn, f"{where}, turn {i}", actions) for i, turn in enumerate(delexed)]
+    shown = [_shown(pair, turn[0], f"{where}, turn {i}") for i, (pair, turn) in
+             enumerate(zip(original, turns, strict=True))]  # fmt: skip
+    agent_turns = [i for i, (speaker, _, _) in enumerate(turns) if speaker == "agent"]
+    faq = {sub: name for (_, sub), name in ids.items()}
     out: list[AbcdTask] = []
-    for index, turn in enumerate(_list(record["delexed"], where)):
-        speaker, text, targets = _turn(turn, f"{where}, turn {index}")
-        if speaker == "action" and targets[1] == "take_action":
-            action, values = targets[2], targets[3]
-            if action not in actions:
-                raise AbcdError(f"{where}, turn {index}: unknown action {action!r} (not in "
-                                f"ontology.json)")  # fmt: skip
-            task = Task(f"abcd-{convo}-{index:03d}", DOMAIN_NAME, {
-                "convo_id": str(convo), "flow": scenario["flow"],
-                "subflow": scenario["subflow"], "conversation": list(turns),
-                "guideline": guideline}, kind="json_answer")  # fmt: skip
-            out.append(AbcdTask(task, action, [str(v) for v in values]))
-        turns.append({"role": ROLES[speaker], "content": text})
+    for index, (speaker, _, _) in enumerate(turns):
+        if speaker != "customer":
+            continue
+        action, values = next(((a, v) for _, a, v in turns[index + 1:] if a), (EMPTY, []))
+        conversation = shown[: index + 1]
+        visible, hidden = _visible(values, conversation, faq)
+        before = sum(1 for i in agent_turns if i <= index)  # the next agent turn's index
+        third = min(2, 3 * before // len(agent_turns)) if agent_turns else 2
+        inputs = {"convo_id": convo, "conversation": conversation}
+        task = Task(f"abcd-{convo}-{index:03d}", DOMAIN_NAME, inputs, kind="json_answer")
+        decisions: JSON = {"procbench": {"position": POSITIONS[third], "format": FORMAT,
+                                         "language": LANGUAGE}}  # fmt: skip
+        if hidden:
+            decisions["hidden_values"] = hidden  # annotated, not readable at this point
+        out.append(AbcdTask(task, action, visible, section, decisions))
     return out
 
 
-def _turn(turn: Any, where: str) -> tuple[str, str, list[Any]]:
+def _turn(turn: Any, where: str, actions: set[str]) -> tuple[str, str, list[str]]:
+    """(speaker, the action taken at this turn or "", its values)."""
     if not isinstance(turn, dict) or turn.get("speaker") not in SPEAKERS:
         raise AbcdError(f"{where}: a turn needs a speaker ({', '.join(SPEAKERS)})")
     targets = turn.get("targets")
     if not isinstance(turn.get("text"), str) or not isinstance(targets, list) or len(
             targets) != 5 or not isinstance(targets[3], list):  # fmt: skip
-        raise AbcdError(f"{where}: a turn needs text and targets [intent, nextstep, action, "
-                        f"values, utterance_rank]")  # fmt: skip
-    return turn["speaker"], turn["text"], targets
+        raise AbcdError(f"{where}: a turn needs text and targets [flow, next_step, action, "
+                        f"values, utterance_index]")  # fmt: skip
+    action = targets[2] if targets[1] == "take_action" and targets[2] else ""
+    if action and action not in actions:
+        raise AbcdError(f"{where}: unknown action {action!r} (not in ontology.json)")
+    return turn["speaker"], action, [str(v) for v in targets[3]]
 
 
-def _guideline(guidelines: Any, flow: str, subflow: str, where: str) -> str:
-    try:
-        steps = guidelines[flow]["subflows"][subflow]["actions"]
-        return "\n".join(f"- [{s['button']}] {s['text']} {s.get('subtext', '')}".rstrip()
-                         for s in steps)  # fmt: skip
-    except (KeyError, TypeError):
-        raise AbcdError(f"{where}: guidelines.json has no actions for {flow}/{subflow}") from None
+def _shown(pair: Any, speaker: str, where: str) -> JSON:
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
+        raise AbcdError(f"{where}: an original turn is [speaker, text]")
+    return {"role": ROLES[speaker], "content": pair[1]}
 
 
-def field_accuracy(field: str) -> Scorer:
-    """One answer field against the annotation (``action``: top-1 action accuracy;
-    ``values``: value accuracy), compared as :func:`values_match` compares output fields."""
+def _visible(values: list[str], conversation: list[JSON], faq: dict[str, str]
+             ) -> tuple[list[str], list[str]]:  # fmt: skip
+    """The values the agent can read in what it is shown (an FAQ id by its section's name),
+    and the others: a delexed placeholder, or a value not yet said."""
+    text = "\n".join(turn["content"] for turn in conversation).casefold()
+    visible, hidden = [], []
+    for value in values:
+        base = re.sub(r"_\d+$", "", value)
+        if value in faq or base in faq:
+            visible.append(faq.get(value) or faq[base])
+        elif not _PLACEHOLDER.match(value) and value.strip() and value.casefold() in text:
+            visible.append(value)
+        else:
+            hidden.append(value)
+    return visible, hidden
+
+
+def field_accuracy(field: str, name: str | None = None) -> Scorer:
+    """One answer field against the label, compared as :func:`values_match` compares output
+    fields (``action``: the paper's next-action accuracy; ``values``: value accuracy)."""
 
     def measure(case: Case) -> Score:
         right = values_match(case.answer.get(field), case.gold.outputs[field])
         return Score(float(right), {}, f"{field} {'right' if right else 'wrong'}")
 
-    return Scorer(field, measure, gates=True)
+    return Scorer(name or field, measure, gates=field == "action")
 
 
 @dataclass
 class AbcdDomain(ImportedDomain):
-    """The imported tasks; its SOP is the task's description (the guideline comes with each
-    task), not a file of the user's folder."""
+    """The imported tasks; its SOP is the task's description, every guideline section and the
+    action names (one text for all tasks, so the data cache holds no copy per task), not a
+    file of the user's folder."""
+
+    guidelines_text: str = ""
 
     def sop(self, variant: str = "clean") -> str:
         if variant != "clean":
             raise KeyError(f"domain {self.name} has no SOP variant {variant!r}")
-        return SOP
+        return f"{SOP}\n{self.guidelines_text}"
 
 
-def build_abcd(folder: Path) -> DomainPack:
-    tasks, actions = read_abcd(folder)
-    expected = {t.task.id: {"action": t.action, "values": t.values} for t in tasks}
+def guidelines_text(sections: dict[str, str], actions: list[str]) -> str:
+    """Every section under its name, then the actions, as plain text."""
+    parts = ["# Guidelines", *(f"## {name}\n{text}" for name, text in sections.items())]
+    parts.append("# Actions\n" + "\n".join(f"- {action}" for action in actions))
+    return "\n\n".join(parts) + "\n"
+
+
+def build_abcd(folder: Path, data: AbcdData | None = None) -> DomainPack:
+    """The domain of an ABCD folder (``data``: the folder already read)."""
+    data = data or read_abcd(folder)
+    labels = {t.task.id: t for t in data.tasks}
+    actions = [*data.actions, EMPTY]
+    names = list(data.sections)
 
     def generate(seed: int, files_dir: Path) -> GeneratedData:
-        return GeneratedData(tables={}, tasks=[t.task for t in tasks])
+        return GeneratedData(tables={}, tasks=[t.task for t in data.tasks])
 
     def solve(task: Task, run: PolicyRun) -> Solution:
-        return Solution(dict(expected[task.id]))  # the published annotation is the gold
+        label = labels[task.id]  # the published annotation is the gold
+        outputs = {"action": label.action, "values": label.values, "sections": [label.section]}
+        return Solution(outputs, dict(label.decisions))
 
     digest = hashlib.sha256(f"abcd:{VERSION}:{folder.resolve()}".encode())
     for path in sorted(folder.iterdir()):
@@ -212,22 +387,25 @@ def build_abcd(folder: Path) -> DomainPack:
             digest.update(path.name.encode() + path.read_bytes())
     return AbcdDomain(
         name=DOMAIN_NAME,
-        title=f"ABCD next action (imported from {folder})",
+        title=f"ABCD next action and instruction retrieval (imported from {folder})",
         folder=folder,
         tools=[],
         generate=generate,
         solve=solve,
         kind="json_answer",
         input_schema={"type": "object", "properties": {
-            "convo_id": {"type": "string"}, "flow": {"type": "string"},
-            "subflow": {"type": "string"}, "conversation": {"type": "array"},
-            "guideline": {"type": "string"}},
-            "required": ["convo_id", "flow", "subflow", "conversation", "guideline"]},
+            "convo_id": {"type": "string"}, "conversation": {"type": "array"}},
+            "required": ["convo_id", "conversation"]},
         output_schema={"type": "object", "properties": {
             "action": {"enum": actions},
-            "values": {"type": "array", "items": {"type": "string"}}},
-            "required": ["action", "values"], "additionalProperties": False},
-        scorers=[field_accuracy("action"), field_accuracy("values"), schema_valid(gates=True)],
+            "values": {"type": "array", "items": {"type": "string"}},
+            "sections": {"type": "array", "items": {"enum": names}, "minItems": 1,
+                         "maxItems": 2, "uniqueItems": True}},
+            "required": ["action", "values", "sections"], "additionalProperties": False},
+        scorers=[field_accuracy("action", "first_action"), field_accuracy("values"),
+                 section_top1(), section_top2(), schema_valid(gates=True)],
         sop_files={"clean": "<ABCD task description>"},
+        reference_policy=False,  # no executable policy: the scripted model plays the generic one
         source_digest=digest.hexdigest()[:12],
+        guidelines_text=guidelines_text(data.sections, actions),
     )  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -146,17 +146,21 @@ def import_sop_bench(
 @click.argument("path", type=click.Path(path_type=Path))
 @_HOME
 def import_abcd(path: Path, home: Path | None) -> None:
-    """Import PATH, a folder of ABCD's published files: its conversations become next-action
-    tasks, the domain abcd/next-action. A file that cannot be read is one line, and nothing is
-    registered."""
-    from sopgym.importers.abcd import DOMAIN_NAME, AbcdError, build_abcd
+    """Import PATH, a folder of ABCD's published files: a task after every customer turn of its
+    conversations (TOD-ProcBench's task 1), the domain abcd/next-action. A file that cannot be
+    read is one line, and nothing is registered; an id that maps to no guideline is one
+    warning line, its conversations left out."""
+    from sopgym.importers.abcd import DOMAIN_NAME, AbcdError, build_abcd, read_abcd
 
     _use_home(home)
     try:
-        domain = build_abcd(path)
+        data = read_abcd(path)
+        domain = build_abcd(path, data)
     except AbcdError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
+    for note in data.notes:
+        click.echo(f"  warning: {note}")
     tasks = len(domain.generate(domain.seed, path).tasks)
     try:
         where = register([ImportEntry(DOMAIN_NAME, path.resolve())])
@@ -168,39 +172,91 @@ def import_abcd(path: Path, home: Path | None) -> None:
 @import_group.command("sop-maze")
 @click.argument("path", type=click.Path(path_type=Path))
 @_HOME
-def import_sop_maze(path: Path, home: Path | None) -> None:
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="FILE=LRS|HRS",
+    help="The procedure shape of a file (its name, or its domain name), overriding the paper's "
+    "table and BFS/DFS in the name; repeatable.",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Let a file take a domain name already registered for another file.",
+)
+def import_sop_maze(path: Path, home: Path | None, shapes: tuple[str, ...], replace: bool) -> None:
     """Import PATH: one SOP-Maze raw-data JSON file or a folder of them.
 
-    Each file becomes the domain sopmaze/<name> (answer-only), runnable with `sopgym run`.
-    Bad input is one line naming file and record, and nothing is registered.
+    Each file becomes the domain sopmaze/<name> (answer-only), runnable with `sopgym run`:
+    the 23 published scenarios by their paper index and title, other files by an ASCII slug
+    and a digest of the name. Bad input is one line naming file and record, and nothing is
+    registered; so is a name taken by another file (unless --replace).
     """
+    from sopgym.importers.maze_names import SHAPES, domain_name, name_digest
     from sopgym.importers.sopmaze import MazeInputError, build_domain, maze_files, read_file
 
     _use_home(home)
     files = maze_files(path) if path.exists() else []
     if not files:
         _bad_input(f"no SOP-Maze *.json file at {path}")
+    overrides = _shape_overrides(shapes, {f: domain_name(f) for f in files}, SHAPES)
     parsed = []
     for file in files:
         try:
-            parsed.append(read_file(file))
+            parsed.append(read_file(file, overrides.get(file)))
         except MazeInputError as error:
             _bad_input(str(error))
-    names = [p.name for p in parsed]
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        _bad_input(f"two files map to the same domain name {twice[0]}: rename one")
+    for name, twins in _same_names(parsed).items():  # one scenario twice in the folder
+        for found in twins:
+            found.name = f"{name}_{name_digest(found.path)}"
+        click.echo(f"  warning: {len(twins)} files name {name}; each keeps a digest of its "
+                   f"file name: {', '.join(t.name for t in twins)}")  # fmt: skip
+    try:
+        known = read_index()
+    except ImportIndexError as error:
+        raise click.ClickException(str(error)) from None
+    for found in parsed:
+        before = known.get(found.name)
+        if before and before.path != found.path.resolve() and not replace:
+            _bad_input(f"{found.name} is already {before.path}; not replaced by "
+                       f"{found.path} (use --replace)")  # fmt: skip
     for found in parsed:
         domain = build_domain(found)
         flagged = len(found.records) - len(found.scorable)
         note = f" ({flagged} unscorable: run sopgym audit sop-maze)" if flagged else ""
-        shape = f", {found.shape}" if found.shape else ""
-        click.echo(f"imported {domain.name}: {len(found.records)} items{shape}{note}")
+        click.echo(f"imported {domain.name}: {len(found.records)} items, {found.shape}{note}"
+                   f"  <- {found.path.name}")  # fmt: skip
+    entries = [ImportEntry(p.name, p.path.resolve(), shape=overrides.get(p.path)) for p in parsed]
     try:
-        where = register([ImportEntry(p.name, p.path.resolve()) for p in parsed])
+        where = register(entries)
     except (OSError, ImportIndexError) as error:
         raise click.ClickException(f"cannot write the import registry: {error}") from None
     click.echo(f"registered {len(parsed)} file(s) in {where}")
+
+
+def _same_names(parsed: list[Any]) -> dict[str, list[Any]]:
+    """The domain names more than one parsed file takes, with those files."""
+    by_name: dict[str, list[Any]] = {}
+    for found in parsed:
+        by_name.setdefault(found.name, []).append(found)
+    return {name: files for name, files in by_name.items() if len(files) > 1}
+
+
+def _shape_overrides(
+    given: tuple[str, ...], names: dict[Path, str], shapes: tuple[str, ...]
+) -> dict[Path, str]:
+    """``--shape FILE=LRS|HRS`` by file: FILE is a file's name, stem or domain name."""
+    out: dict[Path, str] = {}
+    for item in given:
+        file, _, shape = item.rpartition("=")
+        if shape not in shapes or not file:
+            _bad_input(f"--shape {item}: expected FILE=LRS or FILE=HRS")
+        matched = [p for p, n in names.items() if file in (p.name, p.stem, n, n.split("/")[-1])]
+        if not matched:
+            _bad_input(f"--shape {item}: no file {file!r} at the imported path")
+        out.update(dict.fromkeys(matched, shape))
+    return out
 
 
 def _bad_input(message: str) -> NoReturn:
@@ -280,30 +336,20 @@ def audit_sop_bench(
 )
 def audit_sop_maze(path: Path, out: Path) -> None:
     """Audit PATH (a SOP-Maze raw-data JSON file or a folder of them): what makes an item
-    unscorable (a target invalid against its own schema, an empty target, a repeat), unknown
-    schema keywords, and files that cannot be read."""
-    from sopgym.importers.audit import AuditReport
-    from sopgym.importers.findings import Finding
-    from sopgym.importers.report import write_reports
-    from sopgym.importers.sopmaze import MazeInputError, domain_name, maze_files, read_file
+    unscorable (a target invalid against its own schema in a compared key, an empty target, a
+    repeat), targets scored although they break their schema where nothing is compared, unknown
+    schema keywords, and files that cannot be read; per item excluded, the reason."""
+    from sopgym.importers.maze_audit import audit_file, write_maze_reports
+    from sopgym.importers.sopmaze import maze_files
 
     files = maze_files(path) if path.exists() else []
     if not files:
         _bad_input(f"no SOP-Maze *.json file at {path}")
-    reports = []
+    audits = []
     for file in files:
-        name = domain_name(file).split("/", 1)[1]
-        report = AuditReport(name, str(file), 0, 0, [], ["input"], ["target"], None, 0)
-        try:
-            found = read_file(file)
-        except MazeInputError as error:
-            report.findings.append(Finding("bad_file", str(error), file=file.name))
-        else:
-            report.rows = report.checked_rows = len(found.records)
-            report.tasks = len(found.scorable)
-            report.findings = found.findings
-        reports.append(report)
-        kinds = ", ".join(dict.fromkeys(f.kind for f in report.findings)) or "clean"
-        click.echo(f"{report.name}: {report.tasks} scorable of {report.rows}  [{kinds}]")
-    write_reports(reports, out)
+        audit = audit_file(file)
+        audits.append(audit)
+        kinds = ", ".join(audit.kinds) or "clean"
+        click.echo(f"{audit.slug}: {audit.scorable} scorable of {audit.items}  [{kinds}]")
+    write_maze_reports(audits, out)
     click.echo(f"reports: {out}")

@@ -34,7 +34,12 @@ KINDS: dict[str, tuple[Severity, str]] = {
     ),
     "target_invalid": (
         "defect",
-        "items whose target is invalid against their own JSON Schema: unscorable, excluded",
+        "items whose target is invalid against their own JSON Schema in a compared key: "
+        "unscorable, excluded",
+    ),
+    "target_mended": (
+        "info",
+        "items whose target is invalid only where the scorer never compares: scored",
     ),
     "unknown_schema_keywords": ("info", "schema keywords the draft does not define"),
     "record_count_mismatch": ("info", "the record count in a file's name is not its count"),

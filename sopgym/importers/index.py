@@ -30,13 +30,17 @@ class ImportEntry:
     path: Path
     input_columns: list[str] | None = None  # only when given with --input-columns
     strict_schemas: bool = False  # refuse calls that break toolspecs.json (--strict-schemas)
+    shape: str | None = None  # SOP-Maze: the shape given with --shape (LRS or HRS)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "path": str(self.path),
             "input_columns": self.input_columns,
             "strict_schemas": self.strict_schemas,
         }
+        if self.shape:
+            body["shape"] = self.shape
+        return body
 
 
 def home() -> Path:
@@ -60,6 +64,7 @@ def read_index() -> dict[str, ImportEntry]:
                 Path(item["path"]),
                 item.get("input_columns"),
                 bool(item.get("strict_schemas", False)),
+                item.get("shape"),
             )
             for name, item in imports.items()
         }

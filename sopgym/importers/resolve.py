@@ -72,7 +72,7 @@ def load_imported(name: str) -> DomainPack:
         run = f"sopgym import {how}" if how else "sopgym generate ... --out <folder>"
         raise ImportProblem(f"{name} is not imported (imported: {known}); run: {run}")
     if name.startswith(MAZE_PREFIX):
-        return _load_maze(name, entry.path)
+        return _load_maze(name, entry.path, entry.shape)
     if not entry.path.is_dir():
         raise ImportProblem(f"{name}: folder {entry.path} no longer exists; import it again")
     if name.startswith(GENERATED_PREFIX):
@@ -92,13 +92,15 @@ def load_imported(name: str) -> DomainPack:
     return prepare(read_benchmark(entry.path), entry.input_columns, entry.strict_schemas)
 
 
-def _load_maze(name: str, path: Path) -> ImportedDomain:
+def _load_maze(name: str, path: Path, shape: str | None) -> ImportedDomain:
     from sopgym.importers.sopmaze import MazeInputError, build_domain, read_file
 
     if not path.is_file():
         raise ImportProblem(f"{name}: file {path} no longer exists; import it again")
     try:
-        return build_domain(read_file(path))
+        found = read_file(path, shape)
+        found.name = name  # the registered name (a scenario twice in a folder keeps a digest)
+        return build_domain(found)
     except MazeInputError as error:
         raise ImportProblem(f"{name}: {error}") from None
 
@@ -106,10 +108,12 @@ def _load_maze(name: str, path: Path) -> ImportedDomain:
 def run_refusal(agent: str, domains: list[DomainPack]) -> str | None:
     """Why ``agent`` cannot be scored honestly on the imported benchmarks among ``domains``.
 
-    Their gold has no calls: the oracle would replay nothing and answer the expected outputs.
-    The scripted model is fine: on them it plays the generic policy, not the gold.
+    Their gold has no calls: on a benchmark with tools the oracle would replay nothing and
+    answer the expected outputs. On an answer-only import (SOP-Maze, ABCD: no tools) answering
+    the published target is the whole task, so the oracle may: it proves the path and the
+    scorer. The scripted model is fine: on them it plays the generic policy, not the gold.
     """
-    imported = [d.name for d in domains if not d.reference_policy]
+    imported = [d.name for d in domains if not d.reference_policy and d.tools]
     if imported and agent == "oracle":
         return f"{imported[0]} has no reference policy, so no oracle: use --agent baseline"
     return None

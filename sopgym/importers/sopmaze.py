@@ -30,15 +30,17 @@ from sopgym.core.domain import GeneratedData, PolicyRun
 from sopgym.core.tasks import Solution, Task
 from sopgym.evaluation.scorers.answers import schema_errors
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
-from sopgym.evaluation.scorers.fields import FREE_TEXT_KEYS
+from sopgym.evaluation.scorers.fields import FREE_TEXT_KEYS, free_text_keys
 from sopgym.importers import MAZE_PREFIX
 from sopgym.importers.adapter import ImportedDomain
 from sopgym.importers.findings import Finding
+from sopgym.importers.maze_names import domain_name, scenario_of, shape_of
+from sopgym.importers.maze_scorable import scorable_answer
 from sopgym.types import JSON
 
 PREFIX = MAZE_PREFIX
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-ADAPTER_VERSION = "1"
+ADAPTER_VERSION = "2"  # 2: mended targets, shapes from the paper's table
 # Draft-07's vocabulary; any other key in a schema (bar our "x-" annotations) is unknown
 KEYWORDS = frozenset({
     "$schema", "$id", "$ref", "$comment", "title", "description", "default", "examples",
@@ -66,13 +68,15 @@ class Record:
     target: JSON
     free_keys: list[str]
     unscorable: str | None = None
+    answer: JSON | None = None  # the scorable answer: the target, mended where never compared
+    mended: list[str] = field(default_factory=list)  # where the target was mended
 
 
 @dataclass
 class MazeFile:
     path: Path
     name: str  # sopmaze/<slug>
-    shape: str | None  # "LRS" (BFS), "HRS" (DFS) or None
+    shape: str  # "LRS", "HRS" or "unknown" (maze_names.shape_of)
     records: list[Record]
     findings: list[Finding] = field(default_factory=list)
 
@@ -81,23 +85,9 @@ class MazeFile:
         return [r for r in self.records if r.unscorable is None]
 
 
-def domain_name(path: Path) -> str:
-    """``sopmaze/<slug>``: the file name without its record count, in ASCII (a name without
-    ASCII letters, such as the published Chinese ones, keeps a digest of itself)."""
-    stem = _COUNT.sub("", path.stem)
-    slug = re.sub(r"[^a-z0-9]+", "_", stem.lower()).strip("_")
-    if not re.search(r"[a-z]", slug.replace("bfs", "").replace("dfs", "")):
-        digest = hashlib.sha256(path.stem.encode()).hexdigest()[:8]
-        slug = f"{slug}_{digest}".strip("_")
-    return PREFIX + slug
-
-
-def shape_of(path: Path) -> str | None:
-    return "LRS" if "BFS" in path.stem else "HRS" if "DFS" in path.stem else None
-
-
-def read_file(path: Path) -> MazeFile:
-    """Parse one published file; :class:`MazeInputError` for bad input, findings for the rest."""
+def read_file(path: Path, shape: str | None = None) -> MazeFile:
+    """Parse one published file; :class:`MazeInputError` for bad input, findings for the rest.
+    ``shape`` overrides the shape the name gives (``--shape``)."""
     where = path.name
     try:
         data = json.loads(path.read_bytes())
@@ -106,7 +96,7 @@ def read_file(path: Path) -> MazeFile:
     if not isinstance(data, list):
         raise MazeInputError(f"{where}: expected a JSON array of records")
     records = [_record(where, index, item) for index, item in enumerate(data)]
-    found = MazeFile(path, domain_name(path), shape_of(path), records)
+    found = MazeFile(path, domain_name(path), shape_of(path, shape), records)
     found.findings = _audit(found)
     return found
 
@@ -139,7 +129,7 @@ def _audit(found: MazeFile) -> list[Finding]:
     """What makes items unscorable (each such record is flagged), and unknown keywords."""
     where = found.path.name
     findings = []
-    invalid, empty, repeated, unknown = [], [], [], set()
+    invalid, empty, repeated, mended, unknown = [], [], [], [], set()
     seen: dict[str, int] = {}
     for record in found.records:
         key = json.dumps([record.prompt, record.target], sort_keys=True, ensure_ascii=False)
@@ -150,9 +140,16 @@ def _audit(found: MazeFile) -> list[Finding]:
         if not record.target:
             empty.append(record.index)
             record.unscorable = "empty target"
-        elif errors := schema_errors(record.target, _draft(record.schema)):
-            invalid.append(record.index)
-            record.unscorable = f"target invalid against its own json_schema: {errors[0]}"
+        elif schema_errors(record.target, _draft(record.schema)):
+            schema = _draft(record.schema)
+            free = free_text_keys({**schema, FREE_TEXT_KEYS: record.free_keys})
+            found_answer = scorable_answer(record.target, schema, free)
+            if isinstance(found_answer, str):
+                invalid.append(record.index)
+                record.unscorable = f"target invalid in a compared key: {found_answer}"
+            else:
+                record.answer, record.mended = found_answer
+                mended.append(record.index)
         unknown |= unknown_keywords(record.schema)
     if invalid:
         findings.append(
@@ -160,6 +157,16 @@ def _audit(found: MazeFile) -> list[Finding]:
                 "target_invalid",
                 f"{len(invalid)} record(s): a verbatim-gold answer would score 0",
                 rows=invalid,
+                file=where,
+            )
+        )
+    if mended:
+        findings.append(
+            Finding(
+                "target_mended",
+                f"{len(mended)} record(s) invalid only where never compared (a never-compared "
+                "key, spaces around an enum value): scored, the oracle answers them mended",
+                rows=mended,
                 file=where,
             )
         )
@@ -244,11 +251,13 @@ def build_domain(found: MazeFile) -> MazeImport:
         task_id = f"{slug}-{record.index:04d}"
         tasks.append(Task(task_id, found.name, {"prompt": record.prompt}, kind="json_answer"))
         decisions: JSON = {TASK_SCHEMA: {**_draft(record.schema), FREE_TEXT_KEYS: record.free_keys}}
-        if found.shape:
-            decisions.update(shape=found.shape, sources=[])
+        decisions.update(shape=found.shape, sources=[])
         if record.unscorable:
             decisions["unscorable"] = record.unscorable
-        gold[task_id] = Solution(dict(record.target), decisions)
+        if record.mended:
+            decisions["mended"] = record.mended  # where the answer differs from the target
+        answer = record.answer if record.answer is not None else record.target
+        gold[task_id] = Solution(dict(answer), decisions)
     schemas = {json.dumps(r.schema, sort_keys=True) for r in found.records}
     shared = found.records[0].schema if len(schemas) == 1 and found.records else {"type": "object"}
 
@@ -260,7 +269,7 @@ def build_domain(found: MazeFile) -> MazeImport:
 
     return MazeImport(
         name=found.name,
-        title=f"SOP-Maze {found.path.stem} (imported from {found.path})",
+        title=_title(found),
         folder=found.path.parent,
         tools=[],
         generate=generate,
@@ -275,12 +284,19 @@ def build_domain(found: MazeFile) -> MazeImport:
         output_schema=_draft(shared),
         sop_files={"clean": "(in each prompt)"},
         reference_policy=False,
-        source_digest=_digest(found.path),
+        source_digest=_digest(found.path, found.shape),
     )
 
 
-def _digest(path: Path) -> str:
-    digest = hashlib.sha256(f"sopmaze:{ADAPTER_VERSION}".encode())
+def _title(found: MazeFile) -> str:
+    """What ``sopgym list`` shows: the paper's index, the shape, the file."""
+    scenario = scenario_of(found.path)
+    known = f"{scenario.index} {scenario.title.replace('_', ' ')}, " if scenario else ""
+    return f"SOP-Maze {known}shape {found.shape} (imported from {found.path})"
+
+
+def _digest(path: Path, shape: str) -> str:
+    digest = hashlib.sha256(f"sopmaze:{ADAPTER_VERSION}:{shape}".encode())
     digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 

@@ -39,7 +39,9 @@ from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.breakdown import tags
 from sopgym.evaluation.llm_usage import llm_figures, read_prices
+from sopgym.evaluation.paper_figures import summary_figures
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
@@ -546,6 +548,9 @@ class Runner:
             "trials": summarize_trials(outcomes, self.config.trials),
             "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
         }
+        tagged = {(t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}
+        if paper := summary_figures(tasks, scores, tagged):  # the papers' own tables
+            summary["paper"] = paper
         write_atomic(self.paths.summary, dumps(summary))
         return summary
 

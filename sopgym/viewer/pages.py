@@ -219,6 +219,14 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
     )
 
 
+def paper_sections(found: JSON | None) -> str:
+    """The papers' own tables of the run (``summary.json``'s ``paper``), if it has any."""
+    from sopgym.evaluation.paper_tables import paper_tables
+
+    tables = paper_tables(found)
+    return "".join(f"<h2>{escape(t.title)}</h2>" + table(t.headers, t.rows) for t in tables)
+
+
 def _breakdowns(summary: JSON, recorded: list[JSON]) -> str:
     domains = summary.get("domains", {})
     domain_rows: list[list[Cell]] = [
@@ -303,6 +311,7 @@ def run_page(run: RunFolder) -> str:
         + notes
         + _figures(summary, recorded)
         + _breakdowns(summary, recorded)
+        + paper_sections(summary.get("paper"))
         + task_table(run, recorded)
     )
     return page(f"run {run.id}", body)
