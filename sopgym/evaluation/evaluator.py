@@ -99,7 +99,10 @@ def _row(
     gold = tasks.gold[task_id]
     problems = episode.problems if episode else ["no trace of this task"]
     trajectory = episode.trajectory(gold) if episode and not problems else None
-    score = score_episode(tasks.domain, tasks.by_id[task_id], trajectory, gold, _infra(episode))
+    said = episode.root.attributes.get(sc.ERROR_TYPE) if episode and episode.root else None
+    score = score_episode(
+        tasks.domain, tasks.by_id[task_id], trajectory, gold, _infra(episode), said
+    )
     row: JSON = {
         "task_id": task_id,
         "domain": domain,

@@ -482,7 +482,9 @@ class Runner:
         trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
         infra = report.get("error") or "failed" if report.get("status") == INFRA_ERROR else None
-        score = score_episode(domain_data.domain, task, trajectory, gold, infra)
+        score = score_episode(
+            domain_data.domain, task, trajectory, gold, infra, agent_error=report.get("error")
+        )
         score.answered_without_tools = bool(report.get("answered_without_tools"))
         return {
             "task_id": task.id,

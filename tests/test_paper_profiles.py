@@ -1,0 +1,201 @@
+"""The papers' own definitions beside our strict scores (sopgym/evaluation/profiles): each
+definition pinned by a constructed episode on which the paper's rule and ours disagree."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from sopgym.core.registry import load_domain
+from sopgym.core.tasks import Gold
+from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.evaluation.profiles import differing, sopbench, teller
+from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
+from tests.helpers import domain_data
+
+FLAGGING = "content_flagging"  # one of our ten SOP-Bench-style packs
+LOANS = "banking/loans"
+
+
+def _score(
+    domain: str,
+    index: int,
+    trajectory: Trajectory | None,
+    outputs: Any = None,
+    infra: str | None = None,
+    agent_error: str | None = None,
+) -> TaskScore:
+    data = domain_data(domain)
+    task = data.tasks[index]
+    gold = data.gold[task.id]
+    if outputs is not None:
+        gold = replace(gold, outputs=outputs)
+    return score_episode(load_domain(domain), task, trajectory, gold, infra, agent_error)
+
+
+def _answered(domain: str, index: int, outputs: Any, finished: bool = True,
+              extra: list[CallRecord] | None = None) -> Trajectory:  # fmt: skip
+    """The gold calls made (plus ``extra``), then ``outputs`` given as the answer."""
+    gold = domain_data(domain).gold[domain_data(domain).tasks[index].id]
+    calls = [CallRecord(c.name, c.arguments, 200) for c in gold.calls] + (extra or [])
+    return Trajectory(gold.task_id, "e", calls, finished, outputs if finished else None,
+                      final_state=gold.final_state)  # fmt: skip
+
+
+# ---- SOP-Bench: the answer match ----
+
+
+@pytest.mark.parametrize(
+    ("predicted", "expected", "agree"),
+    [
+        ("invalid", "valid", True),  # "valid" is contained in "invalid"
+        ("e", "escalate", True),  # "e" is contained in "escalate"
+        ("approve (pending review)", "approve", True),  # text appended to the gold
+        ("Escalate", "escalate", True),
+        ("needs-review", "needs_review", True),
+        ("N/A", "", True),  # an empty expected value matches any null-like answer
+        (None, "", True),
+        ("unknown", None, True),
+        ("allow", "", False),  # ... and nothing else
+        ("none", "allow", False),
+        ("approve", "reject", False),
+        (True, "true", True),
+    ],
+)
+def test_sopbench_answer_match(predicted: Any, expected: Any, agree: bool) -> None:
+    assert sopbench.values_agree(predicted, expected) is agree
+
+
+def test_sopbench_keys_are_case_folded_and_every_field_must_agree() -> None:
+    expected = {"final_decision": "valid", "risk": "high"}
+    assert sopbench.field_verdicts({"Final_Decision": "invalid", "RISK": "High"}, expected) == {
+        "final_decision": True,
+        "risk": True,
+    }
+    assert sopbench.field_verdicts({"final_decision": "valid"}, expected)["risk"] is False
+
+
+def test_sopbench_profile_accepts_what_the_strict_scorer_refuses() -> None:
+    gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
+    answer = {key.title(): value for key, value in gold.items()}  # Title Case keys
+    answer["Moderation_Action"] = f"{gold['moderation_action']}ed after review"
+    score = _score(FLAGGING, 0, _answered(FLAGGING, 0, answer))
+    assert not score.success  # ours: keys as given, values equal
+    found = score.paper["sopbench"]
+    assert found["completed"] and found["correct"]
+    assert found["differs"] == ["correct"]
+    assert differing(score.to_json()) == {"sopbench": ["correct"]}
+
+
+def test_sopbench_step_limit_completes_an_unknown_tool_does_not() -> None:
+    gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
+    said = "StepLimitExceeded: step limit of 40 model turns reached"
+    limited = _score(FLAGGING, 0, _answered(FLAGGING, 0, None, finished=False), agent_error=said)
+    assert not limited.completed  # ours: no answer, not completed
+    assert limited.paper["sopbench"]["completed"] and not limited.paper["sopbench"]["correct"]
+    assert limited.paper["sopbench"]["differs"] == ["completed"]
+    crashed = _score(FLAGGING, 0, _answered(FLAGGING, 0, None, finished=False),
+                     agent_error="RuntimeError: boom")  # fmt: skip
+    assert not crashed.paper["sopbench"]["completed"] and not crashed.paper["sopbench"]["differs"]
+    unknown = CallRecord("lookup_everything", {}, 404, "unknown_tool", in_catalog=False)
+    strayed = _score(FLAGGING, 0, _answered(FLAGGING, 0, gold, extra=[unknown]))
+    assert strayed.success  # ours: a hallucinated call is counted, the answer still stands
+    assert not strayed.paper["sopbench"]["completed"]
+    assert "lookup_everything" in strayed.paper["sopbench"]["why"]
+
+
+def test_sopbench_infra_failures_count_against_ecr_and_the_headline_is_per_sop() -> None:
+    flagging_gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
+    intake = "patient_intake"
+    intake_gold = domain_data(intake).gold[domain_data(intake).tasks[0].id].outputs
+    scores = [
+        _score(FLAGGING, 0, _answered(FLAGGING, 0, flagging_gold)),  # right
+        _score(intake, 0, _answered(intake, 0, intake_gold)),  # right
+        _score(intake, 1, None),  # crashed
+        _score(intake, 2, None, infra="model endpoint down"),  # the infrastructure's
+    ]
+    strict = summarize(scores)
+    assert strict["scored"] == 3 and strict["ecr"] == pytest.approx(2 / 3)
+    paper = strict["paper"]["sopbench"]
+    assert paper["pooled"]["tasks"] == 4 and paper["pooled"]["ecr"] == pytest.approx(2 / 4)
+    assert paper["per_sop"][intake]["tsr"] == pytest.approx(1 / 3)
+    assert paper["per_sop"][FLAGGING]["tsr"] == 1.0
+    # the mean of per-SOP percentages, not the pooled 2 / 4
+    assert paper["weighted_average"]["tsr"] == pytest.approx((1.0 + 1 / 3) / 2)
+    assert paper["pooled"]["tsr"] == pytest.approx(2 / 4)
+    assert paper["differs"] == 0  # the crash and the infra failure fail in both views
+    assert strict["domains"][intake]["paper"]["sopbench"]["per_sop"][intake]["tasks"] == 3
+
+
+def test_sopbench_profile_only_on_sopbench_style_packs() -> None:
+    assert sopbench.applies("email_intent") and sopbench.applies("sopbench/order_fulfillment")
+    assert not sopbench.applies(LOANS) and not sopbench.applies("maze/x")
+    assert "sopbench" not in _score(LOANS, 0, None).paper
+
+
+# ---- TELLER ----
+
+
+def test_teller_acc_needs_every_outcome_field() -> None:
+    gold = domain_data(LOANS).gold[domain_data(LOANS).tasks[0].id].outputs
+    answer = {**gold, "reason_code": "something_else"}  # the decision right, another field wrong
+    score = _score(LOANS, 0, _answered(LOANS, 0, answer))
+    assert score.fields["decision"] is True  # our Table-2 column: right
+    found = score.paper["teller"]
+    assert found["acc"] is False and "acc" in found["differs"]
+    right = _score(LOANS, 0, _answered(LOANS, 0, gold))
+    assert right.paper["teller"]["acc"] is True and "acc" not in right.paper["teller"]["differs"]
+
+
+def test_teller_tool_precision_is_over_the_set_of_apis() -> None:
+    data = domain_data(LOANS)
+    gold = data.gold[data.tasks[0].id]
+    retry = CallRecord(gold.calls[0].name, gold.calls[0].arguments, 200)  # the same call again
+    score = _score(LOANS, 0, _answered(LOANS, 0, gold.outputs, extra=[retry]))
+    assert score.tool_precision is not None and score.tool_precision < 1.0  # ours: calls
+    found = score.paper["teller"]
+    assert found["tool_precision"] == 1.0 and found["tool_recall"] == 1.0
+    assert found["differs"] == ["tool_precision"]
+    assert teller.set_precision_recall([], Gold("t", [], {}, {})) == (1.0, 1.0)
+
+
+def test_teller_type_errors_are_run_time_type_mismatches_and_figures_are_percentages() -> None:
+    data = domain_data(LOANS)
+    gold = data.gold[data.tasks[0].id]
+    fetch = gold.calls[1]
+    income = {**fetch.arguments, "annual_income": True}  # past the schema? a boolean for a number
+    run_time = CallRecord(fetch.name, income, 422, "invalid_value", "annual_income")
+    schema = CallRecord(fetch.name, {}, 422, "missing_argument", "customer_id")
+    typed = CallRecord(fetch.name, {"annual_income": "x"}, 422, "type_mismatch", "annual_income")
+    score = _score(LOANS, 0, _answered(LOANS, 0, gold.outputs, extra=[run_time, schema]))
+    assert (score.errors.get("validation"), score.errors.get("type", 0)) == (2, 0)  # ours
+    found = score.paper["teller"]
+    assert (found["validation"], found["type"]) == (1, 1)  # the paper's: schema, run time
+    assert "type" in found["differs"]
+    # a schema's type refusal is the paper's Validation error, our Type error
+    score = _score(LOANS, 0, _answered(LOANS, 0, gold.outputs, extra=[run_time, schema, typed]))
+    assert (score.errors.get("validation"), score.errors.get("type")) == (2, 1)
+    found = score.paper["teller"]
+    assert (found["validation"], found["type"]) == (2, 1)
+    value_only = CallRecord(fetch.name, fetch.arguments, 422, "invalid_value", "annual_income")
+    assert not teller.run_time_type_error(value_only, gold)  # a wrong value of the right type
+    assert teller.run_time_type_error(run_time, gold)
+    blank = _score(LOANS, 1, Trajectory("t", "e", [], True, {}))
+    figures = summarize([score, blank])["paper"]["teller"]["scenarios"]
+    loans = figures["loans"]
+    calls = found["calls"]
+    assert loans["tasks"] == 2 and loans["calls"] == calls
+    assert loans["type_pct"] == pytest.approx(100 / calls)
+    assert loans["validation_pct"] == pytest.approx(200 / calls)
+    assert loans["blank_pct"] == 50.0  # per episode: the blank one has no call to count
+    assert figures["all"]["tasks"] == 2
+
+
+def test_teller_graph_properties_are_table_4() -> None:
+    found = teller.graph_properties(["loans", "account_management", "nowhere"])
+    assert found["loans"]["nodes"] == 20 and found["loans"]["edges"] == 34
+    assert found["account_management"]["edges"] == 16
+    assert found["loans"]["density"] == pytest.approx(34 / (20 * 19))
+    assert "nowhere" not in found
