@@ -199,3 +199,55 @@ def test_teller_graph_properties_are_table_4() -> None:
     assert found["account_management"]["edges"] == 16
     assert found["loans"]["density"] == pytest.approx(34 / (20 * 19))
     assert "nowhere" not in found
+
+
+# ---- the report ----
+
+
+def _report_row(domain: str, index: int, score: TaskScore) -> Any:
+    """An evaluation row of ``score`` (the fields the run metrics read)."""
+    return {
+        "task_id": score.task_id, "domain": domain, "trial": 0, "run_id": "r", "agent": "fc",
+        "model": "scripted", "score": score.to_json(), "latency_s": 1.0, "tool_latency_ms": [],
+        "trace_complete": True, "llm_calls": 1, "input_tokens": 1, "output_tokens": 1,
+        "trace_id": None, "calls_made": [], "tags": {},
+    }  # fmt: skip
+
+
+def test_report_shows_both_definitions_and_the_tasks_they_judge_differently() -> None:
+    from rich.console import Console
+
+    from sopgym.evaluation import report
+    from sopgym.evaluation.evaluator import _result
+    from sopgym.evaluation.two_stage import two_stage
+
+    loans_gold = domain_data(LOANS).gold[domain_data(LOANS).tasks[0].id]
+    flagging = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
+    retry = CallRecord(loans_gold.calls[0].name, loans_gold.calls[0].arguments, 200)
+    scored = [
+        (LOANS, _score(LOANS, 0, _answered(LOANS, 0, {**loans_gold.outputs, "reason_code": "x"},
+                                           extra=[retry]))),  # fmt: skip
+        (FLAGGING, _score(FLAGGING, 0, _answered(FLAGGING, 0, {k.title(): v for k, v in
+                                                               flagging.items()}))),  # fmt: skip
+        (FLAGGING, _score(FLAGGING, 1, None, infra="model endpoint down")),
+    ]
+    rows = [_report_row(domain, i, score) for i, (domain, score) in enumerate(scored)]
+    result = _result(rows, [s for _, s in scored], "test", [], [])
+    assert result["two_stage"] == two_stage(rows)
+    assert result["paper"]["sopbench"]["pooled"]["tasks"] == 2  # the infra failure counts
+    assert result["domains"][FLAGGING]["scored"] == 1  # ours: left out
+    markdown = report.markdown(result)
+    assert "## SOP-Bench's definitions beside ours" in markdown
+    assert f"| {FLAGGING} | 2 (1) | 100.0% | 50.0% |" in markdown  # ECR: ours, SOP-Bench's
+    assert "## TELLER Table 2, stage 2, the paper's definitions beside ours" in markdown
+    assert "| fc/scripted | loans | 1 | 0.0% | 100.0% | 1.000 |" in markdown  # Acc. vs decision
+    assert "## TELLER Table 5" in markdown and "## TELLER Table 4" in markdown
+    assert "| loans | 20 | 34 | 0.089 | 0.0% | 100.0% |" in markdown
+    differing_rows = [line for line in markdown.splitlines() if "| sopbench |" in line
+                      or "| teller |" in line]  # fmt: skip
+    assert len(differing_rows) == 2
+    assert any("acc, tool_precision" in line for line in differing_rows)
+    console = Console(record=True, width=250)
+    report.print_summary(result, console)
+    text = console.export_text()
+    assert "SOP-Bench's definitions: ECR 50.0%" in text and "TELLER's definitions" in text
