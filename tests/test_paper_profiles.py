@@ -224,11 +224,11 @@ def test_report_shows_both_definitions_and_the_tasks_they_judge_differently() ->
     loans_gold = domain_data(LOANS).gold[domain_data(LOANS).tasks[0].id]
     flagging = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
     retry = CallRecord(loans_gold.calls[0].name, loans_gold.calls[0].arguments, 200)
+    wrong_reason = {**loans_gold.outputs, "reason_code": "x"}
+    title_case = {k.title(): v for k, v in flagging.items()}
     scored = [
-        (LOANS, _score(LOANS, 0, _answered(LOANS, 0, {**loans_gold.outputs, "reason_code": "x"},
-                                           extra=[retry]))),  # fmt: skip
-        (FLAGGING, _score(FLAGGING, 0, _answered(FLAGGING, 0, {k.title(): v for k, v in
-                                                               flagging.items()}))),  # fmt: skip
+        (LOANS, _score(LOANS, 0, _answered(LOANS, 0, wrong_reason, extra=[retry]))),
+        (FLAGGING, _score(FLAGGING, 0, _answered(FLAGGING, 0, title_case))),
         (FLAGGING, _score(FLAGGING, 1, None, infra="model endpoint down")),
     ]
     rows = [_report_row(domain, i, score) for i, (domain, score) in enumerate(scored)]

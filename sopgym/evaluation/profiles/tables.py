@@ -16,6 +16,10 @@ SOPBENCH_TITLE = (
     "infrastructure failures counted, headline = mean of per-SOP %)"
 )
 DIFFERS_TITLE = "Tasks the papers' definitions judge differently from ours"
+SOPBENCH_COLUMNS = [
+    "SOP", "tasks (ours: scored)", "ECR ours", "ECR SOP-Bench", "C-TSR ours", "C-TSR SOP-Bench",
+    "TSR ours", "TSR SOP-Bench",
+]  # fmt: skip
 TABLE_2_COLUMNS = [
     "agent / model", "scenario", "tasks", "Acc. TELLER", "decision acc. ours", "tool P TELLER",
     "tool P ours", "tool R TELLER", "tool R ours", "tool F1 TELLER", "tool F1 ours",
@@ -59,9 +63,7 @@ def sopbench_table(found: JSON, domains: JSON) -> Table:
     title = f"{SOPBENCH_TITLE}; {found['differs']} task(s) judged differently"
     if found["empty_expected_tasks"]:
         title += f"; {found['empty_expected_tasks']} with an empty expected output"
-    headers = ["SOP", "tasks (ours: scored)", "ECR ours", "ECR SOP-Bench", "C-TSR ours", "C-TSR SOP-Bench",
-               "TSR ours", "TSR SOP-Bench"]  # fmt: skip
-    return Table(title, headers, rows)
+    return Table(title, SOPBENCH_COLUMNS, rows)
 
 
 def teller_tables(result: JSON) -> list[Table]:
