@@ -30,12 +30,14 @@ class ImportEntry:
     path: Path
     input_columns: list[str] | None = None  # only when given with --input-columns
     strict_schemas: bool = False  # refuse calls that break toolspecs.json (--strict-schemas)
+    none_as_error: bool = False  # a tool returning None fails the call (--none-as-error)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": str(self.path),
             "input_columns": self.input_columns,
             "strict_schemas": self.strict_schemas,
+            "none_as_error": self.none_as_error,
         }
 
 
@@ -60,6 +62,7 @@ def read_index() -> dict[str, ImportEntry]:
                 Path(item["path"]),
                 item.get("input_columns"),
                 bool(item.get("strict_schemas", False)),
+                bool(item.get("none_as_error", False)),
             )
             for name, item in imports.items()
         }
