@@ -251,3 +251,25 @@ def test_report_shows_both_definitions_and_the_tasks_they_judge_differently() ->
     report.print_summary(result, console)
     text = console.export_text()
     assert "SOP-Bench's definitions: ECR 50.0%" in text and "TELLER's definitions" in text
+
+
+def test_the_wrong_nodes_profile_makes_stage_1_node_selection_fail() -> None:
+    from sopgym.services.model.graphs import dependency_graph, perturbed_graph, read_signatures
+    from sopgym.services.model.profiles import parse_profile
+
+    domain = "banking/loans_graph"
+    data = domain_data(domain)
+    task = data.tasks[2]  # 45 distractors shown beside the 20 APIs
+    signatures = read_signatures(task.inputs["apis"])
+    assert signatures is not None
+    right = dependency_graph(signatures)
+    noisy, noisy_mistakes = perturbed_graph(right, parse_profile("noisy"), task.id)
+    assert noisy["nodes"] == right["nodes"]  # edge mistakes only: nodes stay right
+    assert not any(m["kind"] == "graph_wrong_node" for m in noisy_mistakes)
+    answer, mistakes = perturbed_graph(right, parse_profile("wrong_nodes,seed=1"), task.id)
+    wrong = [m for m in mistakes if m["kind"] == "graph_wrong_node"]
+    assert wrong and all(m["got"] in answer["nodes"] for m in wrong)
+    trajectory = Trajectory(task.id, "e", [], True, answer)
+    metrics = _score(domain, 2, trajectory).scores["graph"]["metrics"]
+    assert metrics["node_precision"] < 1.0 and metrics["node_recall"] < 1.0
+    assert metrics["node_recall"] == pytest.approx(1 - len(wrong) / len(right["nodes"]))
