@@ -4,6 +4,7 @@ definition pinned by a constructed episode on which the paper's rule and ours di
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -273,3 +274,36 @@ def test_the_wrong_nodes_profile_makes_stage_1_node_selection_fail() -> None:
     metrics = _score(domain, 2, trajectory).scores["graph"]["metrics"]
     assert metrics["node_precision"] < 1.0 and metrics["node_recall"] < 1.0
     assert metrics["node_recall"] == pytest.approx(1 - len(wrong) / len(right["nodes"]))
+
+
+def test_the_viewer_flags_the_tasks_judged_differently_and_shows_sopbenchs_headline(
+    tmp_path: Path,
+) -> None:
+    import orjson
+    from fastapi.testclient import TestClient
+
+    from sopgym.viewer.app import create_app
+    from sopgym.viewer.catalog import RunCatalog
+
+    gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
+    title_case = {k.title(): v for k, v in gold.items()}
+    scores = [
+        _score(FLAGGING, 0, _answered(FLAGGING, 0, title_case)),  # SOP-Bench: correct
+        _score(FLAGGING, 1, None),
+    ]
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    config = {"domains": [FLAGGING], "agent": "fc", "model": "scripted", "seed": 0}
+    (run / "config.json").write_bytes(orjson.dumps(config))
+    rows = [
+        {"task_id": s.task_id, "trial": 0, "domain": FLAGGING, "agent": "fc", "model": "scripted",
+         "episode_id": f"e{i}", "status": "finished", "error": None, "elapsed_s": 0.1,
+         "llm_calls": [], "inputs": {}, "outputs": None, "gold_outputs": gold,
+         "score": s.to_json(), "trajectory": None}
+        for i, s in enumerate(scores)
+    ]  # fmt: skip
+    (run / "results.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    (run / "summary.json").write_bytes(orjson.dumps(summarize(scores)))
+    page = TestClient(create_app(RunCatalog([tmp_path / "runs"]))).get("/runs/r").text
+    assert page.count("class='badge paper'") == 1 and "sopbench: correct" in page
+    assert "TSR, SOP-Bench&#x27;s def." in page and "50.0%" in page
