@@ -295,7 +295,7 @@ def test_the_viewer_flags_the_tasks_judged_differently_and_shows_sopbenchs_headl
     run.mkdir(parents=True)
     config = {"domains": [FLAGGING], "agent": "fc", "model": "scripted", "seed": 0}
     (run / "config.json").write_bytes(orjson.dumps(config))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"task_id": s.task_id, "trial": 0, "domain": FLAGGING, "agent": "fc", "model": "scripted",
          "episode_id": f"e{i}", "status": "finished", "error": None, "elapsed_s": 0.1,
          "llm_calls": [], "inputs": {}, "outputs": None, "gold_outputs": gold,

@@ -57,7 +57,9 @@ def _json_type(value: Any) -> str:
         return "number"
     if value is None:
         return "null"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "other")
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def run_time_type_error(call: CallRecord, gold: Gold) -> bool:
