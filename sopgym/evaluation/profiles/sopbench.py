@@ -84,6 +84,10 @@ def _spaced(text: str) -> str:
     return text.replace("_", " ").replace("-", " ")
 
 
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
 def values_agree(predicted: Any, expected: Any) -> bool:
     """One field, by the source's rule (see the module docstring)."""
     predicted_null, expected_null = is_null_like(predicted), is_null_like(expected)
@@ -119,9 +123,11 @@ def completed(trajectory: Trajectory | None, infra_error: str | None, agent_erro
         return False, f"called unknown tool {unknown!r}: the source's tool manager raises"
     if trajectory.finished:
         return True, None
-    if agent_error and agent_error.split(":", 1)[0].strip() == STEP_LIMIT:
+    # the error's type: all a trace keeps of it (the runner's record has the message too)
+    said = agent_error.split(":", 1)[0].strip() if agent_error else None
+    if said == STEP_LIMIT:
         return True, None  # the iteration limit is no crash in the source
-    return False, f"agent stopped without an answer ({agent_error or 'no status'})"
+    return False, f"agent stopped without an answer ({said or 'no status'})"
 
 
 def verdict(
@@ -138,7 +144,8 @@ def verdict(
     if done and not correct:
         wrong = [name for name, ok in fields.items() if not ok]
         why = f"answer differs in {', '.join(wrong)}"
-    empty = [name for name, value in gold.outputs.items() if is_null_like(value)]
+    # flagged: truly empty expected values (a gold "none" is a value, though null-like)
+    empty = [name for name, value in gold.outputs.items() if _empty(value)]
     found: JSON = {"completed": done, "correct": correct, "fields": fields, "why": why}
     if empty:
         found["empty_expected"] = empty
