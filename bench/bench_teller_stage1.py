@@ -1,13 +1,13 @@
 """TELLER's stage 1 in the paper's setting: the whole catalog's signatures in one prompt.
 
 The paper gives the model every API signature of a scenario's catalog, distractors included
-(about 280), and asks for the dependency graph. Our graph packs show the scenario's APIs with
-0, 10 or 45 financial distractors; this script builds the question the paper's setting asks
-(the scenario's APIs plus every distractor its catalog serves, financial and back office,
-shuffled) and the one-shot prompt our agents send for it (the system prompt and the SOP and
-case turn: ``agents/graph.py``, ``answer_without_tools``), and prints its size per scenario
-and SOP variant: characters, ~tokens at four characters a token, and cl100k tokens where
-tiktoken's encoding is at hand (it is downloaded on first use; offline it is skipped).
+(about 280), and asks for the dependency graph; every fourth task of our graph packs does the
+same (the scenario's APIs plus every distractor its catalog serves, financial and back office,
+shuffled). This script builds that question and the one-shot prompt our agents send for it
+(the system prompt and the SOP and case turn: ``agents/graph.py``, ``answer_without_tools``),
+and prints its size per scenario and SOP variant: characters, ~tokens at four characters a
+token, and cl100k tokens where tiktoken's encoding is at hand (it is downloaded on first use;
+offline it is skipped).
 
     python bench/bench_teller_stage1.py [--variants clean,abstract]
 """
@@ -21,7 +21,7 @@ from typing import Any
 
 from sopgym.agents.prompts import case_message, tool_free_prompt
 from sopgym.core.registry import load_domain
-from sopgym.domains.banking._engine.graph import distractor_signature, signature
+from sopgym.domains.banking._engine.graph import WHOLE_CATALOG, shown_apis
 from sopgym.domains.banking._engine.spec import Scenario
 from sopgym.types import JSON
 
@@ -31,12 +31,10 @@ CHARS_PER_TOKEN = 4  # the project's rough rule (docs/banking.md, "Catalogs")
 
 
 def whole_catalog_question(name: str, seed: int = 7) -> JSON:
-    """The stage-1 task input with every signature of the scenario's catalog, shuffled."""
+    """The stage-1 task input with every signature of the scenario's catalog, shuffled (as
+    the graph pack's whole-catalog tasks are made)."""
     scenario = _scenario(name)
-    pack = load_domain(f"banking/{name}")
-    apis = [signature(scenario, api.name) for api in scenario.apis]
-    apis += [distractor_signature(tool) for tool in pack.distractors]
-    random.Random(f"{seed}|{name}").shuffle(apis)
+    apis = shown_apis(scenario, WHOLE_CATALOG, random.Random(f"{seed}|{name}"))
     return {"context": scenario.context, "apis": apis}
 
 

@@ -3,6 +3,7 @@ definition pinned by a constructed episode on which the paper's rule and ours di
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -307,3 +308,27 @@ def test_the_viewer_flags_the_tasks_judged_differently_and_shows_sopbenchs_headl
     page = TestClient(create_app(RunCatalog([tmp_path / "runs"]))).get("/runs/r").text
     assert page.count("class='badge paper'") == 1 and "sopbench: correct" in page
     assert "TSR, SOP-Bench&#x27;s def." in page and "50.0%" in page
+
+
+@pytest.mark.parametrize(
+    ("scenario", "catalog"),
+    [("loans", 284), ("account_management", 274), ("credit_cards", 275), ("savings", 275),
+     ("investments", 281)],
+)  # fmt: skip
+def test_the_whole_catalog_question_of_stage_1(scenario: str, catalog: int) -> None:
+    import random
+
+    from sopgym.domains.banking._engine.graph import WHOLE_CATALOG, shown_apis
+    from sopgym.domains.banking._engine.spec import dependency_edges
+
+    pack = load_domain(f"banking/{scenario}")
+    rules = importlib.import_module(f"sopgym.domains.banking.{scenario}.scenario").SCENARIO
+    apis = shown_apis(rules, WHOLE_CATALOG, random.Random(0))
+    assert len(apis) == catalog == len(pack.tools) + len(pack.distractors)
+    names = {tool.name for tool in pack.tools}
+    edges = dependency_edges([(a["name"], tuple(a["inputs"]), tuple(a["outputs"])) for a in apis])
+    scenario_edges = [e for e in edges if names.issuperset(e)]
+    assert len(scenario_edges) == sum(len(needs) for needs in pack.dependencies.values())
+    # no distractor links to the scenario's APIs, but back-office tools link among themselves
+    assert not [e for e in edges if len(names.intersection(e)) == 1]
+    assert len(edges) > len(scenario_edges)
