@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from functools import lru_cache
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
@@ -69,31 +70,37 @@ def applies(domain: str) -> bool:
 def _text(value: Any) -> str:
     """A value as the source compares it: Python's ``str``, case folded and trimmed (``True``
     reads ``true``, ``None`` reads ``none``, ``5.0`` reads ``5.0``)."""
+    if value.__class__ is str:
+        return _folded(value)
     return str(value).lower().strip()
 
 
+# Memoised: answers and gold values repeat (enum values) across every episode scored
+@lru_cache(maxsize=1 << 16)
+def _folded(text: str) -> str:
+    return text.lower().strip()
+
+
 def is_null_like(value: Any) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
+    """``None`` reads ``none`` and NaN ``nan``: both are among :data:`NULL_LIKE`."""
     return _text(value) in NULL_LIKE
-
-
-def _spaced(text: str) -> str:
-    return text.replace("_", " ").replace("-", " ")
 
 
 def _empty(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
 
 
+def _spaced(text: str) -> str:
+    return text.replace("_", " ").replace("-", " ")
+
+
 def values_agree(predicted: Any, expected: Any) -> bool:
     """One field, by the source's rule (see the module docstring)."""
-    predicted_null, expected_null = is_null_like(predicted), is_null_like(expected)
-    if predicted_null or expected_null:
-        return predicted_null and expected_null
+    if predicted.__class__ is expected.__class__ and predicted == expected:
+        return True  # equal texts agree, null-like or not
     said, wanted = _text(predicted), _text(expected)
+    if said in NULL_LIKE or wanted in NULL_LIKE:
+        return said in NULL_LIKE and wanted in NULL_LIKE
     if said == wanted:
         return True
     said, wanted = _spaced(said), _spaced(wanted)
