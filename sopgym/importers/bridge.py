@@ -71,6 +71,7 @@ class ToolsBridge:
     def load(self) -> Any:
         """The object tools are called on (an instance, or the module itself), loaded once."""
         if self._target is None:
+            seed_generators(call_seed(TOOLS, {}))  # draws made while loading follow the seed too
             module = self._import()
             self._target = self._instantiate(module)
         return self._target
