@@ -21,6 +21,9 @@ EXPECTED_KINDS: dict[str, set[str]] = {
     "relayed_outputs": {"relayed_outputs"},
     "bad_json": {"bad_file"},
     "bad_csv": {"bad_file"},
+    # no input_columns in metadata.json, but a test_set_without_outputs.csv to read them from
+    "inferred_input_columns": {"missing_input_columns"},
+    "random_draws": {"nondeterministic_tools"},  # unseeded random / numpy draws
     **{
         name: {name}
         for name in (

@@ -137,9 +137,13 @@ def _rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["task_id"]: r for r in result["per_task"]}
 
 
-def _record_score(traces: Traces, index: int, trajectory: Trajectory) -> dict[str, Any]:
+def _record_score(
+    traces: Traces, index: int, trajectory: Trajectory, agent_error: str | None = None
+) -> dict[str, Any]:
+    """The runner's score of the episode (``agent_error``: what its worker reported)."""
     task = traces.data.tasks[index]
-    return score_episode(traces.data.domain, task, trajectory, traces.gold(index)).to_json()
+    gold = traces.gold(index)
+    return score_episode(traces.data.domain, task, trajectory, gold, None, agent_error).to_json()
 
 
 def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
@@ -164,7 +168,8 @@ def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
     rows = _rows(result)
     for index, trajectory in recorded.items():
         task_id = traces.gold(index).task_id
-        assert rows[task_id]["score"] == _record_score(traces, index, trajectory), task_id
+        said = None if trajectory.finished else "GaveUp: no answer"  # as its worker reported
+        assert rows[task_id]["score"] == _record_score(traces, index, trajectory, said), task_id
         assert rows[task_id]["trace_complete"]
     errors = rows[gold.task_id]["score"]["errors"]
     assert errors == {

@@ -61,12 +61,12 @@ def test_tasks_carry_exactly_the_input_columns() -> None:
     assert schema["properties"]["order_id"] == {"type": "string"}
 
 
-def test_rows_with_an_empty_expected_output_are_left_out_as_unscorable() -> None:
+def test_rows_with_an_empty_expected_output_are_kept_and_flagged() -> None:
     bench = read_benchmark(FIXTURES / "empty_expected_outputs")
-    tasks, expected, unscorable = build_tasks(bench, input_columns_for(bench))
-    assert unscorable == {3: ["refund_decision"], 4: ["refund_decision"]}
-    assert [t.id for t in tasks] == [f"sopbench-empty_expected_outputs-00{r}" for r in (0, 1, 2)]
-    assert all(None not in e.values() for e in expected.values()), "no null to match a null"
+    tasks, expected, empty = build_tasks(bench, input_columns_for(bench))
+    assert empty == {3: ["refund_decision"], 4: ["refund_decision"]}
+    assert [t.id for t in tasks] == [f"sopbench-empty_expected_outputs-00{r}" for r in range(5)]
+    assert expected["sopbench-empty_expected_outputs-003"] == {"refund_decision": None}
 
 
 def test_bad_files_become_findings_and_never_raise() -> None:

@@ -44,7 +44,8 @@ def test_import_registers_paths_without_copying(
         assert f"skipped {broken}: " in output  # reported, and the others still imported
     registry = json.loads((home / "imports.json").read_text())["imports"]
     assert registry["sopbench/clean"] == {
-        "path": str(FIXTURES / "clean"), "input_columns": None, "strict_schemas": False
+        "path": str(FIXTURES / "clean"), "input_columns": None, "strict_schemas": False,
+        "none_as_error": False,
     }  # fmt: skip
     assert "sopbench/bad_json" not in registry
     assert sorted(p.name for p in home.iterdir()) == ["imports.json"]  # nothing copied
@@ -116,7 +117,12 @@ def test_the_standard_tool_service_serves_an_imported_benchmark(
     assert status == 500 and "tools.py lacks it" in body["error"]["message"]
     none = TestClient(create_app(load_imported("sopbench/tools_returning_none"), tmp_path / "d"))
     args = {"order_id": "A-104", "customer_tier": "gold", "days_since_purchase": 70}
-    status, body = call(none, "checkReturnWindow", args)
+    status, body = call(none, "checkReturnWindow", args)  # as SOP-Bench: a successful null
+    assert status == 200 and body["result"] == {"value": None}
+    assert "returned None" in body["warnings"][0]
+    assert _import(str(FIXTURES / "tools_returning_none"), "--none-as-error")[0] == 0
+    strict = TestClient(create_app(load_imported("sopbench/tools_returning_none"), tmp_path / "d"))
+    status, body = call(strict, "checkReturnWindow", args)  # our strict view: the tool failed
     assert status == 500 and "returned None" in body["error"]["message"]
 
 

@@ -9,8 +9,11 @@ directed edge ``[A, B]``. Change the signatures in the prompt and the answer cha
 An error profile perturbs the worked-out graph, edge by edge, with three of its step kinds
 read as graph mistakes (:data:`GRAPH_MISTAKES`): ``skip_step`` drops a true edge (edge recall
 falls), ``wrong_tool`` reverses one (both fall), ``hallucinated_tool`` adds an edge between two
-APIs that have none (edge precision falls). Draws are seeded by the profile and the question,
-and every mistake is returned for the injection log. ``messy_format`` varies the writing.
+APIs that have none (edge precision falls). ``wrong_node`` selects a wrong API in place of a
+true one (named like it, never shown), its edges with it: node precision and recall fall, as
+they do when a model picks the wrong APIs out of a large catalog. Draws are seeded by the
+profile and the question, and every mistake is returned for the injection log.
+``messy_format`` varies the writing.
 """
 
 from __future__ import annotations
@@ -95,13 +98,29 @@ def perturbed_graph(graph: JSON, profile: ErrorProfile, key: str) -> tuple[JSON,
                              "got": list(edge[::-1])})  # fmt: skip
         else:
             kept.append(edge)
-    nodes = graph["nodes"]
+    nodes, kept = _wrong_nodes(graph["nodes"], kept, profile, key, mistakes)
     for a, b in itertools.pairwise(nodes):  # candidates: neighbours in the listing
         unrelated = (a, b) not in edges and (b, a) not in edges and (a, b) not in kept
         if unrelated and _draw(profile, key, (a, b), "hallucinated_tool"):
             kept.append((a, b))
             mistakes.append({"kind": GRAPH_MISTAKES["hallucinated_tool"], "got": [a, b]})
     return {"nodes": nodes, "edges": [list(e) for e in sorted(kept)]}, mistakes
+
+
+def _wrong_nodes(
+    nodes: list[str],
+    edges: list[tuple[str, ...]],
+    profile: ErrorProfile,
+    key: str,
+    mistakes: list[JSON],
+) -> tuple[list[str], list[tuple[str, ...]]]:
+    """``nodes`` with each drawn one replaced by a wrong API, renamed in ``edges`` too."""
+    wrong = {name: f"{name}_legacy" for name in nodes if _draw(profile, key, (name,), "wrong_node")}
+    if not wrong:
+        return nodes, edges
+    mistakes += [{"kind": "graph_wrong_node", "expected": n, "got": w} for n, w in wrong.items()]
+    renamed = [tuple(wrong.get(end, end) for end in edge) for edge in edges]
+    return [wrong.get(name, name) for name in nodes], renamed
 
 
 def _draw(profile: ErrorProfile, key: str, edge: tuple[str, ...], kind: str) -> bool:

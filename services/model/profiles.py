@@ -25,6 +25,10 @@ key (it would not be wrong); ``invalid_final`` makes it invalid: SOP-Maze's grad
 
 After a mistaken call the model makes the correct call next, as a real model recovering from a
 tool error would. A skipped step's result is the one the model expects (it never sees one).
+``wrong_node`` applies to dependency-graph answers only (TELLER's stage 1): the model selects
+an API that was not among those shown in place of a true one, edges included, so node
+precision and recall fall (:mod:`.graphs`).
+
 ``messy_format`` is not a mistake: it varies how replies are written (code fences, single
 quotes, trailing prose) so agents' parsers are exercised.
 
@@ -52,7 +56,9 @@ STEP_KINDS = (
 TASK_KINDS = ("blank", "wrong_final", "invalid_final")
 STYLE_KINDS = ("messy_format",)
 BEHAVIOUR_KINDS = ("tools_late", "repeat_failing", "plan_xml", "plan_list", "plan_prose")
-KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS, *BEHAVIOUR_KINDS)
+# dependency-graph answers only (stage 1): select a wrong API in place of a true one
+GRAPH_KINDS = ("wrong_node",)
+KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS, *BEHAVIOUR_KINDS, *GRAPH_KINDS)
 
 PRESETS: dict[str, dict[str, float]] = {
     "perfect": {},
@@ -70,6 +76,8 @@ PRESETS: dict[str, dict[str, float]] = {
     # small local models, as seen on llama.cpp: a guessed answer first, stuck on a refusal
     "guesser": {"tools_late": 1.0},
     "stubborn": {"missing_arg": 1.0, "repeat_failing": 1.0},
+    # TELLER's stage 1 as weaker models play it: wrong APIs selected, edges dropped
+    "wrong_nodes": {"wrong_node": 0.2, "skip_step": 0.1},
 }
 
 
@@ -88,7 +96,7 @@ class ErrorProfile:
 
     @property
     def perfect(self) -> bool:
-        return not any(self.rates.get(k, 0.0) for k in (*STEP_KINDS, *TASK_KINDS))
+        return not any(self.rates.get(k, 0.0) for k in (*STEP_KINDS, *TASK_KINDS, *GRAPH_KINDS))
 
 
 def parse_profile(text: str) -> ErrorProfile:

@@ -100,7 +100,10 @@ def _row(
     gold = tasks.gold[task_id]
     problems = episode.problems if episode else ["no trace of this task"]
     trajectory = episode.trajectory(gold) if episode and not problems else None
-    score = score_episode(tasks.domain, tasks.by_id[task_id], trajectory, gold, _infra(episode))
+    said = episode.root.attributes.get(sc.ERROR_TYPE) if episode and episode.root else None
+    score = score_episode(
+        tasks.domain, tasks.by_id[task_id], trajectory, gold, _infra(episode), said
+    )
     row: JSON = {
         "task_id": task_id,
         "domain": domain,
@@ -308,10 +311,11 @@ def _result(
     for row in rows:
         row["agent_model"] = f"{row['agent']}/{row['model'] or '?'}"
     overall = metrics(rows, scores)
-    # the papers' own tables (sopgym.evaluation.paper_figures), where the rows hold a family
-    paper = {"paper": found} if (found := paper_figures(rows)) else {}
+    # the papers' own tables (sopgym.evaluation.paper_figures), where the rows hold a family,
+    # join the profiles' figures (SOP-Bench, TELLER) under "paper", keyed by paper
+    if found := paper_figures(rows):
+        overall["paper"] = {**overall.get("paper", {}), **found}
     return {
-        **paper,
         "source": source,
         "evaluated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "spans": 0,

@@ -100,9 +100,13 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         out.append(breakdown_table(result["breakdown"]))
     if result.get("two_stage"):
         out.append(two_stage_table(result["two_stage"]))
+    # the papers' own figures: the family tables (SOP-Maze, TOD-ProcBench) and the
+    # profiles (SOP-Bench, TELLER), all under result["paper"] keyed by paper
     from sopgym.evaluation.paper_tables import paper_tables  # it imports this module
+    from sopgym.evaluation.profiles.tables import paper_tables as profile_tables
 
     out += paper_tables(result.get("paper"))
+    out += profile_tables(result)
 
     def trace_cell(trace_id: str | None) -> Cell:
         if not trace_id:
@@ -487,6 +491,10 @@ def print_summary(result: JSON, console: Console) -> None:
         console.print(line, markup=False)
     if result.get("two_stage"):
         _print_table(two_stage_table(result["two_stage"]), TWO_STAGE_TERMINAL, console)
+    from sopgym.evaluation.profiles.tables import paper_lines
+
+    for line in paper_lines(result):
+        console.print(line, markup=False)
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:
         line = f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}"

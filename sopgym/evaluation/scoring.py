@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from sopgym.core.errors import DOWN_CODE, FAULT_CODES, INFRA_CODES
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation import profiles
 from sopgym.evaluation.scorers import Case, Score, scorers_for
 from sopgym.types import JSON
 
@@ -57,12 +58,31 @@ class TaskScore:
     # gate that could be judged (it might be one), and counted apart in the summary
     unjudged: list[str] = field(default_factory=list)
     undecided: bool = False
+    # the papers' own verdicts on the same episode, per profile (sopgym.evaluation.profiles)
+    paper: dict[str, JSON] = field(default_factory=dict)
 
     def to_json(self) -> JSON:
         return asdict(self)
 
 
 def score_episode(
+    domain: DomainPack,
+    task: Task,
+    trajectory: Trajectory | None,
+    gold: Gold,
+    infra_error: str | None = None,
+    agent_error: str | None = None,
+) -> TaskScore:
+    """Score one episode strictly (:func:`strict_score`), plus the verdicts of the papers'
+    own definitions where a profile applies to the domain (``paper``: see
+    :mod:`sopgym.evaluation.profiles`; ``agent_error`` is what the agent's worker said ended
+    the episode, which SOP-Bench's completion rule reads)."""
+    score = strict_score(domain, task, trajectory, gold, infra_error)
+    score.paper = profiles.verdicts(task.domain, trajectory, gold, score, agent_error)
+    return score
+
+
+def strict_score(
     domain: DomainPack,
     task: Task,
     trajectory: Trajectory | None,
@@ -216,6 +236,9 @@ def aggregate(scores: Iterable[TaskScore]) -> JSON:
         "tsr_if_undecided_pass": (correct + undecided) / n if n else 0.0,
         # per scorer, the mean of its applicable values over the tasks it scored
         "scores": {name: _mean(v) for name, v in sorted(values.items())},
+        # the papers' own definitions over the same episodes, infrastructure failures
+        # included (SOP-Bench counts them against ECR)
+        "paper": profiles.aggregate(every),
     }
 
 

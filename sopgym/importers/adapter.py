@@ -12,15 +12,16 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
 from sopgym.core.tasks import Solution, Task
 from sopgym.core.tools import JSON, Implementation, Tool, ToolContext
-from sopgym.importers.bridge import ToolsBridge
+from sopgym.importers.bridge import NullResult, ToolsBridge
 from sopgym.importers.layout import LAYOUT_FILES, SOP, Benchmark
 from sopgym.importers.tasks import build_tasks, columns_schema
 
-ADAPTER_VERSION = "2"  # bump when the materialised tasks or gold change shape
+ADAPTER_VERSION = "3"  # bump when the materialised tasks or gold change shape
 
 
 @dataclass
@@ -28,21 +29,40 @@ class ImportedDomain(DomainPack):
     """A DomainPack whose data is a published folder rather than a generator."""
 
     source_digest: str = ""
-    # data rows left out as unscorable (an empty expected output), with the empty columns
-    unscorable: dict[int, list[str]] = field(default_factory=dict)
+    # data rows whose expected output is empty, with those columns: kept and flagged (the
+    # sopbench profile scores them as SOP-Bench does; see sopgym.importers.tasks.build_tasks)
+    empty_expected: dict[int, list[str]] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         return self.source_digest
 
 
+NULL_WARNING = "the tool returned None: served as a successful null, as SOP-Bench serves it"
+
+
+class ImportedTool(Tool):
+    """A benchmark's tool: a ``None`` it returned comes back as ``null`` with a warning on the
+    call (recorded by the gateway), so it is seen, never counted as our tool error."""
+
+    def call(self, arguments: Any, ctx: ToolContext) -> tuple[JSON, list[str]]:
+        result, warnings = super().call(arguments, ctx)
+        if isinstance(result, NullResult):
+            warnings = [*warnings, NULL_WARNING]
+        return result, warnings
+
+
 def build_domain(
-    bench: Benchmark, input_columns: list[str], strict_schemas: bool = False
+    bench: Benchmark,
+    input_columns: list[str],
+    strict_schemas: bool = False,
+    none_as_error: bool = False,
 ) -> ImportedDomain:
     """The benchmark as a pack. SOP-Bench's own tool manager never validates arguments, and
     its published schemas sometimes disagree with its own data, so by default a call that
-    breaks a toolspec reaches the tool with a warning; ``strict_schemas`` refuses it."""
-    tasks, expected, unscorable = build_tasks(bench, input_columns)
-    bridge = ToolsBridge(bench.folder, [s.name for s in bench.specs])
+    breaks a toolspec reaches the tool with a warning; ``strict_schemas`` refuses it. A tool
+    returning ``None`` answers ``null`` (as SOP-Bench does) unless ``none_as_error``."""
+    tasks, expected, empty_expected = build_tasks(bench, input_columns)
+    bridge = ToolsBridge(bench.folder, [s.name for s in bench.specs], none_as_error)
 
     def generate(seed: int, files_dir: Path) -> GeneratedData:
         return GeneratedData(tables={}, tasks=list(tasks))
@@ -54,7 +74,9 @@ def build_domain(
         name=bench.domain_name,
         title=f"SOP-Bench {bench.name} (imported from {bench.folder})",
         folder=bench.folder,
-        tools=[Tool(spec, _forward(bridge, spec.name), strict_schemas) for spec in bench.specs],
+        tools=[
+            ImportedTool(spec, _forward(bridge, spec.name), strict_schemas) for spec in bench.specs
+        ],
         generate=generate,
         solve=solve,
         input_schema=columns_schema(bench, input_columns),
@@ -62,7 +84,7 @@ def build_domain(
         sop_files={"clean": SOP},
         reference_policy=False,
         source_digest=_digest(bench.folder, input_columns),
-        unscorable=unscorable,
+        empty_expected=empty_expected,
     )
 
 

@@ -14,10 +14,14 @@ import hashlib
 import importlib.util
 import inspect
 import io
+import json
 import logging
 import math
+import os
+import random
 import re
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,17 +46,32 @@ class ToolsLoadError(RuntimeError):
     """``tools.py`` cannot be imported, or offers no object to call tools on."""
 
 
+# The tool service's environment variable holding the run's --seed: imported tools' random
+# draws are seeded from it (:meth:`ToolsBridge.serve`), so two runs with one seed agree
+TOOL_SEED_ENV = "SOPGYM_TOOL_SEED"
+
+
+class NullResult(dict[str, Any]):
+    """``{"value": null}`` answering a tool that returned ``None``: SOP-Bench shows its model
+    ``null`` as a success, so we do too; the type lets the call carry a warning saying so."""
+
+
 class ToolsBridge:
-    def __init__(self, folder: Path, tool_names: list[str]) -> None:
+    def __init__(self, folder: Path, tool_names: list[str], none_as_error: bool = False) -> None:
         self.folder = folder
         self.tool_names = list(tool_names)
+        self.none_as_error = none_as_error  # our strict view: None is the tool's failure
         self._target: Any = None
         self._literals: set[str] | None = None
+        # seeding the process-wide generators and drawing from them must not interleave
+        # with another call's (the tool service runs calls in a thread pool)
+        self._seeded = threading.Lock()
 
     # ---- loading ----
     def load(self) -> Any:
         """The object tools are called on (an instance, or the module itself), loaded once."""
         if self._target is None:
+            seed_generators(call_seed(TOOLS, {}))  # draws made while loading follow the seed too
             module = self._import()
             self._target = self._instantiate(module)
         return self._target
@@ -135,12 +154,34 @@ class ToolsBridge:
                 "internal_error", f"tool {name!r} is in toolspecs.json but {TOOLS} lacks it"
             )
         try:
-            raw = self.call(name, params)
+            with self._seeded:
+                seed_generators(call_seed(name, params))
+                raw = self.call(name, params)
         except ToolError:
             raise
         except (Exception, SystemExit) as error:
             raise error_for(name, error) from None
-        return result_object(name, raw)
+        return result_object(name, raw, self.none_as_error)
+
+
+def call_seed(name: str, params: JSON) -> int:
+    """The seed of one call: the run's (``SOPGYM_TOOL_SEED``, 0 when unset) with the tool and
+    its arguments, so a call draws the same in every run with that seed, whatever the order or
+    concurrency of the calls around it (and differently under another seed)."""
+    run_seed = os.environ.get(TOOL_SEED_ENV, "0")
+    text = f"{run_seed}|{name}|{json.dumps(params, sort_keys=True, default=str)}"
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big")
+
+
+def seed_generators(seed: int) -> None:
+    """Seed Python's ``random`` and numpy's legacy global generator (what tools.py files draw
+    from when they draw unseeded)."""
+    random.seed(seed)
+    try:
+        import numpy
+    except ImportError:  # numpy is pandas' dependency: absent only where pandas is
+        return
+    numpy.random.seed(seed)
 
 
 def unimplemented(folder: Path, tool_names: list[str]) -> list[str]:
@@ -151,9 +192,13 @@ def unimplemented(folder: Path, tool_names: list[str]) -> list[str]:
     return [name for name in tool_names if not bridge.implements(name)]
 
 
-def result_object(name: str, raw: Any) -> JSON:
-    """A tool's return value as a JSON object; a bare value is wrapped as ``{"value": ...}``."""
+def result_object(name: str, raw: Any, none_as_error: bool = False) -> JSON:
+    """A tool's return value as a JSON object; a bare value is wrapped as ``{"value": ...}``.
+    ``None`` is a successful ``null`` (:class:`NullResult`), as SOP-Bench answers it, unless
+    ``none_as_error``: then it is the tool's failure."""
     if raw is None:
+        if not none_as_error:
+            return NullResult(value=None)
         raise ToolError("internal_error", f"tool {name!r} returned None")
     value = json_value(raw)
     return value if isinstance(value, dict) else {"value": value}

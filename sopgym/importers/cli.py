@@ -93,9 +93,20 @@ def import_group() -> None:
     help="Refuse tool calls that break toolspecs.json (default: pass them to the tools, as "
     "SOP-Bench does, with a warning on the call).",
 )
+@click.option(
+    "--none-as-error",
+    is_flag=True,
+    help="Answer a tool that returns None with internal_error, counted as a tool_error (our "
+    "strict view; default: a successful null with a warning on the call, as SOP-Bench).",
+)
 @_TIMEOUT
 def import_sop_bench(
-    path: Path, input_columns: str | None, home: Path | None, strict_schemas: bool, timeout: float
+    path: Path,
+    input_columns: str | None,
+    home: Path | None,
+    strict_schemas: bool,
+    none_as_error: bool,
+    timeout: float,
 ) -> None:
     """Import PATH: one SOP-Bench benchmark folder, a folder of them, or a SOP-Bench checkout.
 
@@ -111,7 +122,7 @@ def import_sop_bench(
     for folder in _folders(path):
         try:
             bench = read_benchmark(folder)
-            domain = prepare(bench, given, strict_schemas)
+            domain = prepare(bench, given, strict_schemas, none_as_error)
         except ImportProblem as error:
             click.echo(f"skipped {error}")  # the message starts with the benchmark's name
             continue
@@ -119,18 +130,26 @@ def import_sop_bench(
             click.echo(f"skipped {folder.name}: {type(error).__name__}: {error}")
             continue
         named = given if bench.input_columns is None else None
-        entries.append(ImportEntry(bench.domain_name, bench.folder, named, strict_schemas))
+        entries.append(
+            ImportEntry(bench.domain_name, bench.folder, named, strict_schemas, none_as_error)
+        )
         tasks = len(domain.generate(domain.seed, bench.folder).tasks)
         note = ""
         if defects(bench.problems):
             note = f" ({len(defects(bench.problems))} problem(s) in its files: run sopgym audit)"
         click.echo(f"imported {bench.domain_name}: {tasks} tasks, {len(domain.tools)} tools{note}")
         _warn_uncallable(bench.folder, [t.name for t in domain.tools], timeout)
-        if domain.unscorable:
-            rows = ", ".join(str(r) for r in sorted(domain.unscorable))
+        if bench.input_columns is None and not given and bench.inferred_input_columns:
             click.echo(
-                f"  {len(domain.unscorable)} row(s) unscorable (an empty expected output), "
-                f"left out: rows {rows}"
+                f"  warning: {bench.name}'s metadata.json names no input_columns; inferred from "
+                f"test_set_without_outputs.csv: {', '.join(bench.inferred_input_columns)} "
+                "(name others with --input-columns)"
+            )
+        if domain.empty_expected:
+            rows = ", ".join(str(r) for r in sorted(domain.empty_expected))
+            click.echo(
+                f"  {len(domain.empty_expected)} row(s) with an empty expected output kept and "
+                f"flagged (SOP-Bench matches any null-like answer there): rows {rows}"
             )
     if not entries:
         click.echo("nothing imported")

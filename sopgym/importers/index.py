@@ -31,12 +31,14 @@ class ImportEntry:
     input_columns: list[str] | None = None  # only when given with --input-columns
     strict_schemas: bool = False  # refuse calls that break toolspecs.json (--strict-schemas)
     shape: str | None = None  # SOP-Maze: the shape given with --shape (LRS or HRS)
+    none_as_error: bool = False  # a tool returning None fails the call (--none-as-error)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "path": str(self.path),
             "input_columns": self.input_columns,
             "strict_schemas": self.strict_schemas,
+            "none_as_error": self.none_as_error,
         }
         if self.shape:
             body["shape"] = self.shape
@@ -65,6 +67,7 @@ def read_index() -> dict[str, ImportEntry]:
                 item.get("input_columns"),
                 bool(item.get("strict_schemas", False)),
                 item.get("shape"),
+                bool(item.get("none_as_error", False)),
             )
             for name, item in imports.items()
         }

@@ -28,7 +28,10 @@ METADATA, SOP, TOOLSPECS, CSV, TOOLS = (
     "test_set_with_outputs.csv",
     "tools.py",
 )
-LAYOUT_FILES = (METADATA, SOP, TOOLSPECS, CSV, TOOLS)
+# the published inputs-only test set: its columns are the task inputs (when metadata.json
+# names none, they are read from it: :func:`_read_inputs_only_columns`)
+WITHOUT_OUTPUTS = "test_set_without_outputs.csv"
+LAYOUT_FILES = (METADATA, SOP, TOOLSPECS, CSV, TOOLS, WITHOUT_OUTPUTS)
 CHECKOUT_DATA = Path("src/amazon_sop_bench/benchmarks/data")
 PERMISSIVE_SCHEMA: dict[str, Any] = {"type": "object"}
 
@@ -40,6 +43,9 @@ class Benchmark:
     name: str
     folder: Path
     input_columns: list[str] | None = None
+    # when metadata.json names no input_columns: the columns of test_set_without_outputs.csv
+    # that are not output columns (None: no such file, or nothing to read from it)
+    inferred_input_columns: list[str] | None = None
     output_columns: list[str] = field(default_factory=list)
     sop: str | None = None
     specs: list[ToolSpec] = field(default_factory=list)
@@ -75,6 +81,7 @@ def read_benchmark(folder: Path) -> Benchmark:
     _read_sop(bench)
     _read_specs(bench)
     _read_table(bench)
+    _read_inputs_only_columns(bench)
     _read_tools_source(bench)
     return bench
 
@@ -236,6 +243,29 @@ def _read_table(bench: Benchmark) -> None:
     if absent:
         message = f"{CSV} lacks column(s) named in {METADATA}: {', '.join(absent)}"
         bench.problems.append(Finding("missing_columns", message, columns=absent, file=CSV))
+
+
+def _read_inputs_only_columns(bench: Benchmark) -> None:
+    """Where metadata.json names no input_columns, take them from the header of
+    ``test_set_without_outputs.csv`` (its columns less the output columns, those the main CSV
+    has), and say so on the ``missing_input_columns`` finding."""
+    path = bench.folder / WITHOUT_OUTPUTS
+    if bench.input_columns is not None or not path.is_file() or bench.table is None:
+        return
+    try:
+        header = read_csv(path).columns
+    except CsvError as error:
+        message = f"{WITHOUT_OUTPUTS}: {error}"
+        bench.problems.append(Finding("bad_file", message, file=WITHOUT_OUTPUTS))
+        return
+    columns = [c for c in header if c not in bench.output_columns and c in bench.table.columns]
+    if not columns:
+        return
+    bench.inferred_input_columns = columns
+    for finding in bench.problems:
+        if finding.kind == "missing_input_columns":
+            finding.message += f"; inferred from {WITHOUT_OUTPUTS}: {', '.join(columns)}"
+            finding.columns = columns
 
 
 def _read_tools_source(bench: Benchmark) -> None:

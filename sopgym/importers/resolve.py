@@ -26,10 +26,14 @@ class ImportProblem(UnknownDomainError):
 
 
 def prepare(
-    bench: Benchmark, given_inputs: list[str] | None = None, strict_schemas: bool = False
+    bench: Benchmark,
+    given_inputs: list[str] | None = None,
+    strict_schemas: bool = False,
+    none_as_error: bool = False,
 ) -> ImportedDomain:
     """The servable domain of a parsed benchmark, or :class:`ImportProblem` saying why not;
-    unless ``strict_schemas``, its tools pass calls that break their specs through."""
+    unless ``strict_schemas``, its tools pass calls that break their specs through; unless
+    ``none_as_error``, a tool's ``None`` answers ``null``."""
     blocking = bench.blocking()
     if blocking:
         raise ImportProblem(f"{bench.name}: {blocking[0].message}")
@@ -37,7 +41,7 @@ def prepare(
         inputs = input_columns_for(bench, given_inputs)
     except InputColumnsError as error:
         raise ImportProblem(str(error)) from None
-    domain = build_domain(bench, inputs, strict_schemas)
+    domain = build_domain(bench, inputs, strict_schemas, none_as_error)
     if not domain.tools:
         raise ImportProblem(f"{bench.name}: toolspecs.json declares no usable tool")
     tasks = domain.generate(domain.seed, bench.folder)
@@ -89,7 +93,9 @@ def load_imported(name: str) -> DomainPack:
             return build_abcd(entry.path)
         except AbcdError as error:
             raise ImportProblem(f"{name}: {error}") from None
-    return prepare(read_benchmark(entry.path), entry.input_columns, entry.strict_schemas)
+    return prepare(
+        read_benchmark(entry.path), entry.input_columns, entry.strict_schemas, entry.none_as_error
+    )
 
 
 def _load_maze(name: str, path: Path, shape: str | None) -> ImportedDomain:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sopgym.core.tasks import Task
-from sopgym.importers.layout import METADATA, Benchmark
+from sopgym.importers.layout import METADATA, WITHOUT_OUTPUTS, Benchmark
 from sopgym.types import JSON
 
 
@@ -19,12 +19,15 @@ class InputColumnsError(ValueError):
 
 
 def input_columns_for(bench: Benchmark, given: list[str] | None = None) -> list[str]:
-    """``metadata.json``'s input_columns, else the ones the user named; never the whole row."""
-    columns = bench.input_columns or given
+    """``metadata.json``'s input_columns, else the ones the user named, else those
+    ``test_set_without_outputs.csv`` shows (:attr:`Benchmark.inferred_input_columns`);
+    never the whole row."""
+    columns = bench.input_columns or given or bench.inferred_input_columns
     if not columns:
         raise InputColumnsError(
-            f"{bench.name}: {METADATA} names no input_columns; name them with "
-            "--input-columns a,b,c (the whole row would hand the answer to the agent)"
+            f"{bench.name}: {METADATA} names no input_columns and there is no "
+            f"{WITHOUT_OUTPUTS} to read them from; name them with --input-columns a,b,c "
+            "(the whole row would hand the answer to the agent)"
         )
     known = bench.table.columns if bench.table else []
     absent = [c for c in columns if c not in known]
@@ -53,26 +56,28 @@ def empty_outputs(bench: Benchmark, row: JSON) -> list[str]:
 def build_tasks(
     bench: Benchmark, inputs: list[str]
 ) -> tuple[list[Task], dict[str, JSON], dict[int, list[str]]]:
-    """One task per well-formed row, its expected outputs keyed by task id, and the rows left
-    out as unscorable (with their empty output columns): an empty expected output would be
-    "matched" by an answer that says nothing (null), so such a row could only inflate a
-    score."""
+    """One task per well-formed row, its expected outputs keyed by task id, and the rows
+    whose expected output is empty (with those columns). SOP-Bench scores such rows (any
+    null-like answer matches an empty expected value), so they are kept, flagged: the
+    ``sopbench`` profile scores them as the source does, and our strict view expects the
+    field present with a ``null``."""
     tasks: list[Task] = []
     expected: dict[str, JSON] = {}
-    unscorable: dict[int, list[str]] = {}
+    empty_expected: dict[int, list[str]] = {}
     rows = bench.table.rows if bench.table else {}
     for row_index, row in sorted(rows.items()):
         if blank := empty_outputs(bench, row):
-            unscorable[row_index] = blank
-            continue
+            empty_expected[row_index] = blank
         task = Task(
             id=task_id(bench.name, row_index),
             domain=bench.domain_name,
             inputs={c: row.get(c) for c in inputs},
         )
         tasks.append(task)
-        expected[task.id] = {c: row.get(c) for c in bench.output_columns}
-    return tasks, expected, unscorable
+        expected[task.id] = {
+            c: None if c in (blank or ()) else row.get(c) for c in bench.output_columns
+        }
+    return tasks, expected, empty_expected
 
 
 def columns_schema(bench: Benchmark, columns: list[str]) -> JSON:

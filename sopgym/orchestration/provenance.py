@@ -21,6 +21,9 @@ def provenance(domains: list[str]) -> JSON:
         "git_commit": commit,
         "git_dirty": _git_dirty(_SOURCE) if commit else None,
         "fingerprints": {name: load_domain(name).fingerprint() for name in domains},
+        # imported benchmarks' tools.py run under these (floats can differ by an ulp from
+        # the versions a benchmark pins: docs/sop-bench-import.md, "Exact floats")
+        "libraries": {name: _package_version(name) for name in ("pandas", "numpy")},
     }
 
 
@@ -46,7 +49,11 @@ def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
 
 
 def _version() -> str | None:
+    return _package_version("sopgym")
+
+
+def _package_version(name: str) -> str | None:
     try:
-        return metadata.version("sopgym")
+        return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None

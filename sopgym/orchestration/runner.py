@@ -491,7 +491,9 @@ class Runner:
         trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
         infra = report.get("error") or "failed" if report.get("status") == INFRA_ERROR else None
-        score = score_episode(domain_data.domain, task, trajectory, gold, infra)
+        score = score_episode(
+            domain_data.domain, task, trajectory, gold, infra, agent_error=report.get("error")
+        )
         score.answered_without_tools = bool(report.get("answered_without_tools"))
         return {
             "task_id": task.id,
@@ -550,7 +552,7 @@ class Runner:
         }
         tagged = {(t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}
         if paper := summary_figures(tasks, scores, tagged):  # the papers' own tables
-            summary["paper"] = paper
+            summary["paper"] = {**summary.get("paper", {}), **paper}
         write_atomic(self.paths.summary, dumps(summary))
         return summary
 

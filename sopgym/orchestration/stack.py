@@ -17,6 +17,7 @@ from sopgym.agents.models import is_scripted
 from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
+from sopgym.importers.bridge import TOOL_SEED_ENV
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 from sopgym.services.tools.group import mount_path
 
@@ -99,7 +100,12 @@ def embedded_stack(
                     name,
                     sopgym_command("serve-tools", *members, "--port", str(port), *data_args),
                     logs / f"{name.replace('/', '__')}.log",
-                    env={**stack.env, SERVICE_SECRET_ENV: stack.service_secret},
+                    # (TOOL_SEED_ENV: imported tools' random draws follow the run's seed)
+                    env={
+                        **stack.env,
+                        SERVICE_SECRET_ENV: stack.service_secret,
+                        TOOL_SEED_ENV: str(seed),
+                    },
                     ready_url=f"{url}/readyz",
                 )
             )

@@ -143,6 +143,9 @@ def _figures(summary: JSON, recorded: list[JSON]) -> str:
         ("infra errors", str(summary.get("infra_errors", 0))),
         ("tokens", _count(total_tokens(recorded))),
     ]
+    sopbench = (summary.get("paper") or {}).get("sopbench")
+    if sopbench:  # SOP-Bench's own headline beside ours (sopgym.evaluation.profiles)
+        items.append(("TSR, SOP-Bench's def.", pct(sopbench["weighted_average"]["tsr"])))
     cells = "".join(
         f"<div class='figure' data-figure='{escape(k)}'><b>{escape(v)}</b>{escape(k)}</div>"
         for k, v in items
@@ -163,6 +166,17 @@ def _calls_text(row: JSON) -> str:
     return " > ".join(
         f"{c['name']}!{c['error_code']}" if c.get("error_code") else c["name"] for c in calls
     )
+
+
+def _paper_note(score: JSON) -> str:
+    """Where a paper's definitions judge the task otherwise than ours: which, and in what
+    (sopgym.evaluation.profiles)."""
+    from sopgym.evaluation.profiles import differing
+
+    said = "; ".join(f"{name}: {', '.join(what)}" for name, what in differing(score).items())
+    if not said:
+        return ""
+    return f" <span class='badge paper' title='judged differently by'>{escape(said)}</span>"
 
 
 def _select(name: str, label: str, values: Iterable[str]) -> str:
@@ -198,7 +212,7 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
             f"<a href='{escape(task_link(run, row))}'>{escape(row['task_id'])}</a>",
             escape(row["domain"]),
             str(row.get("trial") or 0),
-            f"<span class='badge {result}'>{result}</span>",
+            f"<span class='badge {result}'>{result}</span>" + _paper_note(score),
             escape(", ".join(wrong) or "-"),
             escape(", ".join(f"{k}={score['errors'][k]}" for k in errors_of) or "-"),
             str(score.get("calls", 0)),

@@ -26,6 +26,11 @@ from sopgym.types import JSON
 # distractors shown per task, rotating: the bare graph, a few, the whole financial catalog
 DISTRACTOR_COUNTS = (0, 10, 45)
 TASKS_PER_COUNT = 4
+# every distractor of the scenario's catalog (TELLER's setting, ~280 signatures): built by
+# bench/bench_teller_stage1.py, not a task: the back-office tools take fields other back-office
+# tools return, so the dependency rule links them (5,388 edges among loans' distractors) where
+# the paper's graph has the scenario's APIs only
+WHOLE_CATALOG = -1
 _NAMES: JSON = {"type": "array", "items": {"type": "string", "minLength": 1}}
 
 
@@ -49,15 +54,27 @@ def distractor_signature(item: Tool) -> JSON:
     }
 
 
+def shown_apis(scenario: Scenario, count: int, rng: random.Random) -> list[JSON]:
+    """The signatures one stage-1 task shows, shuffled: the scenario's APIs with ``count``
+    financial distractors drawn, or with every distractor of its catalog (``WHOLE_CATALOG``)."""
+    from sopgym.domains.banking._engine.pack import distractors  # (the pack imports this one)
+
+    apis = [signature(scenario, api.name) for api in scenario.apis]
+    if count == WHOLE_CATALOG:
+        apis += [distractor_signature(d) for d in distractors(scenario)]
+    else:
+        apis += [distractor_signature(d) for d in rng.sample(FINANCIAL_DISTRACTORS, count)]
+    rng.shuffle(apis)
+    return apis
+
+
 def make_graph_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
     def generate(seed: int, files_dir: Path) -> GeneratedData:
         rng = random.Random(f"{seed}|{scenario.name}")
         tasks = []
         for index in range(len(DISTRACTOR_COUNTS) * TASKS_PER_COUNT):
             count = DISTRACTOR_COUNTS[index % len(DISTRACTOR_COUNTS)]
-            apis = [signature(scenario, api.name) for api in scenario.apis]
-            apis += [distractor_signature(d) for d in rng.sample(FINANCIAL_DISTRACTORS, count)]
-            rng.shuffle(apis)
+            apis = shown_apis(scenario, count, rng)
             inputs = {"context": scenario.context, "apis": apis}
             task_id = f"{scenario.name}_graph-{index:03d}"
             tasks.append(Task(task_id, f"banking/{scenario.name}_graph", inputs, kind="graph"))

@@ -1,0 +1,208 @@
+"""SOP-Bench's own definitions (its published evaluation code, read on 2026-11), computed from
+the same episodes as our strict scores and reported beside them under the name ``sopbench``.
+
+Where the source differs from our strict view:
+
+- **answer match** (:func:`values_agree`): a predicted value passes when, after case folding
+  and trimming, it equals the expected one, or equals it with ``_`` and ``-`` read as spaces,
+  or when either string contains the other (``invalid`` passes for ``valid``, ``e`` for
+  ``escalate``, an expected value with text appended passes). Null-like values (``none``,
+  ``null``, ``na``, ``n/a``, ``nan``, ``unknown``, empty) match each other and nothing else, so
+  a row whose expected value is empty matches any null-like answer. Keys are looked up case
+  folded (``Final_Decision`` answers ``final_decision``); every expected field must match.
+- **ECR** (:func:`completed`): an episode counts as completed when the agent did not crash.
+  Reaching its iteration limit still counts (its answer is then judged as it stands); a call to
+  a tool name the source does not know raises in its tool manager and fails the episode; an
+  infrastructure failure is a crash like any other and counts against ECR (our strict view
+  leaves it out of every agent figure).
+- **the headline** (:func:`aggregate`): its "weighted average" is the mean of the per-SOP
+  percentages, not the figure pooled over all tasks.
+
+C-TSR = correct / completed and TSR = correct / tasks, as in the paper, with a task correct
+only when it completed and its answer matches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from functools import lru_cache
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
+
+from sopgym.types import JSON
+
+if TYPE_CHECKING:
+    from sopgym.core.tasks import Gold
+    from sopgym.core.trajectory import Trajectory
+    from sopgym.evaluation.scoring import TaskScore
+
+NAME = "sopbench"
+# The values the source reads as "no value" (after case folding and trimming)
+NULL_LIKE = frozenset({"none", "null", "na", "n/a", "nan", "unknown", ""})
+# The agent's error type when it stopped at its model-turn limit (agents/graph.py): the source
+# returns its last output there, which counts as a completed execution
+STEP_LIMIT = "StepLimitExceeded"
+UNKNOWN_TOOL = "unknown_tool"
+# Our ten SOP-Bench-style packs (domains/<name>); imports are ``sopbench/<name>``
+STYLE_DOMAINS = frozenset(
+    {
+        "aircraft_inspection",
+        "content_flagging",
+        "customer_service",
+        "dangerous_goods",
+        "email_intent",
+        "know_your_business",
+        "patient_intake",
+        "video_annotation",
+        "video_classification",
+        "warehouse_package_inspection",
+    }
+)
+IMPORT_PREFIX = "sopbench/"
+
+
+def applies(domain: str) -> bool:
+    """Whether ``domain`` is SOP-Bench-style: one of our ten packs, or an import."""
+    return domain in STYLE_DOMAINS or domain.startswith(IMPORT_PREFIX)
+
+
+def _text(value: Any) -> str:
+    """A value as the source compares it: Python's ``str``, case folded and trimmed (``True``
+    reads ``true``, ``None`` reads ``none``, ``5.0`` reads ``5.0``)."""
+    if value.__class__ is str:
+        return _folded(value)
+    return str(value).lower().strip()
+
+
+# Memoised: answers and gold values repeat (enum values) across every episode scored
+@lru_cache(maxsize=1 << 16)
+def _folded(text: str) -> str:
+    return text.lower().strip()
+
+
+def is_null_like(value: Any) -> bool:
+    """``None`` reads ``none`` and NaN ``nan``: both are among :data:`NULL_LIKE`."""
+    return _text(value) in NULL_LIKE
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def _spaced(text: str) -> str:
+    return text.replace("_", " ").replace("-", " ")
+
+
+def values_agree(predicted: Any, expected: Any) -> bool:
+    """One field, by the source's rule (see the module docstring)."""
+    if predicted.__class__ is expected.__class__ and predicted == expected:
+        return True  # equal texts agree, null-like or not
+    said, wanted = _text(predicted), _text(expected)
+    if said in NULL_LIKE or wanted in NULL_LIKE:
+        return said in NULL_LIKE and wanted in NULL_LIKE
+    if said == wanted:
+        return True
+    said, wanted = _spaced(said), _spaced(wanted)
+    return said == wanted or said in wanted or wanted in said
+
+
+def field_verdicts(answer: Any, expected: JSON) -> dict[str, bool]:
+    """Per expected field: whether the answer has it (key case folded) and it agrees. A key the
+    answer lacks fails; a key present with a JSON ``null`` reads ``none`` (null-like), as the
+    source's parser turns every value into text before comparing."""
+    given = {str(k).lower(): v for k, v in answer.items()} if isinstance(answer, dict) else {}
+    return {
+        name: name.lower() in given and values_agree(given[name.lower()], wanted)
+        for name, wanted in expected.items()
+    }
+
+
+def completed(trajectory: Trajectory | None, infra_error: str | None, agent_error: str | None
+              ) -> tuple[bool, str | None]:  # fmt: skip
+    """Whether the source would count the episode as executed to completion, and why not."""
+    if infra_error:
+        return False, f"infrastructure failure ({infra_error}): a crash, counted against ECR"
+    if trajectory is None:
+        return False, "no episode record: the agent crashed"
+    unknown = next((c.name for c in trajectory.calls if c.error_code == UNKNOWN_TOOL), None)
+    if unknown is not None:
+        return False, f"called unknown tool {unknown!r}: the source's tool manager raises"
+    if trajectory.finished:
+        return True, None
+    # the error's type: all a trace keeps of it (the runner's record has the message too)
+    said = agent_error.split(":", 1)[0].strip() if agent_error else None
+    if said == STEP_LIMIT:
+        return True, None  # the iteration limit is no crash in the source
+    return False, f"agent stopped without an answer ({said or 'no status'})"
+
+
+def verdict(
+    trajectory: Trajectory | None,
+    gold: Gold,
+    strict: TaskScore,
+    agent_error: str | None,
+) -> JSON:
+    """One episode's verdict under SOP-Bench's rules, and where it differs from our strict one."""
+    done, why = completed(trajectory, strict.infra_error, agent_error)
+    answer = trajectory.outputs if trajectory is not None else None
+    fields = field_verdicts(answer, gold.outputs)
+    correct = done and all(fields.values())
+    if done and not correct:
+        wrong = [name for name, ok in fields.items() if not ok]
+        why = f"answer differs in {', '.join(wrong)}"
+    # flagged: truly empty expected values (a gold "none" is a value, though null-like)
+    empty = [name for name, value in gold.outputs.items() if _empty(value)]
+    found: JSON = {"completed": done, "correct": correct, "fields": fields, "why": why}
+    if empty:
+        found["empty_expected"] = empty
+    found["differs"] = _differs(found, strict)
+    return found
+
+
+def _differs(found: JSON, strict: TaskScore) -> list[str]:
+    """Which verdicts disagree with our strict view (``completed``, ``correct``)."""
+    differs = []
+    if found["completed"] != strict.completed:
+        differs.append("completed")
+    if found["correct"] != strict.success:
+        differs.append("correct")
+    return differs
+
+
+def _rates(verdicts: list[JSON]) -> JSON:
+    n = len(verdicts)
+    done = sum(v["completed"] for v in verdicts)
+    correct = sum(v["correct"] for v in verdicts)
+    return {
+        "tasks": n,
+        "completed": done,
+        "correct": correct,
+        "ecr": done / n if n else 0.0,
+        "c_tsr": correct / done if done else 0.0,
+        "tsr": correct / n if n else 0.0,
+    }
+
+
+def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
+    """Run figures from (domain, verdict) pairs: per SOP, their mean (the source's "weighted
+    average"), the figures pooled over all tasks (for comparison), and how many episodes the
+    two views judge differently. ``None`` when no episode is SOP-Bench-style."""
+    per_sop: dict[str, list[JSON]] = {}
+    for domain, found in episodes:
+        per_sop.setdefault(domain, []).append(found)
+    if not per_sop:
+        return None
+    every = [v for verdicts in per_sop.values() for v in verdicts]
+    by_sop = {name: _rates(verdicts) for name, verdicts in sorted(per_sop.items())}
+    return {
+        "definition": "SOP-Bench's published code: containment match, crash-only ECR, "
+        "mean of per-SOP percentages",
+        "per_sop": by_sop,
+        "weighted_average": {
+            key: fmean(rates[key] for rates in by_sop.values()) for key in ("ecr", "c_tsr", "tsr")
+        },
+        "pooled": _rates(every),
+        "empty_expected_tasks": sum("empty_expected" in v for v in every),
+        "differs": sum(bool(v["differs"]) for v in every),
+    }
