@@ -131,7 +131,9 @@ def import_sop_bench(
             continue
         named = given if bench.input_columns is None else None
         entries.append(
-            ImportEntry(bench.domain_name, bench.folder, named, strict_schemas, none_as_error)
+            ImportEntry(
+                bench.domain_name, bench.folder, named, strict_schemas, none_as_error=none_as_error
+            )
         )
         tasks = len(domain.generate(domain.seed, bench.folder).tasks)
         note = ""
