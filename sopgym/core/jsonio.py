@@ -37,12 +37,12 @@ def loads_request(body: bytes, what: str = "request body") -> Any:
     except orjson.JSONDecodeError as error:
         raise ToolError("invalid_json", f"{what} is not valid JSON: {error}") from None
     # each level opens a bracket, so a body with few of them needs no walk
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
         raise ToolError("invalid_request", f"{what} nests deeper than {MAX_DEPTH} levels")
     return value
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """Nesting depth of parsed JSON, without recursion (the value may be 1,000 levels deep)."""
     deepest, stack = 0, [(value, 1)]
     while stack:

@@ -52,7 +52,7 @@ class EnvPool:
         env_id = request.get("env_id")
         if env_id is None:
             domain = request.get("domain", next(iter(self.data)))
-            if domain not in self.data:
+            if not isinstance(domain, str) or domain not in self.data:
                 known = ", ".join(self.data)
                 raise ToolError(
                     "invalid_value", f"no domain {domain!r}; serving: {known}", "domain"
@@ -67,6 +67,8 @@ class EnvPool:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ToolError("invalid_value", "seed must be an integer", "seed")
         task_id = request.get("task_id")
+        if task_id is not None and not isinstance(task_id, str):
+            raise ToolError("invalid_value", "task_id must be a string", "task_id")
         observation, info = env.reset(
             seed=seed, options={"task_id": task_id} if task_id is not None else None
         )
