@@ -346,7 +346,8 @@ def run(
             raise click.UsageError(f"no run to resume at {run_dir}")
         try:
             config = RunConfig.read(run_dir / "config.json")
-        except ValueError as error:
+            select_domains(config.domains)  # a pack removed since, or a config edited
+        except (ValueError, UnknownDomainError) as error:
             raise click.UsageError(str(error)) from None
         config = resumed_config(click.get_current_context(), config)
         if agent_options:  # the recorded run is what a resume finishes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,12 +96,16 @@ class CorruptRow(ValueError):
 
 
 def read_jsonl_prefix(
-    path: Path, repair: bool = False, drop_corrupt: bool = False
+    path: Path,
+    repair: bool = False,
+    drop_corrupt: bool = False,
+    check: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every complete line of a JSONL file; with ``repair``, truncate a torn last line.
 
-    A complete line that is not a JSON object raises :class:`CorruptRow`, unless
-    ``drop_corrupt``: then such lines are removed from the file (rewritten atomically).
+    A complete line that is not a JSON object, or one ``check`` says is wrong (it returns
+    why), raises :class:`CorruptRow`, unless ``drop_corrupt``: then such lines are removed
+    from the file (rewritten atomically).
     """
     if not path.exists():
         return []
@@ -113,6 +118,8 @@ def read_jsonl_prefix(
         try:
             row = orjson.loads(line)
             why = None if isinstance(row, dict) else "not a JSON object"
+            if why is None and check is not None:
+                why = check(row)
         except orjson.JSONDecodeError as error:
             why = str(error)
         if why is not None:

@@ -34,7 +34,7 @@ from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, InfraError
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
-from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
+from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
@@ -49,6 +49,7 @@ from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.selection import select_tasks
 from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.records import read_results
 from sopgym.types import JSON
 
 
@@ -166,6 +167,9 @@ class Runner:
         self.interrupted: list[Attempt] = []  # in flight at Ctrl-C/SIGTERM, not recorded
         # wall seconds of the last execute() by phase; "scoring" is spent within "tasks"
         self.phases: dict[str, float] = {}
+        # every (domain, task, trial) the run selected, once prepared: a row for another is
+        # refused by the readers (sopgym.records)
+        self.planned: set[tuple[str, str, int]] | None = None
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
@@ -182,6 +186,7 @@ class Runner:
             limit=self.config.limit,
             seed=self.config.seed,
         )
+        self.planned = {(t.domain, t.id, n) for t in tasks for n in range(self.config.trials)}
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         if not self.paths.config.exists():
@@ -213,13 +218,15 @@ class Runner:
         self._lock_fd = fd
 
     def repair(self) -> None:
-        """Drop the corrupt rows of results.jsonl (their tasks run again)."""
-        read_jsonl_prefix(self.paths.results, repair=True, drop_corrupt=True)
+        """Drop the corrupt rows of results.jsonl: not JSON objects, not result rows, a task
+        recorded twice (the first is kept) or one the run did not select; their tasks run
+        again."""
+        read_results(self.paths.results, repair=True, drop_corrupt=True, planned=self.planned)
 
     def drop_infra_errors(self) -> int:
         """Remove the ``infra_error`` rows (rewritten atomically), so that a resume runs
         exactly those tasks again; how many there were."""
-        rows = read_jsonl_prefix(self.paths.results, repair=True)
+        rows = read_results(self.paths.results, repair=True, planned=self.planned)
         kept = [r for r in rows if r.get("status") != INFRA_ERROR]
         if len(kept) < len(rows):
             write_atomic(self.paths.results, b"".join(dumps(r) + b"\n" for r in kept))
@@ -227,7 +234,7 @@ class Runner:
 
     def pending(self, tasks: list[Task]) -> list[Attempt]:
         """Every (task, trial) the results do not hold yet, trial by trial."""
-        rows = read_jsonl_prefix(self.paths.results, repair=True)
+        rows = read_results(self.paths.results, repair=True, planned=self.planned)
         done = {(r["task_id"], r.get("trial", 0)) for r in rows}
         return [
             (t, trial)
@@ -507,7 +514,8 @@ class Runner:
     def write_summary(self, tasks: list[Task]) -> JSON:
         """Summarise every episode (task x trial) of the run, plus pass^k/pass@k over the
         trials; an episode with no result counts as incomplete."""
-        rows = {(r["task_id"], r.get("trial", 0)): r for r in read_jsonl_prefix(self.paths.results)}
+        read = read_results(self.paths.results, planned=self.planned)
+        rows = {(r["task_id"], r.get("trial", 0)): r for r in read}
         scores, outcomes, missing = [], [], set()
         infra: list[JSON] = []
         for trial in range(self.config.trials):
