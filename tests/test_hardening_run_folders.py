@@ -98,7 +98,7 @@ def test_a_task_recorded_twice_or_foreign_is_refused_and_repair_keeps_the_first(
     foreign = {**rows[2], "task_id": "not-this-run", "score": {**rows[2]["score"],
                                                               "task_id": "not-this-run"}}
     _rewrite(run.paths.root, [*rows, {**rows[0], "elapsed_s": 9.0}, foreign])  # fmt: skip
-    with pytest.raises(CorruptRow, match="line 4.*recorded twice"):
+    with pytest.raises(CorruptRow, match=r"line 4.*recorded twice"):
         read_results(run.paths.results)
     runner = Runner(RunConfig.read(run.paths.config), run.paths.root, DATA_ROOT)
     tasks = runner.prepare()
