@@ -95,8 +95,11 @@ def test_a_task_recorded_twice_or_foreign_is_refused_and_repair_keeps_the_first(
 ) -> None:
     run = _write_run(tmp_path, "r", 3, summary=False)
     rows = _rows(run.paths.root)
-    foreign = {**rows[2], "task_id": "not-this-run", "score": {**rows[2]["score"],
-                                                              "task_id": "not-this-run"}}
+    foreign = {
+        **rows[2],
+        "task_id": "not-this-run",
+        "score": {**rows[2]["score"], "task_id": "not-this-run"},
+    }
     _rewrite(run.paths.root, [*rows, {**rows[0], "elapsed_s": 9.0}, foreign])  # fmt: skip
     with pytest.raises(CorruptRow, match=r"line 4.*recorded twice"):
         read_results(run.paths.results)
