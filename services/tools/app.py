@@ -69,6 +69,9 @@ TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 EPISODES_PATH = "/v1/episodes"
 TOOL_THREADS = 32
+# How many calls of one tool may hold pool threads at once: a tool that hangs keeps at most
+# this many, so the domain's other tools always have the rest of the pool.
+CALLS_PER_TOOL = TOOL_THREADS // 4
 EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
 EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
 log = logging.getLogger("sopgym.services")
@@ -102,6 +105,8 @@ class ToolService:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
         self.rest, self.secret, self.tool_timeout_s = rest, secret, tool_timeout_s
         self._threads = ToolThreads(TOOL_THREADS)
+        self._running: dict[str, int] = {}  # per tool: calls holding (or awaiting) a thread
+        self._running_lock = threading.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
@@ -178,6 +183,19 @@ class ToolService:
             context = self.context(episode_id)
         except ToolError as error:
             return self._refusal(error)
+        with self._running_lock:
+            running_now = self._running.get(name, 0)
+            if running_now < CALLS_PER_TOOL:
+                self._running[name] = running_now + 1
+        if running_now >= CALLS_PER_TOOL:  # its earlier calls hang: this one would too
+            log.error("tool %s holds %d threads; call refused", name, running_now)
+            return self._refusal(
+                ToolError(
+                    "tool_timeout",
+                    f"tool {name!r} did not answer: {running_now} calls of it are still "
+                    "running past the service's limit",
+                )
+            )
         turn = self.episodes.turn(episode_id) if episode_id is not None else None
         in_trace = contextvars.copy_context()  # the tool's spans join the request's trace
         job = partial(in_trace.run, self._run, tool, arguments, context, turn)
@@ -198,6 +216,16 @@ class ToolService:
     ) -> tuple[int, bytes]:
         """A tool's own code, in a pool thread, after the episode's calls before it (``turn``):
         its answer, or its failure as a structured error."""
+        name = tool.spec.name
+        try:
+            return self._run_in_turn(tool, arguments, context, turn)
+        finally:
+            with self._running_lock:
+                self._running[name] -= 1
+
+    def _run_in_turn(
+        self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None
+    ) -> tuple[int, bytes]:
         name = tool.spec.name
         if turn is not None and not turn.acquire(timeout=self.tool_timeout_s):
             # a call before it still holds the episode (it hung): this one was answered
