@@ -632,6 +632,14 @@ def serve_tools(
     type=click.IntRange(1),
     help="Episodes whose records the gateway holds (open and finished; the oldest go first).",
 )
+@click.option(
+    "--keep-mib",
+    default=256,
+    show_default=True,
+    envvar="SOPGYM_GATEWAY_KEEP_MIB",
+    type=click.IntRange(1),
+    help="MiB the finished episodes' (compressed) records may hold; the oldest go first.",
+)
 def gateway(
     host: str,
     port: int,
@@ -644,6 +652,7 @@ def gateway(
     user_sim: str | None,
     faults: str | None,
     keep_episodes: int,
+    keep_mib: int,
     advertise_url: str | None,
     advertise_grpc: str | None,
 ) -> None:
@@ -698,6 +707,7 @@ def gateway(
         faults=plan,
         service_secret=secret,
         keep_episodes=keep_episodes,
+        keep_bytes=keep_mib * 2**20,
         replica={k: v for k, v in (("http", advertise_url), ("grpc", advertise_grpc)) if v} or None,
     )
     tune_gc()
@@ -947,7 +957,7 @@ def user_sim(
         _domain(name)
     setup_tracing("sopgym-user-sim")
     try:
-        app = create_app(names, data_root, seed, user_model)
+        app = create_app(names, data_root, seed, user_model, service_secret())
     except NotADialogueDomain as error:
         raise click.UsageError(str(error)) from None
     serve(traced(app, "sopgym.user"), host, port)
