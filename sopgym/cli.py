@@ -3,7 +3,6 @@ the embedded runner start exactly the same entry points."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -551,7 +550,7 @@ def serve_tools(
 ) -> None:
     """Serve one domain's tools over HTTP, or several domains' in one process, each under
     /domains/<name with / as __>."""
-    from sopgym.core.access import SERVICE_SECRET_ENV
+    from sopgym.core.access import service_secret
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.tools.app import create_app
@@ -560,7 +559,7 @@ def serve_tools(
 
     packs = {name: _domain(name) for name in dict.fromkeys(domains)}
     setup_tracing("sopgym-tools", {"sopgym.domain": domains[0]} if len(packs) == 1 else {})
-    secret = os.environ.get(SERVICE_SECRET_ENV)  # set: only the gateway may call
+    secret = service_secret()  # set: only the gateway may call
     apps = {
         name: traced(
             create_app(pack, data_root, idle_timeout, secret, tool_timeout), "sopgym.tools"
@@ -658,7 +657,7 @@ def gateway(
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
-    from sopgym.core.access import SERVICE_SECRET_ENV
+    from sopgym.core.access import handed_secret, service_secret
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import DiscoveryError, discover
     from sopgym.gateway.local import with_local_domains
@@ -691,11 +690,11 @@ def gateway(
         raise click.ClickException(str(error)) from None
     if user_sim is not None and not user_sim.startswith("http"):
         raise click.UsageError(f"--user-sim takes the simulator's base URL, got {user_sim!r}")
-    admin_token = os.environ.get(ADMIN_TOKEN_ENV)
+    admin_token = handed_secret(ADMIN_TOKEN_ENV)
     from sopgym.gateway.faults import parse_faults
 
     plan = parse_faults(faults) if faults else None
-    secret = os.environ.get(SERVICE_SECRET_ENV)  # sent to the tool services on every request
+    secret = service_secret()  # sent to the tool services on every request
     app = Gateway(
         catalog,
         distractors,
@@ -935,6 +934,7 @@ def user_sim(
     data_root: Path | None,
 ) -> None:
     """Serve the simulated users of dialogue domains (POST /v1/reply), for the gateway."""
+    from sopgym.core.access import service_secret
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.user.app import create_app

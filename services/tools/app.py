@@ -69,8 +69,9 @@ TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 EPISODES_PATH = "/v1/episodes"
 TOOL_THREADS = 32
-# How many calls of one tool may hold pool threads at once: a tool that hangs keeps at most
-# this many, so the domain's other tools always have the rest of the pool.
+# How many calls of one tool may hold pool threads at once (the others wait their turn, within
+# the same per-call limit): a tool that hangs keeps at most this many threads, so the domain's
+# other tools always have the rest of the pool.
 CALLS_PER_TOOL = TOOL_THREADS // 4
 EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
 EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
@@ -105,8 +106,7 @@ class ToolService:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
         self.rest, self.secret, self.tool_timeout_s = rest, secret, tool_timeout_s
         self._threads = ToolThreads(TOOL_THREADS)
-        self._running: dict[str, int] = {}  # per tool: calls holding (or awaiting) a thread
-        self._running_lock = threading.Lock()
+        self._gates: dict[str, asyncio.Semaphore] = {}  # per tool: CALLS_PER_TOOL threads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
@@ -183,25 +183,14 @@ class ToolService:
             context = self.context(episode_id)
         except ToolError as error:
             return self._refusal(error)
-        with self._running_lock:
-            running_now = self._running.get(name, 0)
-            if running_now < CALLS_PER_TOOL:
-                self._running[name] = running_now + 1
-        if running_now >= CALLS_PER_TOOL:  # its earlier calls hang: this one would too
-            log.error("tool %s holds %d threads; call refused", name, running_now)
-            return self._refusal(
-                ToolError(
-                    "tool_timeout",
-                    f"tool {name!r} did not answer: {running_now} calls of it are still "
-                    "running past the service's limit",
-                )
-            )
         turn = self.episodes.turn(episode_id) if episode_id is not None else None
         in_trace = contextvars.copy_context()  # the tool's spans join the request's trace
         job = partial(in_trace.run, self._run, tool, arguments, context, turn)
-        running = self._threads.run(job)
+        gate = self._gates.get(name)
+        if gate is None:
+            gate = self._gates[name] = asyncio.Semaphore(CALLS_PER_TOOL)
         try:
-            return await asyncio.wait_for(running, self.tool_timeout_s)
+            return await asyncio.wait_for(self._admitted(gate, job), self.tool_timeout_s)
         except TimeoutError:  # the thread runs on; its answer, if any, is dropped
             log.error("tool %s did not answer within %g s", name, self.tool_timeout_s)
             return self._refusal(
@@ -211,21 +200,27 @@ class ToolService:
                 )
             )
 
+    async def _admitted(
+        self, gate: asyncio.Semaphore, job: Callable[[], tuple[int, bytes]]
+    ) -> tuple[int, bytes]:
+        """``job`` on a pool thread once its tool's ``gate`` admits it; the thread gives the
+        gate back when the tool's code returns, however late (a timed-out call keeps it)."""
+        await gate.acquire()
+        loop = asyncio.get_running_loop()
+
+        def run_then_release() -> tuple[int, bytes]:
+            try:
+                return job()
+            finally:
+                loop.call_soon_threadsafe(gate.release)
+
+        return await self._threads.run(run_then_release)
+
     def _run(
         self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None
     ) -> tuple[int, bytes]:
         """A tool's own code, in a pool thread, after the episode's calls before it (``turn``):
         its answer, or its failure as a structured error."""
-        name = tool.spec.name
-        try:
-            return self._run_in_turn(tool, arguments, context, turn)
-        finally:
-            with self._running_lock:
-                self._running[name] -= 1
-
-    def _run_in_turn(
-        self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None
-    ) -> tuple[int, bytes]:
         name = tool.spec.name
         if turn is not None and not turn.acquire(timeout=self.tool_timeout_s):
             # a call before it still holds the episode (it hung): this one was answered

@@ -78,7 +78,8 @@ class JsonlAppender:
     """
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        # owner only: results rows carry the gold (docs/reliability.md)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def append(self, record: dict[str, Any]) -> None:
         os.write(self._fd, dumps(record) + b"\n")

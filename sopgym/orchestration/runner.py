@@ -15,11 +15,15 @@ yet are recorded as such infrastructure errors at once instead of each failing i
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import hashlib
 import os
 import queue
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -431,8 +435,9 @@ class Runner:
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
         return stack.group.start(
-            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True
-        )
+            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
+            cwd=worker_folder(),
+        )  # fmt: skip
 
     def check_model(self) -> None:
         """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:
@@ -549,6 +554,15 @@ class Runner:
         }
         write_atomic(self.paths.summary, dumps(summary))
         return summary
+
+
+@functools.cache
+def worker_folder() -> Path:
+    """The agent workers' working folder: an empty one of their own, not the runner's (whose
+    runs/ hold earlier trials' gold), removed when the runner exits."""
+    folder = Path(tempfile.mkdtemp(prefix="sopgym-worker-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _join(threads: list[threading.Thread], within: float | None) -> None:
