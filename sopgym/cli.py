@@ -735,6 +735,11 @@ def gateway(
     type=click.IntRange(1),
     help="Actions after which an episode that has not finished is truncated.",
 )
+@click.option(
+    "--score-detail",
+    is_flag=True,
+    help="Answer the whole score (per-field correctness, call metrics), not just the verdict.",
+)
 def env_serve(
     gateway_url: str,
     domains: tuple[str, ...],
@@ -743,6 +748,7 @@ def env_serve(
     data_root: Path | None,
     distractors: int | None,
     max_steps: int,
+    score_detail: bool,
 ) -> None:
     """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
     from sopgym.env.server import build
@@ -751,7 +757,8 @@ def env_serve(
     for name in domains:
         _domain(name)
     serve(
-        build(gateway_url, [*domains], data_root, distractors=distractors, max_steps=max_steps),
+        build(gateway_url, [*domains], data_root, score_detail=score_detail,
+              distractors=distractors, max_steps=max_steps),  # fmt: skip
         host,
         port,
     )
