@@ -757,8 +757,14 @@ def env_serve(
     for name in domains:
         _domain(name)
     serve(
-        build(gateway_url, [*domains], data_root, score_detail=score_detail,
-              distractors=distractors, max_steps=max_steps),  # fmt: skip
+        build(
+            gateway_url,
+            [*domains],
+            data_root,
+            score_detail=score_detail,
+            distractors=distractors,
+            max_steps=max_steps,
+        ),
         host,
         port,
     )

@@ -18,7 +18,7 @@ The audit, the import and the generation gates run it in a child that:
   reported at once as :class:`IsolatedCrash`, one that does not answer in time is killed and
   reported as :class:`IsolatedTimeout`.
 
-:func:`sandbox_report` says which of these hold on this machine. The child is forked
+The child is forked
 (milliseconds, with sopgym already imported) where the platform can, spawned elsewhere.
 """
 
@@ -218,26 +218,3 @@ def _address_space() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     return 0
-
-
-def sandbox_report() -> dict[str, bool]:
-    """Which protections hold for foreign code on this machine (run in a sandboxed child)."""
-    return run_isolated(_report, (), 60.0, read_only=True)
-
-
-def _report() -> dict[str, bool]:
-    import socket
-
-    held = {"secrets_removed": not any(k.startswith("SOPGYM_SERVICE") for k in os.environ)}
-    try:
-        socket.create_connection(("1.1.1.1", 53), timeout=1).close()
-        held["network_blocked"] = False
-    except OSError:
-        held["network_blocked"] = True
-    try:
-        Path("/tmp/sopgym-foreign-probe").write_text("x")  # noqa: S108 - the probe itself
-        Path("/tmp/sopgym-foreign-probe").unlink()
-        held["outside_writes_blocked"] = False
-    except OSError:
-        held["outside_writes_blocked"] = True
-    return held
