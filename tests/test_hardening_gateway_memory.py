@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway.catalog import ToolRef
-from sopgym.gateway.episodes import EpisodeStore
+from sopgym.gateway.episodes import Episode, EpisodeStore
 
 
-def _open(store: EpisodeStore, catalog: int = 300) -> object:
+def _open(store: EpisodeStore, catalog: int = 300) -> Episode:
     routes = {f"tool_{i}": ToolRef("banking", f"tool_{i}") for i in range(catalog)}
     distractors = {f"tool_{i}" for i in range(24, catalog)}
     episode = store.open("t-1", "banking", routes, distractors, {"agent": "fc", "trial": 0})
@@ -32,6 +32,7 @@ def test_a_compacted_record_reads_back_unchanged_with_late_calls_added() -> None
     late = CallRecord("tool_1", {}, 200, result={})
     episode.calls.append(late)  # answered after the finish: still in the record
     assert episode.record()["calls"][-1] == late.to_json()
+    assert episode.compacted is not None
     assert len(episode.compacted) * 4 < len(str(before))  # compact, not just moved
 
 

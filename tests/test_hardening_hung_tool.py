@@ -29,12 +29,14 @@ def _hang(args: JSON, ctx: ToolContext) -> JSON:
     return {"settled": True}
 
 
-SPEC = {"input_schema": arguments_schema({}),
-        "output_schema": result_schema({"settled": {"type": "boolean"}})}  # fmt: skip
-settle_batch = tool("settle_batch", "Settles the day's batch (here: hangs).", **SPEC)(_hang)
+ARGUMENTS, RESULT = arguments_schema({}), result_schema({"settled": {"type": "boolean"}})
+settle_batch = tool("settle_batch", "Settles the day's batch (here: hangs).", ARGUMENTS, RESULT)(
+    _hang
+)
 nightly_report = tool(
-    "nightly_report", "Builds the nightly report; may take minutes.", **SPEC, slow_by_design=True
-)(_hang)
+    "nightly_report", "Builds the nightly report; may take minutes.", ARGUMENTS, RESULT,
+    slow_by_design=True,
+)(_hang)  # fmt: skip
 
 
 def test_a_hung_tool_cannot_take_its_domains_pool() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -39,7 +40,7 @@ def _benchmark(tmp_path: Path, code: str) -> Path:
 
 
 @pytest.fixture
-def listener() -> socket.socket:
+def listener() -> Iterator[socket.socket]:
     server = socket.create_server(("127.0.0.1", 0))
     yield server
     server.close()

@@ -15,7 +15,6 @@ import orjson
 
 from sopgym.core.dataset import data_path
 from sopgym.core.registry import load_domain
-from sopgym.orchestration.processes import sopgym_command
 from sopgym.orchestration.runner import worker_folder
 from sopgym.orchestration.stack import embedded_stack
 from tests.helpers import DATA_ROOT, domain_data
@@ -86,6 +85,3 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "SOPGYM_SERVICE_SECRET"}
-
-
-assert sopgym_command  # the probe runs as any child of the stack does

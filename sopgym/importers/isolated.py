@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 600.0
@@ -68,7 +68,7 @@ def run_isolated(
     dies before answering raises :class:`IsolatedCrash` at once, and past ``timeout_s`` the
     child is killed and :class:`IsolatedTimeout` raised."""
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    context = multiprocessing.get_context(method)
+    context: Any = multiprocessing.get_context(method)
     scratch = Path(tempfile.mkdtemp(prefix="sopgym-foreign-"))
     receive, send = context.Pipe(duplex=False)
     child = context.Process(
@@ -88,7 +88,7 @@ def run_isolated(
                     raise IsolatedCrash(_death(child)) from None
                 if kind == "raise":
                     raise value
-                return value  # type: ignore[no-any-return]
+                return cast(T, value)
             if child.sentinel in ready:
                 raise IsolatedCrash(_death(child))
             if left <= 0:
