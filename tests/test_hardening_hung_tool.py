@@ -81,3 +81,41 @@ def test_a_hung_call_is_infrastructure_and_the_other_tools_score_normally() -> N
     assert hung["errors"] == {} and not hung["success"]
     slow = scored([*good, CallRecord("nightly_report", {}, 504, error_code="tool_timeout")])
     assert slow["infra_error"] is None and slow["errors"].get("tool_error") == 1
+
+
+def test_through_the_gateway_hung_calls_are_infrastructure_and_others_score_normally() -> None:
+    """The hanging-tool pack behind a real gateway: an episode that met the hung tool is an
+    infrastructure failure; one that did not scores as usual (a success)."""
+    from sopgym.client import GatewayClient
+    from sopgym.core.trajectory import Trajectory as Played
+    from sopgym.gateway.app import Gateway
+    from sopgym.gateway.catalog import discover
+    from tests.test_gateway_server import running
+
+    crm = load_domain("crm")
+    pack = replace(crm, tools=[*crm.tools, settle_batch])
+    data = domain_data("crm")
+    task = data.tasks[0]
+    gold = data.gold[task.id]
+    released.clear()
+    try:
+        with uvicorn_serving(create_app(pack, DATA_ROOT, tool_timeout_s=TIMEOUT_S)) as url:
+            gateway = Gateway(discover({"crm": url}), admin_token="admin")
+            with running(gateway) as serving:
+                client = GatewayClient(f"http://127.0.0.1:{serving.port}", retries=0)
+                scores = []
+                for meets_the_hung_tool in (True, False):
+                    episode = client.open(task.id, "crm")
+                    for call in gold.calls:
+                        assert episode.call(call.name, call.arguments).ok
+                    if meets_the_hung_tool:
+                        assert episode.call("settle_batch", {}).status == 504
+                    episode.finish(gold.outputs)
+                    record = Played.from_json(client.record(episode.id, "admin"))
+                    scores.append(score_episode(pack, task, record, gold).to_json())
+                client.close()
+    finally:
+        released.set()
+    hung, normal = scores
+    assert hung["infra_error"] and "settle_batch: tool_timeout" in hung["infra_error"]
+    assert normal["infra_error"] is None and normal["success"] and normal["errors"] == {}
