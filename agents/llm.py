@@ -44,6 +44,23 @@ class DeadlineExceeded(RuntimeError):
     """The task's wall-clock limit ran out."""
 
 
+class ModelSilent(DeadlineExceeded, InfraFailure):
+    """The task's time ran out waiting on a model that had not answered one call of the task:
+    the endpoint never spoke, so nothing the agent did can be judged (infrastructure)."""
+
+
+def deadline_waiting_for_model(context: AgentContext, error: BaseException) -> DeadlineExceeded:
+    """The deadline error for a task whose time ran out while a model call was pending: an
+    infrastructure failure when the model has not answered any call of this task, else the
+    agent's own running out of time."""
+    if any(call.get("error") is None for call in context.usage):
+        return DeadlineExceeded("task wall-clock limit reached waiting for the model")
+    return ModelSilent(
+        "task wall-clock limit reached waiting for a model that never answered: "
+        f"{type(error).__name__}: {_first_line(error)}"
+    )
+
+
 @dataclass
 class LLM:
     """A chat model plus the facts a call needs: its spec and the retry policy."""
@@ -102,7 +119,10 @@ def invoke_model(
         kwargs["seed"] = context.seed
     started = time.perf_counter()
     attempt = timeouts = 0
+    last_error: Exception = TimeoutError("no attempt")
     while True:
+        if attempt and context.deadline is not None and time.monotonic() >= context.deadline:
+            raise deadline_waiting_for_model(context, last_error)  # ran out between retries
         _check_deadline(context)
         attempt += 1
         if context.deadline is not None and takes_timeout(llm.spec):  # else: the client's own
@@ -111,6 +131,7 @@ def invoke_model(
             message = generate(runnable, list(messages), kwargs)
             break
         except Exception as error:
+            last_error = error
             delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
             budget = REFUSED_RETRIES if is_refused(error) else llm.retries
             if (
@@ -119,10 +140,9 @@ def invoke_model(
             ):
                 # the wait was cut to the task's deadline: the task ran out of time, as it would
                 # have without a model call in flight; not the endpoint failing
+                silent = deadline_waiting_for_model(context, error)
                 _record(llm, context, purpose, started, attempt, None, error)
-                raise DeadlineExceeded(
-                    "task wall-clock limit reached waiting for the model"
-                ) from error
+                raise silent from error
             # a slow server stays slow: a timed-out request is tried once more, not retries times
             timeouts += is_timeout(error)
             if (

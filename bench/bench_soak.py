@@ -12,6 +12,16 @@ second: growth is the end against the end of the warm-up.
     python bench/bench_soak.py [--connections 500] [--duration 60] [--warmup 10]
 
 Issue 17's bar: 500 connections for 60 s, zero errors, RSS growth <= 10 %, p99 reported.
+
+Issue 36's: the gateway at the default ``--keep-episodes`` (100,000) on the banking domain with
+its distractors stays under the manifests' memory limit (``--limit-mib``, 1 GiB as in
+k8s/base/gateway.yaml)::
+
+    python bench/bench_soak.py --domain banking --distractors 264 --keep-episodes 100000 \
+        --connections 50 --duration 120
+
+Besides the peak, it prints the memory each finished episode retains (RSS growth over the
+episodes played after the warm-up) and that figure at the count bound.
 """
 
 from __future__ import annotations
@@ -35,7 +45,6 @@ from sopgym.core.access import SERVICE_SECRET_ENV
 from sopgym.core.registry import load_domain
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
 
-DOMAIN = "patient_intake"
 REQUEST_TIMEOUT_S = 30.0
 
 
@@ -70,7 +79,12 @@ class Connection:
 
 
 async def client(
-    port: int, replays: list[tuple[str, dict]], until: float, tally: Tally, index: int
+    port: int,
+    replays: list[tuple[str, dict]],
+    until: float,
+    tally: Tally,
+    index: int,
+    opener: dict,
 ) -> None:
     """Play whole episodes on one connection until ``until``; every request timed."""
 
@@ -95,7 +109,7 @@ async def client(
         turn += 1
         try:
             opened = orjson.loads(
-                await ask("/v1/episodes", {"task_id": task_id, "domain": DOMAIN}, 201)
+                await ask("/v1/episodes", {"task_id": task_id, **opener}, 201)
             )
             episode, token = f"/v1/episodes/{opened['episode_id']}", opened["token"]
             for call in replay["calls"]:
@@ -120,22 +134,26 @@ def rss_mb(pid: int) -> float:
 
 
 async def soak(port: int, gateway_pid: int, options: argparse.Namespace) -> None:
-    replays = sorted(load_replays([DOMAIN], None).items())
+    replays = sorted(load_replays([options.domain], None).items())
     tasks = [(task_id, replay) for (_, task_id), replay in replays]
+    opener = {"domain": options.domain, "distractors": options.distractors}
     tally = Tally()
     rss = [(0.0, rss_mb(gateway_pid))]
+    played = [0]  # episodes played by each sample
     started = time.monotonic()
     until = started + options.duration
     clients = [
-        asyncio.create_task(client(port, tasks, until, tally, i))
+        asyncio.create_task(client(port, tasks, until, tally, i, opener))
         for i in range(options.connections)
     ]
     while time.monotonic() < until:
         await asyncio.sleep(1.0)
         rss.append((time.monotonic() - started, rss_mb(gateway_pid)))
+        played.append(tally.episodes)
     await asyncio.gather(*clients)
     elapsed = time.monotonic() - started
-    warm = min(rss, key=lambda sample: abs(sample[0] - options.warmup))[1]
+    warm_at = min(range(len(rss)), key=lambda i: abs(rss[i][0] - options.warmup))
+    warm = rss[warm_at][1]
     end = rss[-1][1]
     latencies = sorted(tally.latencies)
     quantiles = statistics.quantiles(latencies, n=1000) if len(latencies) > 1 else [0.0] * 999
@@ -148,8 +166,19 @@ async def soak(port: int, gateway_pid: int, options: argparse.Namespace) -> None
     print(f"gateway RSS MB: before load {rss[0][1]:.1f}, after {options.warmup:g} s warm-up "
           f"{warm:.1f}, end {end:.1f}, peak {max(r for _, r in rss):.1f}; growth after "
           f"warm-up {100 * (end - warm) / warm:+.1f} %")  # fmt: skip
-    if tally.errors or (end - warm) / warm > 0.10:
+    peak = max(r for _, r in rss)
+    after = played[-1] - played[warm_at]
+    if after > 0:
+        per_episode_kb = (end - warm) * 1024 / after
+        kept = min(options.keep_episodes, played[-1])
+        print(f"retained per finished episode: {per_episode_kb:.2f} KB over {after} episodes "
+              f"after warm-up; at {options.keep_episodes:,} kept episodes: "
+              f"{warm + per_episode_kb * (options.keep_episodes - kept) / 1024:,.0f} MB "
+              f"projected, limit {options.limit_mib} MB")  # fmt: skip
+    if tally.errors or peak > options.limit_mib:
         sys.exit(1)
+    if options.keep_episodes <= played[warm_at] and (end - warm) / warm > 0.10:
+        sys.exit(1)  # past the count bound nothing more may be kept: growth is a leak
 
 
 def main() -> None:
@@ -158,6 +187,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=10.0)
     parser.add_argument("--keep-episodes", type=int, default=2000)
+    parser.add_argument("--domain", default="patient_intake")
+    parser.add_argument("--distractors", type=int, default=0)
+    parser.add_argument("--limit-mib", type=int, default=1024, help="the manifests' limit")
     options = parser.parse_args()
     # one descriptor per connection on each side, plus the gateway's to the service
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -165,15 +197,16 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     if wanted < 2 * options.connections + 64:
         sys.exit(f"the open-file limit ({hard}) is too low for {options.connections} connections")
-    load_domain(DOMAIN)  # a clear error before any process starts
+    load_domain(options.domain)  # a clear error before any process starts
     secret = secrets.token_urlsafe(16)
     with tempfile.TemporaryDirectory() as logs, ProcessGroup() as group:
         tools_port, gateway_port = free_port(), free_port()
         env = {SERVICE_SECRET_ENV: secret}
-        group.start("tools", sopgym_command("serve-tools", DOMAIN, "--port", str(tools_port)),
+        group.start("tools", sopgym_command("serve-tools", options.domain,
+                                            "--port", str(tools_port)),
                     Path(logs) / "tools.log", env=env,
                     ready_url=f"http://127.0.0.1:{tools_port}/readyz").wait_ready()  # fmt: skip
-        service = f"{DOMAIN}=http://127.0.0.1:{tools_port}"
+        service = f"{options.domain}=http://127.0.0.1:{tools_port}"
         keep = str(options.keep_episodes)
         argv = sopgym_command("gateway", "--port", str(gateway_port), "--service", service,
                               "--keep-episodes", keep)  # fmt: skip

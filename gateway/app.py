@@ -29,7 +29,7 @@ from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
-from sopgym.gateway.episodes import DEFAULT_KEEP_EPISODES
+from sopgym.gateway.episodes import DEFAULT_KEEP_BYTES, DEFAULT_KEEP_EPISODES
 from sopgym.gateway.faults import FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.openapi import gateway_openapi
@@ -59,6 +59,7 @@ class Gateway:
         service_secret: str | None = None,
         keep_episodes: int = DEFAULT_KEEP_EPISODES,
         replica: JSON | None = None,
+        keep_bytes: int = DEFAULT_KEEP_BYTES,
     ) -> None:
         self.core = GatewayCore(
             catalog,
@@ -71,6 +72,7 @@ class Gateway:
             service_secret=service_secret,
             keep_episodes=keep_episodes,
             replica=replica,
+            keep_bytes=keep_bytes,
         )
         self.grpc_port, self.grpc_host = grpc_port, grpc_host
         self.openapi = dumps(gateway_openapi(catalog))  # the HTTP API, for clients and fuzzers

@@ -51,10 +51,11 @@ def check_open(episode: Episode, kind: str) -> None:
 class UserSimLink:
     """The gateway's keep-alive connection to the user simulator."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, secret_line: bytes = b"") -> None:
         parts = urlsplit(url)
         self.url = url
         self._pool = UpstreamPool(parts.hostname or "127.0.0.1", parts.port or 80)
+        self._secret_line = secret_line  # the stack's secret: the simulator answers only us
 
     async def reply(self, episode: Episode, content: str) -> tuple[str, bool]:
         """The user's answer to ``content``, given the episode's conversation so far."""
@@ -65,7 +66,7 @@ class UserSimLink:
         })  # fmt: skip
         try:
             status, payload = await self._pool.post(
-                "/v1/reply", body, tracing.traceparent_line()
+                "/v1/reply", body, self._secret_line + tracing.traceparent_line()
             )
             answer: Any = orjson.loads(payload)
         except (UpstreamError, TimeoutError, orjson.JSONDecodeError) as error:

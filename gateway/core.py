@@ -30,7 +30,12 @@ from sopgym.core.jsonio import dumps, loads_request
 from sopgym.core.trajectory import CallRecord
 from sopgym.gateway import conversations
 from sopgym.gateway.catalog import Catalog, ServiceEntry
-from sopgym.gateway.episodes import DEFAULT_KEEP_EPISODES, Episode, EpisodeStore
+from sopgym.gateway.episodes import (
+    DEFAULT_KEEP_BYTES,
+    DEFAULT_KEEP_EPISODES,
+    Episode,
+    EpisodeStore,
+)
 from sopgym.gateway.faults import DROP, TIMEOUT_HOLD_S, FaultPlan
 from sopgym.gateway.metrics import GatewayMetrics
 from sopgym.gateway.upstream import UpstreamError, UpstreamPool
@@ -80,6 +85,7 @@ class GatewayCore:
         service_secret: str | None = None,
         keep_episodes: int = DEFAULT_KEEP_EPISODES,
         replica: JSON | None = None,
+        keep_bytes: int = DEFAULT_KEEP_BYTES,
     ) -> None:
         self.catalog = catalog
         # this replica's own addresses (``{"http": url, "grpc": target}``), returned at open
@@ -87,11 +93,11 @@ class GatewayCore:
         self.replica = replica
         self.faults = faults  # injected latency and failures (``--faults``), None: none
         self._secret_line = secret_line(service_secret)  # proves to services it is us
-        self.users = conversations.UserSimLink(user_sim) if user_sim else None
+        self.users = conversations.UserSimLink(user_sim, self._secret_line) if user_sim else None
         self.seed = seed  # the run's seed: it salts each task's distractor draw
         self.default_distractors = default_distractors
         self.admin_token = admin_token
-        self.episodes = EpisodeStore(keep_episodes)
+        self.episodes = EpisodeStore(keep_episodes, keep_bytes)
         self.metrics = metrics or GatewayMetrics()
         self._pools: dict[str, UpstreamPool] = {}
         self._tasks: dict[str, TaskList] = {}
@@ -258,7 +264,9 @@ class GatewayCore:
         await asyncio.gather(*(self._close_at(episode, d) for d in sorted(episode.services)))
         episode_spans.annotate_finish(episode)
         self.metrics.finished.add((episode.domain, transport))
-        return {"episode_id": episode.id, "finished": True, "calls": len(episode.calls)}
+        answer = {"episode_id": episode.id, "finished": True, "calls": len(episode.calls)}
+        self.episodes.finished(episode)  # its record kept compactly from here on
+        return answer
 
     async def message(self, episode: Episode, request: JSON, transport: str) -> JSON:
         """Say the agent's message to the episode's simulated user; record both turns."""

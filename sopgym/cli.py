@@ -3,7 +3,6 @@ the embedded runner start exactly the same entry points."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -356,7 +355,8 @@ def run(
             raise click.UsageError(f"no run to resume at {run_dir}")
         try:
             config = RunConfig.read(run_dir / "config.json")
-        except ValueError as error:
+            select_domains(config.domains)  # a pack removed since, or a config edited
+        except (ValueError, UnknownDomainError) as error:
             raise click.UsageError(str(error)) from None
         config = resumed_config(click.get_current_context(), config)
         if agent_options:  # the recorded run is what a resume finishes
@@ -629,7 +629,7 @@ def serve_tools(
 ) -> None:
     """Serve one domain's tools over HTTP, or several domains' in one process, each under
     /domains/<name with / as __>."""
-    from sopgym.core.access import SERVICE_SECRET_ENV
+    from sopgym.core.access import service_secret
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.tools.app import create_app
@@ -638,7 +638,7 @@ def serve_tools(
 
     packs = {name: _domain(name) for name in dict.fromkeys(domains)}
     setup_tracing("sopgym-tools", {"sopgym.domain": domains[0]} if len(packs) == 1 else {})
-    secret = os.environ.get(SERVICE_SECRET_ENV)  # set: only the gateway may call
+    secret = service_secret()  # set: only the gateway may call
     apps = {
         name: traced(
             create_app(pack, data_root, idle_timeout, secret, tool_timeout), "sopgym.tools"
@@ -710,6 +710,14 @@ def serve_tools(
     type=click.IntRange(1),
     help="Episodes whose records the gateway holds (open and finished; the oldest go first).",
 )
+@click.option(
+    "--keep-mib",
+    default=256,
+    show_default=True,
+    envvar="SOPGYM_GATEWAY_KEEP_MIB",
+    type=click.IntRange(1),
+    help="MiB the finished episodes' (compressed) records may hold; the oldest go first.",
+)
 def gateway(
     host: str,
     port: int,
@@ -722,12 +730,13 @@ def gateway(
     user_sim: str | None,
     faults: str | None,
     keep_episodes: int,
+    keep_mib: int,
     advertise_url: str | None,
     advertise_grpc: str | None,
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
-    from sopgym.core.access import SERVICE_SECRET_ENV
+    from sopgym.core.access import handed_secret, service_secret
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import DiscoveryError, discover
     from sopgym.gateway.local import with_local_domains
@@ -760,11 +769,11 @@ def gateway(
         raise click.ClickException(str(error)) from None
     if user_sim is not None and not user_sim.startswith("http"):
         raise click.UsageError(f"--user-sim takes the simulator's base URL, got {user_sim!r}")
-    admin_token = os.environ.get(ADMIN_TOKEN_ENV)
+    admin_token = handed_secret(ADMIN_TOKEN_ENV)
     from sopgym.gateway.faults import parse_faults
 
     plan = parse_faults(faults) if faults else None
-    secret = os.environ.get(SERVICE_SECRET_ENV)  # sent to the tool services on every request
+    secret = service_secret()  # sent to the tool services on every request
     app = Gateway(
         catalog,
         distractors,
@@ -776,6 +785,7 @@ def gateway(
         faults=plan,
         service_secret=secret,
         keep_episodes=keep_episodes,
+        keep_bytes=keep_mib * 2**20,
         replica={k: v for k, v in (("http", advertise_url), ("grpc", advertise_grpc)) if v} or None,
     )
     tune_gc()
@@ -811,6 +821,11 @@ def gateway(
     help="Record every ended episode into this new run folder (view, show, compare read it); "
     "its summary is written when the server stops.",
 )
+@click.option(
+    "--score-detail",
+    is_flag=True,
+    help="Answer the whole score (per-field correctness, call metrics), not just the verdict.",
+)
 def env_serve(
     gateway_url: str,
     domains: tuple[str, ...],
@@ -820,6 +835,7 @@ def env_serve(
     distractors: int | None,
     max_steps: int,
     run_dir: Path | None,
+    score_detail: bool,
 ) -> None:
     """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
     from sopgym.client.recorder import recorder_for
@@ -840,7 +856,7 @@ def env_serve(
     try:
         serve(
             build(gateway_url, [*domains], data_root, distractors=distractors,
-                  max_steps=max_steps, recorder=recorder),
+                  max_steps=max_steps, recorder=recorder, score_detail=score_detail),
             host,
             port,
         )  # fmt: skip
@@ -1026,6 +1042,7 @@ def user_sim(
     data_root: Path | None,
 ) -> None:
     """Serve the simulated users of dialogue domains (POST /v1/reply), for the gateway."""
+    from sopgym.core.access import service_secret
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.services.user.app import create_app
@@ -1048,7 +1065,7 @@ def user_sim(
         _domain(name)
     setup_tracing("sopgym-user-sim")
     try:
-        app = create_app(names, data_root, seed, user_model)
+        app = create_app(names, data_root, seed, user_model, service_secret())
     except NotADialogueDomain as error:
         raise click.UsageError(str(error)) from None
     serve(traced(app, "sopgym.user"), host, port)

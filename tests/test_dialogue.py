@@ -29,6 +29,7 @@ import pytest
 
 from sopgym.client import GatewayClient
 from sopgym.client.over_grpc import GrpcGatewayClient
+from sopgym.core.access import SECRET_HEADER
 from sopgym.core.dialogue import AGENT
 from sopgym.core.errors import ToolError
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
@@ -214,10 +215,11 @@ def test_the_simulator_refuses_what_it_cannot_answer(traced_stack: tuple[Stack, 
         ({"domain": DOMAIN, "task_id": task.id, "messages": [{"role": "x"}]}, 422,
          "invalid_value"),
     ]  # fmt: skip
+    gateway = {SECRET_HEADER.decode(): stack.service_secret}  # it answers the gateway only
     for body, status, code in cases:
-        response = httpx.post(url, json=body)
+        response = httpx.post(url, json=body, headers=gateway)
         assert (response.status_code, response.json()["error"]["code"]) == (status, code), body
-    garbage = httpx.post(url, content=b"[1")
+    garbage = httpx.post(url, content=b"[1", headers=gateway)
     assert (garbage.status_code, garbage.json()["error"]["code"]) == (400, "invalid_json")
 
 

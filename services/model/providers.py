@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from sopgym.asgi import MAX_API_BODY, BodyTooLarge, ClientDisconnected, read_body
+from sopgym.core.jsonio import MAX_DEPTH, json_depth
 from sopgym.services.model.engine import BadRequest
 from sopgym.types import JSON
 
@@ -79,6 +80,10 @@ async def _read(
         return {}, 0, refuse("request body is not valid JSON", 400)
     if not isinstance(body, dict):
         return {}, 0, refuse("request body must be a JSON object", 400)
+    # a value nested past what orjson writes back (a tool input 300 levels deep) would fail
+    # on the way through the engine: refuse it here, as the Chat Completions door does
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and json_depth(body) > MAX_DEPTH:
+        return {}, 0, refuse(f"request body nests deeper than {MAX_DEPTH} levels", 400)
     return body, len(raw), None
 
 
@@ -272,7 +277,10 @@ def converse_to_chat(body: JSON, model_id: str) -> JSON:
     ):
         if config.get(theirs) is not None:
             chat[ours] = config[theirs]
-    tools = (body.get("toolConfig") or {}).get("tools")
+    tool_config = body.get("toolConfig") or {}
+    if not isinstance(tool_config, dict):
+        raise ProtocolError("toolConfig: an object")
+    tools = tool_config.get("tools")
     if tools is not None:
         if not isinstance(tools, list):
             raise ProtocolError("toolConfig.tools: a list of tools")
@@ -321,7 +329,10 @@ def _converse_turn(turn: JSON, i: int) -> list[JSON]:
             result = block["toolResult"]
             if not isinstance(result.get("toolUseId"), str):
                 raise ProtocolError(f"{at}.toolResult: needs a toolUseId")
-            text = _converse_text(result.get("content") or [], f"{at}.toolResult.content")
+            blocks = result.get("content") or []
+            if not isinstance(blocks, list):
+                raise ProtocolError(f"{at}.toolResult.content: a list of content blocks")
+            text = _converse_text(blocks, f"{at}.toolResult.content")
             results.append({"role": "tool", "tool_call_id": result["toolUseId"], "content": text})
         else:
             raise ProtocolError(f"{at}: unsupported content block in a {turn['role']} turn")
@@ -335,9 +346,10 @@ def _converse_turn(turn: JSON, i: int) -> list[JSON]:
 
 def _converse_tool(tool: Any, i: int) -> JSON:
     spec = tool.get("toolSpec") if isinstance(tool, dict) else None
-    schema = ((spec or {}).get("inputSchema") or {}).get("json")
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
         raise ProtocolError(f"toolConfig.tools.{i}: a toolSpec with a name")
+    input_schema = spec.get("inputSchema")
+    schema = input_schema.get("json") if isinstance(input_schema, dict) else None
     if not isinstance(schema, dict):
         raise ProtocolError(f"toolConfig.tools.{i}.toolSpec.inputSchema.json: a JSON Schema")
     return _function_tool(spec["name"], spec.get("description", ""), schema)

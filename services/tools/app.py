@@ -69,6 +69,10 @@ TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 EPISODES_PATH = "/v1/episodes"
 TOOL_THREADS = 32
+# How many calls of one tool may hold pool threads at once (the others wait their turn, within
+# the same per-call limit): a tool that hangs keeps at most this many threads, so the domain's
+# other tools always have the rest of the pool.
+CALLS_PER_TOOL = TOOL_THREADS // 4
 EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
 EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
 log = logging.getLogger("sopgym.services")
@@ -102,6 +106,7 @@ class ToolService:
         self.domain, self.tools, self.episodes, self.shared = domain, tools, episodes, shared
         self.rest, self.secret, self.tool_timeout_s = rest, secret, tool_timeout_s
         self._threads = ToolThreads(TOOL_THREADS)
+        self._gates: dict[str, asyncio.Semaphore] = {}  # per tool: CALLS_PER_TOOL threads
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path", ""), scope.get("method")  # only HTTP has a method
@@ -181,9 +186,11 @@ class ToolService:
         turn = self.episodes.turn(episode_id) if episode_id is not None else None
         in_trace = contextvars.copy_context()  # the tool's spans join the request's trace
         job = partial(in_trace.run, self._run, tool, arguments, context, turn)
-        running = self._threads.run(job)
+        gate = self._gates.get(name)
+        if gate is None:
+            gate = self._gates[name] = asyncio.Semaphore(CALLS_PER_TOOL)
         try:
-            return await asyncio.wait_for(running, self.tool_timeout_s)
+            return await asyncio.wait_for(self._admitted(gate, job), self.tool_timeout_s)
         except TimeoutError:  # the thread runs on; its answer, if any, is dropped
             log.error("tool %s did not answer within %g s", name, self.tool_timeout_s)
             return self._refusal(
@@ -192,6 +199,22 @@ class ToolService:
                     f"tool {name!r} did not answer within {self.tool_timeout_s:g} s",
                 )
             )
+
+    async def _admitted(
+        self, gate: asyncio.Semaphore, job: Callable[[], tuple[int, bytes]]
+    ) -> tuple[int, bytes]:
+        """``job`` on a pool thread once its tool's ``gate`` admits it; the thread gives the
+        gate back when the tool's code returns, however late (a timed-out call keeps it)."""
+        await gate.acquire()
+        loop = asyncio.get_running_loop()
+
+        def run_then_release() -> tuple[int, bytes]:
+            try:
+                return job()
+            finally:
+                loop.call_soon_threadsafe(gate.release)
+
+        return await self._threads.run(run_then_release)
 
     def _run(
         self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None

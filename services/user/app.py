@@ -3,7 +3,9 @@
 Request ``{"domain", "task_id", "messages": [{"role": "agent" | "user", "content"}, ...]}``
 (the turns exchanged in the episode so far, the agent's last); reply ``{"reply": str,
 "done": bool}``. Refusals are 4xx ``{"error": {"code", "message", "field"}}``. The gateway is
-its only client: agents never reach it, so the profiles it holds never reach them.
+its only client: agents never reach it, so the profiles it holds never reach them. Given the
+stack's secret (:mod:`sopgym.core.access`), it answers only requests carrying it, as the tool
+services do: a query from anyone else would be an exchange no episode records.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from sopgym.asgi import MAX_API_BODY, BodyTooLarge, ClientDisconnected, read_body
+from sopgym.core.access import SECRET_HEADER, check_secret
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.observability.asgi import fastapi_telemetry
@@ -36,6 +39,7 @@ def create_app(
     data_root: Path | None = None,
     seed: int | None = None,
     model: UserModel | None = None,
+    secret: str | None = None,
 ) -> FastAPI:
     simulator = UserSimulator(domains, data_root, seed, model)
     app = FastAPI(
@@ -67,6 +71,7 @@ def create_app(
     @app.post("/v1/reply")
     async def reply(request: Request) -> Response:
         try:
+            check_secret(secret, request.headers.get(SECRET_HEADER.decode(), "").encode() or None)
             body = loads_object(await read_body(request.receive, MAX_API_BODY))
             if model is None:
                 turn = simulator.reply(body)

@@ -10,13 +10,24 @@ service given a secret refuses any tool call or episode request without it.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hmac
+import os
 import secrets
+import sys
+
+import orjson
 
 from sopgym.core.errors import ToolError
 
 SERVICE_SECRET_ENV = "SOPGYM_SERVICE_SECRET"
 SECRET_HEADER = b"x-sopgym-gateway-secret"
+
+
+def service_secret() -> str | None:
+    """The stack's secret as this server was handed it (:func:`handed_secret`)."""
+    return handed_secret(SERVICE_SECRET_ENV)
 
 
 def new_secret() -> str:
@@ -38,3 +49,55 @@ def check_secret(expected: str | None, given: bytes | None) -> None:
         raise ToolError("unauthorized", "tool services answer only the gateway: missing secret")
     if not hmac.compare_digest(given, expected.encode()):
         raise ToolError("forbidden", "tool services answer only the gateway: wrong secret")
+
+
+# ---- handing secrets to a child process without its environment ----
+# A process's environment is readable by any process of the same user (/proc/<pid>/environ),
+# agent workers included. So the embedded stack hands its secrets to each server on a pipe:
+# the parent writes them as JSON before the child starts and the child reads them once; the
+# environment carries only the pipe's descriptor number. Compose and k8s set them in the
+# environment of containers no agent shares (docs/reliability.md).
+HANDED_SECRETS_FD_ENV = "SOPGYM_SECRETS_FD"
+_handed: dict[str, str] | None = None
+
+
+def hand_over(secrets_by_name: dict[str, str]) -> tuple[dict[str, str], int]:
+    """A pipe holding ``secrets_by_name`` for a child: the environment that names its read end
+    and that descriptor (to pass to the child, then close here)."""
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "wb") as pipe:  # a few hundred bytes: within the pipe's buffer
+        pipe.write(orjson.dumps(secrets_by_name))
+    return {HANDED_SECRETS_FD_ENV: str(read_end)}, read_end
+
+
+def handed_secret(name: str) -> str | None:
+    """The secret ``name`` this process was handed on a pipe, else its environment's (compose,
+    k8s, direct use). A process that holds one turns itself non-dumpable
+    (:func:`make_undumpable`), so that other processes of its user cannot read its memory."""
+    global _handed
+    if _handed is None:
+        _handed = {}
+        fd = os.environ.pop(HANDED_SECRETS_FD_ENV, None)
+        if fd is not None and fd.isdigit():
+            with contextlib.suppress(OSError, orjson.JSONDecodeError):
+                with os.fdopen(int(fd), "rb") as pipe:
+                    data = orjson.loads(pipe.read())
+                if isinstance(data, dict):
+                    _handed = {k: v for k, v in data.items() if isinstance(v, str)}
+    value = _handed.get(name) or os.environ.get(name) or None
+    if value:
+        make_undumpable()
+    return value
+
+
+def make_undumpable() -> bool:
+    """``prctl(PR_SET_DUMPABLE, 0)``: the kernel then refuses other non-root processes of the
+    same user ptrace and /proc/<pid>/{mem,environ} of this one (no core dumps either). Whether
+    it took (Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
+PR_SET_DUMPABLE = 4

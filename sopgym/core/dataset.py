@@ -48,6 +48,7 @@ def materialize(domain: DomainPack, root: Path | None = None) -> Path:
     """Make sure the domain's data exists on disk and return its folder."""
     final = data_path(domain, root)
     if (final / "gold.jsonl").exists():
+        _owner_only(final / "gold.jsonl")  # a cache written before gold was kept 0600
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".gen-", dir=final.parent))
@@ -76,6 +77,14 @@ def _generate_into(domain: DomainPack, folder: Path) -> None:
     ]
     _write_jsonl(folder / "tasks.jsonl", [t.to_json() for t in generated.tasks])
     _write_jsonl(folder / "gold.jsonl", [g.to_json() for g in gold])
+    _owner_only(folder / "gold.jsonl")
+
+
+def _owner_only(path: Path) -> None:
+    """The answers are readable by their owner only (mode 0600): other users of the machine
+    cannot read them (processes of the same user still can: docs/reliability.md)."""
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)
 
 
 def derive_gold(

@@ -62,6 +62,10 @@ FAULT_CODES = frozenset({
 DOWN_CODE = "service_unavailable"
 # Calls that never reached a working tool: no agent decision, so no scorer counts them.
 INFRA_CODES = FAULT_CODES | {DOWN_CODE}
+# Our tool service's own per-call limit ran out (the tool hung, or a call of the same episode
+# before it did, or the tool already had its share of the pool held by hung calls): the
+# infrastructure's failure, unless the tool is documented as slow by design.
+HUNG_CODE = "tool_timeout"
 
 
 @dataclass

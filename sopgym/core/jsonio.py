@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,12 @@ def loads_request(body: bytes, what: str = "request body") -> Any:
     except orjson.JSONDecodeError as error:
         raise ToolError("invalid_json", f"{what} is not valid JSON: {error}") from None
     # each level opens a bracket, so a body with few of them needs no walk
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and json_depth(value) > MAX_DEPTH:
         raise ToolError("invalid_request", f"{what} nests deeper than {MAX_DEPTH} levels")
     return value
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """Nesting depth of parsed JSON, without recursion (the value may be 1,000 levels deep)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
@@ -77,7 +78,8 @@ class JsonlAppender:
     """
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        # owner only: results rows carry the gold (docs/reliability.md)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def append(self, record: dict[str, Any]) -> None:
         os.write(self._fd, dumps(record) + b"\n")
@@ -95,12 +97,16 @@ class CorruptRow(ValueError):
 
 
 def read_jsonl_prefix(
-    path: Path, repair: bool = False, drop_corrupt: bool = False
+    path: Path,
+    repair: bool = False,
+    drop_corrupt: bool = False,
+    check: Callable[[dict[str, Any]], str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Every complete line of a JSONL file; with ``repair``, truncate a torn last line.
 
-    A complete line that is not a JSON object raises :class:`CorruptRow`, unless
-    ``drop_corrupt``: then such lines are removed from the file (rewritten atomically).
+    A complete line that is not a JSON object, or one ``check`` says is wrong (it returns
+    why), raises :class:`CorruptRow`, unless ``drop_corrupt``: then such lines are removed
+    from the file (rewritten atomically).
     """
     if not path.exists():
         return []
@@ -113,6 +119,8 @@ def read_jsonl_prefix(
         try:
             row = orjson.loads(line)
             why = None if isinstance(row, dict) else "not a JSON object"
+            if why is None and check is not None:
+                why = check(row)
         except orjson.JSONDecodeError as error:
             why = str(error)
         if why is not None:

@@ -126,10 +126,19 @@ class Tool:
     source does not. The disagreement comes back as a warning with the result.
     """
 
-    def __init__(self, spec: ToolSpec, implementation: Implementation, strict: bool = True) -> None:
+    def __init__(
+        self,
+        spec: ToolSpec,
+        implementation: Implementation,
+        strict: bool = True,
+        slow_by_design: bool = False,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.strict = strict
+        # documented as slow: its tool_timeout is the agent's tool_error (it chose to call it),
+        # where any other tool's is the infrastructure's (sopgym.evaluation.scoring)
+        self.slow_by_design = slow_by_design
         self._implementation = implementation
         self._validator = ArgumentValidator(spec.input_schema)
 
@@ -165,12 +174,14 @@ def tool(
     description: str,
     input_schema: JSON,
     output_schema: JSON | None = None,
+    slow_by_design: bool = False,
 ) -> Callable[[Implementation], Tool]:
-    """Declare a tool: ``@tool(name, description, input_schema, output_schema)`` on ``run``."""
+    """Declare a tool: ``@tool(name, description, input_schema, output_schema)`` on ``run``
+    (``slow_by_design``: its description says it may run past the service's per-call limit)."""
 
     def wrap(implementation: Implementation) -> Tool:
         spec = ToolSpec(name, description, input_schema, output_schema or {"type": "object"})
-        return Tool(spec, implementation)
+        return Tool(spec, implementation, slow_by_design=slow_by_design)
 
     return wrap
 

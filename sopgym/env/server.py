@@ -8,7 +8,9 @@ task, step count and, once done, its score; ``DELETE /envs/<env_id>`` closes one
 environment is a :class:`~.environment.SopgymEnv` behind the same gateway client, so one
 trainer process can keep thousands of episodes in flight: each request blocks only a worker
 thread of this server, on the gateway's keep-alive connections. Refusals are the usual
-structured ``{"error": {"code", "message", "field"}}`` with a 4xx status.
+structured ``{"error": {"code", "message", "field"}}`` with a 4xx status. A finished episode's
+score is the verdict only (:func:`coarse_score`) unless the server was started with
+``--score-detail``.
 """
 
 from __future__ import annotations
@@ -35,15 +37,31 @@ from sopgym.observability.asgi import fastapi_telemetry
 from sopgym.types import JSON
 
 MAX_ENVS = 100_000
+# What a score tells a remote trainer by default: the verdict, not which answer fields or calls
+# were right (with unlimited resets to one task, that detail is a per-field answer oracle).
+COARSE_SCORE_KEYS = ("task_id", "domain", "completed", "success", "infra_error")
+
+
+def coarse_score(score: JSON | None, detail: bool) -> JSON | None:
+    """``score`` as env-serve answers it: whole with ``detail`` (``--score-detail``), else
+    only its :data:`COARSE_SCORE_KEYS`."""
+    if detail or not score:
+        return score
+    return {key: score.get(key) for key in COARSE_SCORE_KEYS}
 
 
 class EnvPool:
     """Environments by id, over one gateway client and each domain's loaded task set."""
 
     def __init__(
-        self, client: GatewayClient, domains: list[str], data_root: Path | None, **options: Any
+        self,
+        client: GatewayClient,
+        domains: list[str],
+        data_root: Path | None,
+        score_detail: bool = False,
+        **options: Any,
     ) -> None:
-        self.client, self.options = client, options
+        self.client, self.options, self.score_detail = client, options, score_detail
         self.data = {name: dataset.load(load_domain(name), data_root) for name in domains}
         self.envs: dict[str, SopgymEnv] = {}
         self._lock = threading.Lock()
@@ -52,7 +70,7 @@ class EnvPool:
         env_id = request.get("env_id")
         if env_id is None:
             domain = request.get("domain", next(iter(self.data)))
-            if domain not in self.data:
+            if not isinstance(domain, str) or domain not in self.data:
                 known = ", ".join(self.data)
                 raise ToolError(
                     "invalid_value", f"no domain {domain!r}; serving: {known}", "domain"
@@ -67,6 +85,8 @@ class EnvPool:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ToolError("invalid_value", "seed must be an integer", "seed")
         task_id = request.get("task_id")
+        if task_id is not None and not isinstance(task_id, str):
+            raise ToolError("invalid_value", "task_id must be a string", "task_id")
         observation, info = env.reset(
             seed=seed, options={"task_id": task_id} if task_id is not None else None
         )
@@ -81,6 +101,8 @@ class EnvPool:
         if env.episode is None or env.done:
             raise ToolError("episode_closed", "the episode is over: reset the environment")
         observation, reward, terminated, truncated, info = env.step(action)
+        if "score" in info:
+            info = {**info, "score": coarse_score(info["score"], self.score_detail)}
         return {
             "observation": observation,
             "reward": float(reward),
@@ -98,7 +120,7 @@ class EnvPool:
             "task_id": env.task.id if env.task is not None else None,
             "step_count": env.steps,
             "done": env.done,
-            "score": env.score or None,
+            "score": coarse_score(env.score or None, self.score_detail),
         }
 
     def close(self, env_id: str) -> JSON:
@@ -154,9 +176,10 @@ def create_app(pool: EnvPool) -> FastAPI:
 
 def build(
     gateway: str, domains: list[str], data_root: Path | None, transport: str = "http",
-    **options: Any,
+    score_detail: bool = False, **options: Any,
 ) -> FastAPI:  # fmt: skip
-    return create_app(EnvPool(connect(gateway, transport), domains, data_root, **options))
+    client = connect(gateway, transport)
+    return create_app(EnvPool(client, domains, data_root, score_detail, **options))
 
 
 async def _body(request: Request) -> JSON | ToolError:

@@ -63,13 +63,17 @@ def _evaluate(
 def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dict:
     """:func:`evaluate_path`, its input errors as one clear line (a usage error when nothing
     is there, exit 1 when what is there is not trace data)."""
+    from sopgym.core.jsonio import CorruptRow
     from sopgym.evaluation.evaluator import evaluate_path
     from sopgym.observability.otlp import TraceFormatError
+    from sopgym.records import UnreadableConfig
 
     try:
         return evaluate_path(path, data_root, run_id)
     except FileNotFoundError as error:
         raise click.UsageError(str(error)) from None
+    except (CorruptRow, UnreadableConfig) as error:
+        raise click.ClickException(f"unreadable run: {error}") from None
     except TraceFormatError as error:
         raise click.ClickException(f"unreadable traces: {error}") from None
 
@@ -151,7 +155,7 @@ def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> Non
 def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
     """Score the run's traces; write eval.json, report.md and report.html beside them, headed
     by the run's whole config."""
-    from sopgym.core.jsonio import dumps, write_atomic
+    from sopgym.core.jsonio import CorruptRow, dumps, write_atomic
     from sopgym.evaluation.report import write_reports
     from sopgym.evaluation.sources import is_run_dir
     from sopgym.orchestration.runs import RunFolder
@@ -159,7 +163,10 @@ def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | Non
     result = scored(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
     run = RunFolder(run_dir)
-    recorded = run.rows()  # the failed tasks' details
+    try:
+        recorded = run.rows()  # the failed tasks' details
+    except CorruptRow as error:
+        raise click.ClickException(f"unreadable run: {error}") from None
     config = run.describe() if is_run_dir(run_dir) else None  # a bare trace store has none
     for path in write_reports(result, run_dir, jaeger_ui, recorded, config):
         console.print(f"wrote {path}")

@@ -24,11 +24,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from sopgym.core import dataset
 from sopgym.core.domain import DomainPack
-from sopgym.core.jsonio import read_jsonl_prefix
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
@@ -39,6 +36,7 @@ from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_ep
 from sopgym.evaluation.two_stage import two_stage
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanBatch, paused_gc
+from sopgym.records import read_config_object, read_results
 from sopgym.types import JSON
 
 # (domain, task id, trial): one expected episode of a run
@@ -358,7 +356,7 @@ def _brief(episode: EpisodeSpans, why: str) -> JSON:
 def run_expectation(run_dir: Path, taskset: TaskSet) -> tuple[list[EpisodeKey], tuple[str, str]]:
     """The episodes a run folder's config says were made (every task ``trials`` times), and
     its (run id, agent) group."""
-    config = orjson.loads((run_dir / "config.json").read_bytes())
+    config = read_config_object(run_dir / "config.json")
     expected = taskset.expected(config["domains"], config.get("limit"), config.get("trials", 1))
     return expected, (run_dir.name, config.get("agent", ""))
 
@@ -386,7 +384,7 @@ def evaluate_results(run_dir: Path, taskset: TaskSet) -> JSON:
     expected, group = run_expectation(run_dir, taskset)
     recorded = {
         (r["domain"], r["task_id"], int(r.get("trial") or 0)): r
-        for r in read_jsonl_prefix(run_dir / "results.jsonl")
+        for r in read_results(run_dir / "results.jsonl")
     }
     rows, scores = [], []
     for key in expected:

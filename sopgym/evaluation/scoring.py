@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from sopgym.core.errors import DOWN_CODE, FAULT_CODES, INFRA_CODES
+from sopgym.core.errors import DOWN_CODE, FAULT_CODES, HUNG_CODE, INFRA_CODES
 from sopgym.core.tasks import Gold, Task
-from sopgym.core.trajectory import Trajectory
+from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation import profiles
 from sopgym.evaluation.scorers import Case, Score, scorers_for
 from sopgym.types import JSON
@@ -63,6 +63,16 @@ class TaskScore:
 
     def to_json(self) -> JSON:
         return asdict(self)
+
+
+def _hung_calls(domain: DomainPack, trajectory: Trajectory) -> list[CallRecord]:
+    """The calls our tool service answered ``tool_timeout``, of tools not documented as slow
+    by design: the tool hung, not the agent (an infrastructure failure of the episode)."""
+    timed_out = [c for c in trajectory.calls if c.error_code == HUNG_CODE]
+    if not timed_out:
+        return []
+    slow = {t.name for t in domain.all_tools() if getattr(t, "slow_by_design", False)}
+    return [c for c in timed_out if c.name not in slow]
 
 
 def score_episode(
@@ -104,6 +114,9 @@ def strict_score(
     faults = 0
     if trajectory is not None:
         infra = [c for c in trajectory.calls if c.error_code in INFRA_CODES]
+        hung = _hung_calls(domain, trajectory)
+        if hung and infra_error is None:
+            infra_error = f"{hung[0].name}: {HUNG_CODE} (the tool hung past the service's limit)"
         if infra:
             faults = sum(c.error_code in FAULT_CODES for c in infra)
             down = next((c for c in infra if c.error_code == DOWN_CODE), None)

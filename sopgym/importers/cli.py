@@ -67,7 +67,7 @@ def _warn_uncallable(folder: Path, tool_names: list[str], timeout: float) -> Non
     from sopgym.importers.isolated import run_isolated
 
     try:
-        missing = run_isolated(unimplemented, (folder, tool_names), timeout)
+        missing = run_isolated(unimplemented, (folder, tool_names), timeout, read_only=True)
     except Exception as error:  # a tools.py that hangs or fails: every call would fail
         click.echo(f"  warning: tools.py did not load: {error} (every tool call will fail)")
         return
@@ -334,7 +334,9 @@ def audit_sop_bench(
     reports: list[AuditReport] = []
     for folder in _folders(path):
         try:
-            report = run_isolated(audit_benchmark, (folder, given, max_rows), timeout)
+            report = run_isolated(
+                audit_benchmark, (folder, given, max_rows), timeout, read_only=True
+            )
         except Exception as error:  # the audit of one benchmark must not stop the others
             click.echo(f"{folder.name}: audit failed: {type(error).__name__}: {error}")
             continue

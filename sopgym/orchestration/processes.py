@@ -21,6 +21,8 @@ from pathlib import Path
 import httpx
 import orjson
 
+from sopgym.core.access import hand_over
+
 
 class StartupError(RuntimeError):
     """A child process exited or never became ready; carries the tail of its log."""
@@ -36,7 +38,8 @@ class ManagedProcess:
     """A child process whose output goes to a log file.
 
     With ``pipes`` its stdin and stdout are pipes instead (agent workers speak JSON lines on
-    them); stderr still goes to the log.
+    them); stderr still goes to the log. ``secrets`` reach the child on a pipe, never in its
+    environment (:func:`sopgym.core.access.hand_over`); ``cwd`` is its working folder.
     """
 
     def __init__(
@@ -47,20 +50,29 @@ class ManagedProcess:
         env: dict[str, str] | None = None,
         ready_url: str | None = None,
         pipes: bool = False,
+        secrets: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.name, self.argv, self.log_path, self.ready_url = name, list(argv), log_path, ready_url
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        self.popen = subprocess.Popen(
-            self.argv,
-            stdout=subprocess.PIPE if pipes else self._log,
-            stderr=self._log if pipes else subprocess.STDOUT,
-            stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
-            env={**os.environ, **(env or {})},
-            preexec_fn=functools.partial(_detach_but_die_with_parent, os.getpid()),
-            text=pipes,
-            bufsize=1 if pipes else -1,
-        )
+        handed_env, handed = hand_over(secrets) if secrets else ({}, None)
+        try:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdout=subprocess.PIPE if pipes else self._log,
+                stderr=self._log if pipes else subprocess.STDOUT,
+                stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                env={**os.environ, **(env or {}), **handed_env},
+                preexec_fn=functools.partial(_detach_but_die_with_parent, os.getpid()),
+                text=pipes,
+                bufsize=1 if pipes else -1,
+                pass_fds=(handed,) if handed is not None else (),
+                cwd=cwd,
+            )
+        finally:
+            if handed is not None:
+                os.close(handed)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -153,8 +165,10 @@ class ProcessGroup:
         env: dict[str, str] | None = None,
         ready_url: str | None = None,
         pipes: bool = False,
+        secrets: dict[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> ManagedProcess:
-        child = ManagedProcess(name, argv, log_path, env, ready_url, pipes)
+        child = ManagedProcess(name, argv, log_path, env, ready_url, pipes, secrets, cwd)
         self.children.append(child)
         return child
 

@@ -104,7 +104,7 @@ def replicated_stack(
                     f"tools-{domain}-{index}",
                     sopgym_command("serve-tools", domain, "--port", str(port), *data_args),
                     logs / f"tools-{domain.replace('/', '__')}-{index}.log",
-                    env={SERVICE_SECRET_ENV: secret},
+                    secrets={SERVICE_SECRET_ENV: secret},
                     ready_url=f"{url}/readyz",
                 )
                 replicated.tools.setdefault(domain, []).append(child)
@@ -135,7 +135,7 @@ def replicated_stack(
                     f"gateway-{index}",
                     sopgym_command(*argv),
                     logs / f"gateway-{index}.log",
-                    env={ADMIN_TOKEN_ENV: replicated.admin_token, SERVICE_SECRET_ENV: secret},
+                    secrets={ADMIN_TOKEN_ENV: replicated.admin_token, SERVICE_SECRET_ENV: secret},
                     ready_url=f"{url}/readyz",
                 )
             )

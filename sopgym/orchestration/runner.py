@@ -15,11 +15,15 @@ yet are recorded as such infrastructure errors at once instead of each failing i
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import hashlib
 import os
 import queue
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +38,7 @@ from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, InfraError
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
-from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
+from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
@@ -51,6 +55,7 @@ from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.selection import select_tasks
 from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.records import read_results
 from sopgym.types import JSON
 
 
@@ -168,6 +173,9 @@ class Runner:
         self.interrupted: list[Attempt] = []  # in flight at Ctrl-C/SIGTERM, not recorded
         # wall seconds of the last execute() by phase; "scoring" is spent within "tasks"
         self.phases: dict[str, float] = {}
+        # every (domain, task, trial) the run selected, once prepared: a row for another is
+        # refused by the readers (sopgym.records)
+        self.planned: set[tuple[str, str, int]] | None = None
 
     # ---- preparation ----
     def prepare(self) -> list[Task]:
@@ -184,6 +192,7 @@ class Runner:
             limit=self.config.limit,
             seed=self.config.seed,
         )
+        self.planned = {(t.domain, t.id, n) for t in tasks for n in range(self.config.trials)}
         self.paths.root.mkdir(parents=True, exist_ok=True)
         self._take_lock()
         if not self.paths.config.exists():
@@ -222,13 +231,15 @@ class Runner:
             self._lock_fd = None
 
     def repair(self) -> None:
-        """Drop the corrupt rows of results.jsonl (their tasks run again)."""
-        read_jsonl_prefix(self.paths.results, repair=True, drop_corrupt=True)
+        """Drop the corrupt rows of results.jsonl: not JSON objects, not result rows, a task
+        recorded twice (the first is kept) or one the run did not select; their tasks run
+        again."""
+        read_results(self.paths.results, repair=True, drop_corrupt=True, planned=self.planned)
 
     def drop_infra_errors(self) -> int:
         """Remove the ``infra_error`` rows (rewritten atomically), so that a resume runs
         exactly those tasks again; how many there were."""
-        rows = read_jsonl_prefix(self.paths.results, repair=True)
+        rows = read_results(self.paths.results, repair=True, planned=self.planned)
         kept = [r for r in rows if r.get("status") != INFRA_ERROR]
         if len(kept) < len(rows):
             write_atomic(self.paths.results, b"".join(dumps(r) + b"\n" for r in kept))
@@ -236,7 +247,7 @@ class Runner:
 
     def pending(self, tasks: list[Task]) -> list[Attempt]:
         """Every (task, trial) the results do not hold yet, trial by trial."""
-        rows = read_jsonl_prefix(self.paths.results, repair=True)
+        rows = read_results(self.paths.results, repair=True, planned=self.planned)
         done = {(r["task_id"], r.get("trial", 0)) for r in rows}
         return [
             (t, trial)
@@ -433,8 +444,9 @@ class Runner:
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
         return stack.group.start(
-            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True
-        )
+            f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
+            cwd=worker_folder(),
+        )  # fmt: skip
 
     def check_model(self) -> None:
         """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:
@@ -518,7 +530,8 @@ class Runner:
     def write_summary(self, tasks: list[Task]) -> JSON:
         """Summarise every episode (task x trial) of the run, plus pass^k/pass@k over the
         trials; an episode with no result counts as incomplete."""
-        rows = {(r["task_id"], r.get("trial", 0)): r for r in read_jsonl_prefix(self.paths.results)}
+        read = read_results(self.paths.results, planned=self.planned)
+        rows = {(r["task_id"], r.get("trial", 0)): r for r in read}
         scores, outcomes, missing = [], [], set()
         infra: list[JSON] = []
         for trial in range(self.config.trials):
@@ -555,6 +568,15 @@ class Runner:
             summary["paper"] = {**summary.get("paper", {}), **paper}
         write_atomic(self.paths.summary, dumps(summary))
         return summary
+
+
+@functools.cache
+def worker_folder() -> Path:
+    """The agent workers' working folder: an empty one of their own, not the runner's (whose
+    runs/ hold earlier trials' gold), removed when the runner exits."""
+    folder = Path(tempfile.mkdtemp(prefix="sopgym-worker-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def _join(threads: list[threading.Thread], within: float | None) -> None:

@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 import orjson
 
 from sopgym.agents import uses_model
-from sopgym.core.jsonio import read_jsonl_prefix
 from sopgym.core.outcomes import outcome as episode_outcome
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.orchestration.runner import RunConfig, RunPaths
+from sopgym.records import read_results
 from sopgym.types import JSON
 
 RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
@@ -81,8 +81,9 @@ def read_json_object(path: Path) -> JSON:
 
 def results(paths: RunPaths) -> list[JSON]:
     """Every recorded episode (a torn last line, still being written, is left out); a corrupt
-    row raises :class:`sopgym.core.jsonio.CorruptRow` naming file and line."""
-    return read_jsonl_prefix(paths.results)
+    row (not JSON, not a :class:`sopgym.records.ResultRow`, or a task recorded twice) raises
+    :class:`sopgym.core.jsonio.CorruptRow` naming file and line."""
+    return read_results(paths.results)
 
 
 def outcome(row: JSON) -> str:

@@ -101,11 +101,8 @@ def embedded_stack(
                     sopgym_command("serve-tools", *members, "--port", str(port), *data_args),
                     logs / f"{name.replace('/', '__')}.log",
                     # (TOOL_SEED_ENV: imported tools' random draws follow the run's seed)
-                    env={
-                        **stack.env,
-                        SERVICE_SECRET_ENV: stack.service_secret,
-                        TOOL_SEED_ENV: str(seed),
-                    },
+                    env={**stack.env, TOOL_SEED_ENV: str(seed)},
+                    secrets={SERVICE_SECRET_ENV: stack.service_secret},
                     ready_url=f"{url}/readyz",
                 )
             )
@@ -141,11 +138,8 @@ def embedded_stack(
                 *service_args,
             ),
             logs / "gateway.log",
-            env={
-                **stack.env,
-                ADMIN_TOKEN_ENV: stack.admin_token,
-                SERVICE_SECRET_ENV: stack.service_secret,
-            },
+            env=stack.env,
+            secrets={ADMIN_TOKEN_ENV: stack.admin_token, SERVICE_SECRET_ENV: stack.service_secret},
             ready_url=f"{stack.gateway_url}/readyz",
         )
         for child in [*children, gateway]:  # a service that fails says so, not the gateway
@@ -180,13 +174,19 @@ def start_model_server(
 def _start_user_sim(stack: Stack, domains: list[str], data_args: list[str]) -> ManagedProcess:
     seed_args = ["--seed", str(stack.seed)] if stack.seed else []
     child, stack.user_sim_url = _start_domain_server(
-        stack, "user-sim", "user-sim", domains, *seed_args, *data_args
-    )
+        stack, "user-sim", "user-sim", domains, *seed_args, *data_args,
+        secrets={SERVICE_SECRET_ENV: stack.service_secret},
+    )  # fmt: skip
     return child
 
 
 def _start_domain_server(
-    stack: Stack, name: str, command: str, domains: list[str], *args: str
+    stack: Stack,
+    name: str,
+    command: str,
+    domains: list[str],
+    *args: str,
+    secrets: dict[str, str] | None = None,
 ) -> tuple[ManagedProcess, str]:
     """A server for ``domains`` (``sopgym <command> --domain D ...``) on a free port, logging to
     ``<name>.log``; the process (not waited for yet) and its base URL."""
@@ -199,5 +199,6 @@ def _start_domain_server(
         stack.logs / f"{name}.log",
         env=stack.env,
         ready_url=f"{url}/readyz",
+        secrets=secrets,
     )
     return child, url

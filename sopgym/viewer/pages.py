@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 import orjson
 
+from sopgym.core.jsonio import CorruptRow
 from sopgym.core.outcomes import OUTCOMES, SUCCESS
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.scoring import TaskScore, summarize
@@ -95,8 +96,13 @@ def _count(value: int | None) -> str:
 def runs_page(runs: list[RunFolder]) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
-        config, summary = run.config(), run.summary()
-        recorded = run.rows()
+        config = run.config()
+        try:
+            summary, recorded = run.summary(), run.rows()
+        except CorruptRow as error:  # this run only: the others are still listed
+            rows.append([(run.id, run_link(run)), _when(run), ", ".join(config.get("domains", [])),
+                         "", "", "", "", "", "", f"unreadable: {error}"])  # fmt: skip
+            continue
         rows.append(
             [
                 (run.id, run_link(run)),
