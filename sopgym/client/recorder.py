@@ -18,7 +18,6 @@ its next trial; the summary covers the tasks played (``config.json`` names them)
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -126,13 +125,9 @@ class RunRecorder:
             self._results.close()
             tasks = [self.tasks[key] for key in self.played]
             trials = max(self.played.values(), default=1)
-            config = replace(self.runner.config, trials=trials, task_ids=[t.id for t in tasks])
-            self.runner.config = config
-            recorded = orjson.loads(self.runner.paths.config.read_bytes())
-            write_atomic(self.runner.paths.config, dumps({
-                **recorded, "trials": trials, "task_ids": config.task_ids,
-                "task_count": len(tasks),
-            }))  # fmt: skip
+            self.runner.replan(
+                tasks, trials=trials, task_ids=[t.id for t in tasks], task_count=len(tasks)
+            )
             try:
                 return self.runner.write_summary(tasks)
             finally:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -338,9 +338,7 @@ def score_responses(
         rows[task.domain, task.id, item.trial] = _row(runner, task, item, tally, key)
     trials = 1 + max((trial for _, _, trial in rows), default=0)
     if trials != runner.config.trials:  # the trials the responses hold, every one summarised
-        runner.config = replace(runner.config, trials=trials)
-        config = orjson.loads(runner.paths.config.read_bytes())
-        write_atomic(runner.paths.config, dumps({**config, "trials": trials}))
+        runner.replan(tasks, trials=trials)
     tally.missing = [
         f"{task.domain} {task.id}" + (f" trial {trial}" if trial else "")
         for trial in range(trials)

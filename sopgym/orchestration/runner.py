@@ -223,6 +223,16 @@ class Runner:
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
 
+    def replan(self, tasks: list[Task], **recorded: object) -> None:
+        """Change the prepared run's config (``RunConfig`` fields such as ``trials`` or
+        ``task_ids``; other keys go to config.json only): a run played outside the runner learns
+        its trials and tasks from what was played, and its rows are read against those."""
+        fields = {k: v for k, v in recorded.items() if k in RunConfig.__dataclass_fields__}
+        self.config = replace(self.config, **fields)  # type: ignore[arg-type]
+        self.planned = {(t.domain, t.id, n) for t in tasks for n in range(self.config.trials)}
+        config = orjson.loads(self.paths.config.read_bytes())
+        write_atomic(self.paths.config, dumps({**config, **recorded}))
+
     def release(self) -> None:
         """Let go of ``run.lock`` before this process ends (``sopgym score`` called in a
         process that lives on: the folder then reads as finished, not running)."""
