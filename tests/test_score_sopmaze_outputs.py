@@ -85,7 +85,7 @@ def official_grade(record: dict[str, Any]) -> float:
     """The official scorer's grade of ``record["model_response"]`` (1.0 / 0.2 / 0)."""
     try:
         reply = json_repair.loads(record["model_response"])
-    except Exception:  # noqa: BLE001 - the rule: a reply the repairer cannot read is 0
+    except Exception:  # the rule: a reply the repairer cannot read is 0
         return 0.0
     if not Draft7Validator(record["json_schema"]).is_valid(reply):
         return 0.0
@@ -155,9 +155,7 @@ def test_published_outputs_get_the_official_grade_item_by_item(home: Path) -> No
         official = official_grade(record)
         ours = _grade(row)
         if ours is None:  # difference: unscorable items are excluded, not graded
-            assert row["score"]["scores"]["answer_schema"]["explanation"].startswith(
-                "unscorable"
-            )
+            assert row["score"]["scores"]["answer_schema"]["explanation"].startswith("unscorable")
             unscorable.append((file.name, index, official))
             continue
         assert ours == official, (file.name, index, record["model_response"], ours, official)
@@ -220,7 +218,7 @@ def test_a_single_published_file_scores_and_our_jsonl_is_not_taken_for_it(home: 
     assert detect_format(file) == "sopmaze"
     result = _score(home, "sopmaze", "--responses", str(file), "--run-id", "one")
     assert result.exit_code == 0, result.output
-    rows, summary = _run(home, "one")
+    rows, _ = _run(home, "one")
     assert [_grade(rows[_task_id(file, i)]) for i in (0, 1)] == [1.0, 0.0]  # truncated; prose
     jsonl = home / "answers.jsonl"
     jsonl.write_text('{"task_id": "x", "answer": {}}\n')
@@ -236,11 +234,8 @@ def test_sopmaze_text_answers_in_our_jsonl_are_read_with_the_official_leniency(
     assert text_protocol("sopmaze/l3_flow_line_track")('{"类别": "咨询"', {}) == {"类别": "咨询"}
     assert text_protocol("maze/telecom_requests") is not text_protocol("sopmaze/x")
     answers = home / "answers.jsonl"
-    answers.write_text(
-        json.dumps({"task_id": "l3_flow_line_track-0000", "answer": '答：{"类别": "咨询"'},
-                   ensure_ascii=False) + "\n",  # fmt: skip
-        encoding="utf-8",
-    )
+    answer = {"task_id": "l3_flow_line_track-0000", "answer": '答：{"类别": "咨询"'}
+    answers.write_text(json.dumps(answer, ensure_ascii=False) + "\n", encoding="utf-8")
     result = _score(home, "sopmaze/l3_*", "--responses", str(answers), "--run-id", "j")
     assert result.exit_code == 0, result.output
     rows, _ = _run(home, "j")
@@ -347,4 +342,3 @@ def test_each_difference_from_the_official_grade_is_as_documented(
     assert differences[name] != official
     doc = (Path(__file__).parents[1] / "docs" / "sop-maze-import.md").read_text()
     assert f"`{name}`" in doc  # listed in the docs by this name
-
