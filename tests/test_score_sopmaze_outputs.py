@@ -342,3 +342,18 @@ def test_each_difference_from_the_official_grade_is_as_documented(
     assert differences[name] != official
     doc = (Path(__file__).parents[1] / "docs" / "sop-maze-import.md").read_text()
     assert f"`{name}`" in doc  # listed in the docs by this name
+
+
+def test_the_published_outputs_folder_imported_itself_scores_both_l3_files(home: Path) -> None:
+    """``data_with_model_response/`` imports the same way (its two L3 files become two domains,
+    each keeping a digest of its file name): every one of its records then has a counterpart."""
+    _import(OUTPUTS)
+    result = _score(home, "sopmaze", "--responses", str(OUTPUTS), "--run-id", "self")
+    assert result.exit_code == 0, result.output
+    rows, summary = _run(home, "self")
+    tally = summary["responses"]
+    assert (tally["read"], tally["scored"], tally["unknown"], tally["missing"]) == (25, 25, 0, 0)
+    l3 = sorted({r["domain"] for r in rows.values() if r["domain"].startswith("sopmaze/l3_")})
+    assert len(l3) == 2 and all(
+        re.fullmatch(r"sopmaze/l3_flow_line_track_[0-9a-f]{8}", d) for d in l3
+    )
