@@ -5,8 +5,10 @@ harness wrote become a normal run folder, scored by the one
 A *reader* (:class:`ResponseReader`, registered by format name in :data:`READERS`) turns a
 file or a folder into :class:`Response` items (one per task and trial) and
 :class:`Unreadable` items (a line or record it could not read, with where and why). Our own
-format is ``jsonl`` (:class:`JsonlReader`); another format is one more reader passed to
-:func:`register_reader`.
+format is ``jsonl`` (:class:`JsonlReader`); SOP-Maze's published ``model_response`` files
+are ``sopmaze`` (:mod:`sopgym.evaluation.maze_responses`); another format is one more reader
+passed to :func:`register_reader`. With no format named, the files decide
+(:func:`detect_format`).
 
 Each response becomes the :class:`~sopgym.core.trajectory.Trajectory` the gateway would have
 recorded for the same answers: the final answer (an object, or text read as the family's reply
