@@ -482,8 +482,9 @@ def run(
     help="A file of responses, or a folder of such files.",
 )
 @click.option(
-    "--format", "reader", default="jsonl", show_default=True,
-    help="How the responses are written (docs/own-outputs.md lists the formats).",
+    "--format", "reader", default=None,
+    help="How the responses are written (docs/own-outputs.md lists the formats); default: "
+    "sopmaze for SOP-Maze's files with model_response, else jsonl.",
 )  # fmt: skip
 @click.option("--model", default="unknown", show_default=True, help="Who wrote the responses.")
 @click.option(
@@ -498,7 +499,7 @@ def run(
 @click.option("--seed", default=0, show_default=True, help="The --sample draw's seed.")
 @DATA_ROOT
 def score(
-    domains: tuple[str, ...], responses: Path, reader: str, model: str, runs_dir: Path,
+    domains: tuple[str, ...], responses: Path, reader: str | None, model: str, runs_dir: Path,
     run_id: str | None, task_ids: list[str] | None, match: str | None, sample: int | None,
     limit: int | None, seed: int, data_root: Path | None,
 ) -> None:  # fmt: skip

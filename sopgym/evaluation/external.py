@@ -5,8 +5,10 @@ harness wrote become a normal run folder, scored by the one
 A *reader* (:class:`ResponseReader`, registered by format name in :data:`READERS`) turns a
 file or a folder into :class:`Response` items (one per task and trial) and
 :class:`Unreadable` items (a line or record it could not read, with where and why). Our own
-format is ``jsonl`` (:class:`JsonlReader`); another format is one more reader passed to
-:func:`register_reader`.
+format is ``jsonl`` (:class:`JsonlReader`); SOP-Maze's published ``model_response`` files
+are ``sopmaze`` (:mod:`sopgym.evaluation.maze_responses`); another format is one more reader
+passed to :func:`register_reader`. With no format named, the files decide
+(:func:`detect_format`).
 
 Each response becomes the :class:`~sopgym.core.trajectory.Trajectory` the gateway would have
 recorded for the same answers: the final answer (an object, or text read as the family's reply
@@ -205,6 +207,17 @@ def _is_call(call: Any) -> bool:
 register_reader(JsonlReader())
 
 
+def detect_format(path: Path) -> str:
+    """The format of the responses at ``path`` when none is named: the first reader whose
+    optional ``detects(path)`` says so (SOP-Maze's files with ``model_response``), else
+    ``jsonl``."""
+    for reader in READERS.values():
+        detects = getattr(reader, "detects", None)
+        if detects is not None and detects(path):
+            return reader.name
+    return JsonlReader.name
+
+
 # ---- scoring ----
 @dataclass
 class Tally:
@@ -249,6 +262,8 @@ class Located:
     def find(self, response: Response) -> tuple[Task | None, str | None]:
         """The response's task, or which problem list it goes to."""
         if response.position is not None:
+            if response.domain is not None and response.domain not in self.all_tasks:
+                return None, "not_selected"  # a reader names only a domain that exists
             tasks = self.all_tasks.get(response.domain or "", [])
             if not 0 <= response.position < len(tasks):
                 return None, "unknown"
@@ -389,14 +404,20 @@ class ScoreRefused(ValueError):
 
 
 def score_into_run(
-    config: Any, run_dir: Path, responses: Path, reader_name: str, data_root: Path | None = None
+    config: Any,
+    run_dir: Path,
+    responses: Path,
+    reader_name: str | None,
+    data_root: Path | None = None,
 ) -> JSON:
     """``sopgym score``: read ``responses`` with the named reader, score them against the
     tasks ``config`` (a :class:`~sopgym.orchestration.runner.RunConfig`) selects, and write the
     run folder ``run_dir``; the summary. :class:`ScoreRefused` before anything is written when
-    the format is unknown, the path unreadable or the folder already a run."""
+    the format is unknown, the path unreadable or the folder already a run. With no
+    ``reader_name`` the format is detected (:func:`detect_format`)."""
     from sopgym.orchestration.runner import Runner
 
+    reader_name = reader_name or detect_format(responses)
     reader = READERS.get(reader_name)
     if reader is None:
         raise ScoreRefused(f"unknown format {reader_name!r} (known: {', '.join(sorted(READERS))})")
@@ -415,3 +436,7 @@ def score_into_run(
         return score_responses(runner, tasks, items, Tally(str(responses), reader_name))
     finally:
         runner.release()
+
+
+# The readers shipped beside ours register themselves (they build on this module's names)
+from sopgym.evaluation import maze_responses as _maze_responses  # noqa: E402, F401

@@ -8,7 +8,8 @@ and the first complete object it yields is the answer. The answer is then scored
 other (``answer_schema``: draft-07 validation, then the target's keys compared).
 
 This module is the one reader of SOP-Maze replies: the agents use it under the paper protocol,
-and scoring responses produced elsewhere (``model_response``) can use it the same way.
+and ``sopgym score`` reads every ``sopmaze/*`` text answer with it (the published
+``model_response`` files, :mod:`sopgym.evaluation.maze_responses`, and our own JSONL).
 """
 
 from __future__ import annotations
