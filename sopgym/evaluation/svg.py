@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Sequence
 from html import escape
 
+from sopgym.evaluation.stats import quantile
+
 _FONT = 'font-family="system-ui,sans-serif" font-size="12"'
 _BAR = "#4c78a8"
 
@@ -55,7 +57,7 @@ def percentile_chart(values: Sequence[float], title: str, unit: str = "ms") -> s
         return bar_chart([], title)
     ordered = sorted(values)
     points = [
-        (f"p{q * 100:g}", ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))])
+        (f"p{q * 100:g}", float(quantile(ordered, q) or 0.0))
         for q in PERCENTILES
     ]
     points.append(("max", ordered[-1]))
