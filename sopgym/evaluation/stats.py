@@ -328,3 +328,23 @@ def comparison_markdown(result: JSON) -> list[str]:
             f" Pairs left out (infrastructure failure in either run): {result['infra_left_out']}."
         )
     return [*lines, "", note]
+
+
+INTERVAL_TITLE = "TSR with its 95% confidence interval and noise floor"
+INTERVAL_HEADERS = ["scope", "episodes", "tasks", "TSR", "95% CI", "design effect",
+                    "noise floor (points)"]  # fmt: skip
+
+
+def interval_table(rows: Iterable[JSON]) -> tuple[str, list[str], list[list[str]]]:
+    """The report's table of :func:`tsr_intervals`: (title, headers, rows), overall first."""
+    found = tsr_intervals(rows)
+    out = []
+    for name, i in [("overall", found["overall"]), *found["domains"].items()]:
+        if i["tsr"] is None:
+            continue
+        out.append([
+            name, str(i["episodes"]), str(i["tasks"]), f"{points(i['tsr'])}%",
+            f"{points(i['low'])}-{points(i['high'])}%", f"{i['design_effect']:.2f}",
+            points(i["noise_floor"]),
+        ])  # fmt: skip
+    return INTERVAL_TITLE, INTERVAL_HEADERS, out

@@ -41,6 +41,7 @@ from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
+from sopgym.evaluation.stats import tsr_intervals
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
 from sopgym.observability.task_spans import TaskSpans, set_outcome
@@ -509,6 +510,7 @@ class Runner:
         trials; an episode with no result counts as incomplete."""
         rows = {(r["task_id"], r.get("trial", 0)): r for r in read_jsonl_prefix(self.paths.results)}
         scores, outcomes, missing = [], [], set()
+        episodes: list[JSON] = []  # (domain, task, score) of each, for TSR's intervals
         infra: list[JSON] = []
         for trial in range(self.config.trials):
             for task in tasks:
@@ -521,6 +523,7 @@ class Runner:
                     score = TaskScore(**row["score"])
                 scores.append(score)
                 outcomes.append(TrialOutcome(task.id, task.domain, trial, score.success))
+                episodes.append({"domain": task.domain, "task_id": task.id, "score": vars(score)})
                 if score.infra_error:
                     infra.append({"task_id": task.id, "domain": task.domain, "trial": trial,
                                   "cause": score.infra_error})  # fmt: skip
@@ -537,6 +540,7 @@ class Runner:
             "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
+            "tsr_intervals": tsr_intervals(episodes),
             "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
         }
         write_atomic(self.paths.summary, dumps(summary))
