@@ -296,6 +296,7 @@ class Runner:
                 score["success"],
                 sorted(k for k, v in score["errors"].items() if v),
                 row["episode_id"],
+                score["scores"],
             )
             with lock:
                 self.phases["scoring"] += time.perf_counter() - scoring
