@@ -22,6 +22,7 @@ in these episodes; the statistics see the same kind of rows as in a run.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from typing import Any
@@ -110,7 +111,8 @@ def main() -> None:
         default="patient_intake,dangerous_goods,customer_service,know_your_business",
     )
     args = parser.parse_args()
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # figures as they come
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # figures as they come, into a log too
     runs = Runs(args.domains.split(","), args.tasks)
     started = time.perf_counter()
 

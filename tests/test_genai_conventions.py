@@ -1,6 +1,7 @@
 """The latest OpenTelemetry GenAI conventions, opted in to with ``OTEL_SEMCONV_STABILITY_OPT_IN``:
 a stored trace store of a real run written under them (4 patient-intake tasks, the ReAct agent
-on the scripted model's ``noisy`` profile; the chat and tool-service spans left out) has the
+on the scripted model's ``noisy`` profile; the chat and tool-service spans left out; its
+config and results as the run wrote them) has the
 new span names, attributes and evaluation events, and the evaluator scores it exactly as the
 run's gateway records scored it, and exactly as the same store under the old names."""
 
@@ -88,7 +89,8 @@ def test_a_stored_store_under_the_latest_names_has_them() -> None:
 
 def test_old_and_new_names_score_identically_and_as_the_records(tmp_path: Path) -> None:
     new = evaluate_path(LATEST, DATA_ROOT)
-    records = orjson.loads((LATEST / "records.json").read_bytes())
+    lines = (LATEST / "results.jsonl").read_bytes().splitlines()
+    records = {row["task_id"]: row["score"] for row in map(orjson.loads, lines)}
     assert len(new["per_task"]) == 4 and not new["incomplete"]
     assert {r["task_id"]: r["score"] for r in new["per_task"]} == records
     old = tmp_path / LATEST.name  # (a run folder's name is its run id)

@@ -44,6 +44,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -226,13 +227,13 @@ def paired_difference(pairs: Sequence[Pair]) -> JSON:
     total = sum(sums)
     difference = total / n
     g = len(by_task)
+    low: float | None = None
+    high: float | None = None
     if g >= 2:
         sizes = [len(v) for v in by_task.values()]
         spread = sum((s - k * difference) ** 2 for s, k in zip(sums, sizes, strict=True))
         se = math.sqrt(g / (g - 1) * spread) / n
         low, high = difference - Z * se, difference + Z * se
-    else:
-        low = high = None
     p_value = sign_flip_p(sums)
     null_sd = math.sqrt(max(sum(s * s for s in sums), 1)) / n
     return {
@@ -335,7 +336,7 @@ INTERVAL_HEADERS = ["scope", "episodes", "tasks", "TSR", "95% CI", "design effec
                     "noise floor (points)"]  # fmt: skip
 
 
-def interval_table(rows: Iterable[JSON]) -> tuple[str, list[str], list[list[str]]]:
+def interval_table(rows: Iterable[JSON]) -> tuple[str, list[str], list[list[Any]]]:
     """The report's table of :func:`tsr_intervals`: (title, headers, rows), overall first."""
     found = tsr_intervals(rows)
     out = []

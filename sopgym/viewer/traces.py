@@ -49,7 +49,7 @@ def _json_attribute(value: Any) -> Any:
 def index_traces(spans: list[SpanRecord]) -> dict[str, EpisodeTrace]:
     """Per episode id: its trace id, its LLM calls in order and when each tool call began."""
     roots = {
-        s.trace_id: sc.episode_of(s.attributes)
+        s.trace_id: str(sc.episode_of(s.attributes))
         for s in spans
         if s.scope == sc.SCOPE_AGENT and sc.episode_of(s.attributes) is not None
     }
