@@ -53,9 +53,8 @@ def test_an_inspect_log_reads_back_with_the_runs_scores(tmp_path: Path, suffix: 
         assert [(e.function, e.error is not None) for e in tools] == [
             (c["name"], c["error_code"] is not None) for c in calls
         ]
-        assert orjson.loads(sample.target if isinstance(sample.target, str) else "") == (
-            row["gold_outputs"]
-        )
+        assert isinstance(sample.target, str)
+        assert orjson.loads(sample.target) == row["gold_outputs"]
         successes += score["success"]
     assert log.results is not None
     assert log.results.scores[0].metrics["accuracy"].value == successes / 4
