@@ -56,10 +56,7 @@ def percentile_chart(values: Sequence[float], title: str, unit: str = "ms") -> s
     if not values:
         return bar_chart([], title)
     ordered = sorted(values)
-    points = [
-        (f"p{q * 100:g}", float(quantile(ordered, q) or 0.0))
-        for q in PERCENTILES
-    ]
+    points = [(f"p{q * 100:g}", float(quantile(ordered, q) or 0.0)) for q in PERCENTILES]
     points.append(("max", ordered[-1]))
     floor = min(v for v in ordered if v > 0) / 2 if any(v > 0 for v in ordered) else 1.0
     top = math.log10(max(ordered[-1], floor) / floor) or 1.0
