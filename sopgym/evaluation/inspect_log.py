@@ -71,7 +71,7 @@ def _sample(row: JSON, started: datetime) -> Any:
             metadata={"gates": result.get("gates", False), "metrics": result.get("metrics", {})},
         )
     calls = (row.get("trajectory") or {}).get("calls", [])
-    events = []
+    events: list[Any] = []
     for index, call in enumerate(calls):
         error = None
         if call.get("error_code"):
