@@ -4,7 +4,10 @@ The runner knows what no other process does: how the episode scored. So it opens
 span before it hands the job to an agent worker (whose ``invoke_agent`` span becomes its
 child through the job's ``traceparent``), reads the gateway's record inside it (the record
 request joins the same trace instead of starting one of its own) and, once the episode is
-scored, writes the outcome onto it: Jaeger can then search a run for failed tasks by tag.
+scored, writes the outcome onto it (and every scorer's verdict as a
+``gen_ai.evaluation.result`` event): Jaeger can then search a run for failed tasks by tag.
+Under the latest GenAI conventions (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``)
+the span is ``invoke_workflow sopgym.task``.
 
 The provider is the run's own (not the process-wide one): a process may run several runs one
 after another, each with its own trace receiver.

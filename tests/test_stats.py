@@ -79,6 +79,9 @@ def test_intervals_leave_infrastructure_failures_out_like_tsr() -> None:
     assert found["overall"]["episodes"] == 2 and found["overall"]["tsr"] == 0.5
     assert found["domains"]["d"]["episodes"] == 1 and found["domains"]["e"]["tsr"] == 0.0
     assert "TSR 50.0% (95% CI" in stats.interval_text(found["overall"])
+    # two episodes cannot tell any difference: the floor says so instead of a figure > 100
+    assert "too few episodes to detect any difference" in stats.interval_text(found["overall"])
+    assert stats.floor_text(0.052) == "5.2 points"
 
 
 def test_sign_flip_is_mcnemars_exact_test_at_one_trial() -> None:

@@ -173,6 +173,15 @@ def points(value: float | None) -> str:
     return "n/a" if value is None else f"{value * 100:.1f}"
 
 
+def floor_text(floor: float | None) -> str:
+    """A noise floor in words; one of 100 points or more means no difference is detectable."""
+    if floor is None:
+        return "n/a"
+    if floor >= 1.0:
+        return "over 100 points (too few episodes to detect any difference)"
+    return f"{points(floor)} points"
+
+
 def interval_text(interval: JSON) -> str:
     """One line: TSR, its interval, what it is over, and its noise floor."""
     if interval["tsr"] is None:
@@ -182,7 +191,7 @@ def interval_text(interval: JSON) -> str:
         f"TSR {points(interval['tsr'])}% (95% CI {points(interval['low'])}-"
         f"{points(interval['high'])}%, {interval['episodes']} episodes over "
         f"{interval['tasks']} tasks{', clustered by task' if clustered else ''}); noise floor "
-        f"{points(interval['noise_floor'])} points (the smallest TSR difference from an "
+        f"{floor_text(interval['noise_floor'])} (the smallest TSR difference from an "
         f"independent run of this size that would be detected)"
     )
 
@@ -295,7 +304,7 @@ def sentence(result: JSON) -> str:
         return f"B is {better} than A by {points(abs(difference))} points ({detail})"
     return (
         f"no detectable difference: B - A = {difference * 100:+.1f} points ({detail}); this "
-        f"comparison detects differences from about {points(result['noise_floor'])} points"
+        f"comparison detects differences from about {floor_text(result['noise_floor'])}"
     )
 
 
