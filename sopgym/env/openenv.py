@@ -88,7 +88,7 @@ class OpenEnvSessions:
         self.pool = pool
 
     def reset(self, data: JSON, env_id: str | None = None) -> JSON:
-        request = {k: data[k] for k in ("domain", "task_id", "seed") if k in data}
+        request: JSON = {k: data[k] for k in ("domain", "task_id", "seed") if k in data}
         env_id = env_id or data.get("env_id")
         if env_id is not None:
             request["env_id"] = env_id
