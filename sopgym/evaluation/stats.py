@@ -34,8 +34,8 @@ Paired comparison (:func:`paired_comparison`)
     difference B - A is reported with a clustered normal interval. The exact test decides the
     sentence; the interval can, at the margin, disagree with it (a few discordant tasks all
     one way): the sentence then still follows the exact test, which holds its level at any
-    size. The comparison's noise floor uses the null variance of the sum, sum(s^2), with one
-    discordant pair added so that two identical runs still state one.
+    size. The comparison's noise floor uses the null variance of the sum, sum(s^2), taken as at
+    least one discordant pair so that two identical runs still state one.
 """
 
 from __future__ import annotations
