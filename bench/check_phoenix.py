@@ -26,8 +26,9 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 STORE = Path(__file__).parent.parent / "tests" / "fixtures" / "traced_run_latest" / "traces"
+EVALUATION_EVENT = "gen_ai.evaluation.result"
 QUERY = """{ projects { edges { node { name spans(first: 500) { edges { node {
-  name spanKind parentId spanAnnotations { name score label } } } } } } } }"""
+  name spanKind parentId spanAnnotations { name score label } events { name } } } } } } } }"""
 
 
 def main() -> None:
@@ -63,7 +64,9 @@ def main() -> None:
             print(f"project {project['node']['name']}: {len(spans)} spans")
             for (name, kind), count in kinds.most_common():
                 print(f"  {name:<16} -> {kind:<8} {count}")
+            names = [event["name"] for span in spans for event in span["events"]]
             print(f"  spans with annotations: {annotated}")
+            print(f"  gen_ai.evaluation.result events: {names.count(EVALUATION_EVENT)}")
     finally:
         server.terminate()
         server.wait(30)
