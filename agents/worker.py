@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 import orjson
+from opentelemetry import trace
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
@@ -78,6 +79,7 @@ def _run_episode(
         )
         report["episode_id"], report["token"] = episode.id, episode.token
         context.episode_id = episode.id
+        genai.record_tool_definitions(trace.get_current_span(), episode.tools)  # opt-in
         if episode.replica != client.base_url:  # a replicated gateway: where its record is
             report["replica"] = episode.replica
         outputs = agent.solve(task, episode, context)

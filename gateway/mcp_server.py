@@ -40,16 +40,16 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from sopgym.asgi import Receive, Scope, Send, header, respond
+from sopgym.asgi import Receive, Scope, Send
 from sopgym.core.answers import MESSAGE_ACTION, message_action_spec
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.errors import ToolError
-from sopgym.core.jsonio import dumps
 from sopgym.gateway.app import MCP_PREFIX
 from sopgym.gateway.core import GatewayCore
 from sopgym.gateway.episodes import Episode
+from sopgym.observability import semconv as sc
 from sopgym.observability import tracing
 from sopgym.observability.lean import current_span, current_traceparent
 from sopgym.observability.semconv import HTTP_STATUS, SCOPE_GATEWAY
@@ -57,6 +57,8 @@ from sopgym.types import JSON
 
 MCP = "mcp"
 FINISH_TOOL = "finish_episode"
+OPEN_TOOL = "open_episode"  # 2026-07-28: at the task's URL, opens an episode, gives its URL
+EPISODE_PATH = "_episode/"  # under the door: /mcp/_episode/<episode id>/<token>
 TASK_PROMPT = "task"
 SOP_URI = "sopgym://episode/sop"
 TASK_URI = "sopgym://episode/task"
@@ -92,6 +94,8 @@ class McpDoor:
         # by MCP session id, least recently used first: past the manager's cap of live
         # sessions, the oldest entry is one whose session has ended (or idled out)
         self._episodes: OrderedDict[str, asyncio.Future[McpEpisode]] = OrderedDict()
+        # 2026-07-28: the episodes this replica opened, by id, least recently used first
+        self._handles: OrderedDict[str, McpEpisode] = OrderedDict()
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)
         self._stopping = asyncio.Event()
         self._held: asyncio.Task[None] | None = None
@@ -120,26 +124,25 @@ class McpDoor:
             await self._held
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        version = header(scope, b"mcp-protocol-version")
-        if version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
-            refusal = ToolError(
-                "invalid_request",
-                "this MCP door keeps one episode per session: connect with the initialize "
-                f"handshake (protocol versions {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)})",
-                "mcp-protocol-version",
-            )
-            await respond(send, refusal.status, dumps(refusal.to_body()))
-            return
+        # both revisions: the SDK's manager routes a 2026-07-28 request (by its version
+        # header) to its single-exchange entry, and a handshake-era one to its session
         await self.manager.handle_request(scope, receive, send)
 
     # ---- the session's episode ----
     async def _session_episode(self, ctx: Any) -> McpEpisode:
-        """The session's episode, opened by its first request from the URL's task (requests
+        """The request's episode: named by its handle in the URL (2026-07-28), or its
+        session's, opened by the session's first request from the URL's task (requests
         that arrive together wait for the same opening; a failed one is tried again)."""
         request = ctx.request
+        if request is not None and _handle(request.url.path) is not None:
+            return self._by_handle(request.url.path)
         session_id = request.headers.get(MCP_SESSION_ID_HEADER) if request is not None else None
         if session_id is None:
-            raise ToolError("invalid_request", "no MCP session: connect with the handshake")
+            raise ToolError(
+                "invalid_request",
+                f"no episode: call {OPEN_TOOL} and send the episode's requests to its URL "
+                "(2026-07-28), or connect with the initialize handshake",
+            )
         opening = self._episodes.get(session_id)
         if opening is None:
             opening = self._episodes[session_id] = asyncio.ensure_future(self._open(request))
@@ -153,6 +156,29 @@ class McpDoor:
             self._episodes.pop(session_id, None)
             raise
 
+    def _by_handle(self, path: str) -> McpEpisode:
+        """The episode a 2026-07-28 handle names, if this replica opened it (the handle's
+        token is checked as the HTTP door checks its bearer token)."""
+        episode_id, token = _handle(path) or ("", "")
+        session = self._handles.get(episode_id)
+        if session is None:
+            raise ToolError("not_found", f"no episode {episode_id!r} on this gateway", "url")
+        self.core.authorize(session.episode, token)
+        self._handles.move_to_end(episode_id)
+        return session
+
+    async def _open_by_handle(self, ctx: Any) -> types.CallToolResult:
+        """2026-07-28's :data:`OPEN_TOOL`: a new episode of the URL's task, and its URL."""
+        request = ctx.request
+        session = await self._open(request)
+        episode = session.episode
+        self._handles[episode.id] = session
+        if len(self._handles) > DEFAULT_MAX_SESSIONS:
+            self._handles.popitem(last=False)
+        base = (self.core.replica or {}).get("http") or str(request.base_url).rstrip("/")
+        url = f"{base}{MCP_PREFIX}{EPISODE_PATH}{episode.id}/{episode.token}"
+        return _tool_result({"episode_id": episode.id, "url": url})
+
     async def _open(self, request: Any) -> McpEpisode:
         domain, task_id, options = _task_address(request.url.path, request.url.query)
         opened = await self.core.open({"domain": domain, "task_id": task_id, **options}, MCP)
@@ -161,13 +187,20 @@ class McpDoor:
         kind = self.core.catalog.services[domain].kind
         return McpEpisode(self.core.episode(opened["episode_id"]), opened, task, kind)
 
-    async def _serve(self, ctx: Any, method: str, handle: Callable[[], Awaitable[_T]]) -> _T:
-        """Run one MCP request inside its SERVER span (the gateway's episode annotations land
-        there, as on an HTTP request's); a ToolError becomes a JSON-RPC error."""
+    async def _serve(
+        self, ctx: Any, method: str, handle: Callable[[], Awaitable[_T]], target: str = ""
+    ) -> _T:
+        """Run one MCP request inside its SERVER span ``{method} {target}`` (the gateway's
+        episode annotations land there, as on an HTTP request's); a ToolError becomes a
+        JSON-RPC error. The parent: the request's ``_meta.traceparent`` (the client's span),
+        else the HTTP request's."""
         tracer, span, token = self._tracer, None, None
         if tracer is not None:
-            parent = current_traceparent()  # the SDK's own span of the request, if it made one
-            span, token = tracer.start(f"MCP {method}", parent, {"mcp.method.name": method})
+            meta = ctx.meta or {}
+            parent = meta.get("traceparent") or current_traceparent()
+            span, token = tracer.start(
+                f"{method} {target}" if target else method, parent, _mcp_attributes(ctx, method)
+            )
         status = 200
         try:
             return await handle()
@@ -179,9 +212,20 @@ class McpDoor:
                 span.attributes.setdefault(HTTP_STATUS, status)
                 tracer.end(span, token, error=status >= 500)
 
+    def _at_task_url(self, ctx: Any) -> bool:
+        """A 2026-07-28 request at the task's URL: no episode yet, only :data:`OPEN_TOOL`."""
+        request = ctx.request
+        return (
+            ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and request is not None
+            and _handle(request.url.path) is None
+        )
+
     # ---- handlers ----
     async def _list_tools(self, ctx: Any, _: Any) -> types.ListToolsResult:
         async def handle() -> types.ListToolsResult:
+            if self._at_task_url(ctx):
+                return types.ListToolsResult(tools=[_OPEN_TOOL_SPEC])
             session = await self._session_episode(ctx)
             specs = list(session.opened["tools"])
             if session.kind == DIALOGUE:
@@ -200,6 +244,14 @@ class McpDoor:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         async def handle() -> types.CallToolResult:
+            if self._at_task_url(ctx):
+                if params.name != OPEN_TOOL:
+                    raise ToolError(
+                        "invalid_request",
+                        f"no episode yet: call {OPEN_TOOL}, then use the episode's URL",
+                        "name",
+                    )
+                return await self._open_by_handle(ctx)
             session = await self._session_episode(ctx)
             episode, arguments = session.episode, params.arguments or {}
             try:
@@ -222,7 +274,7 @@ class McpDoor:
                 return _tool_error(refused)
             return _tool_result(body)
 
-        return await self._serve(ctx, "tools/call", handle)
+        return await self._serve(ctx, "tools/call", handle, params.name)
 
     async def _list_prompts(self, ctx: Any, _: Any) -> types.ListPromptsResult:
         prompt = types.Prompt(
@@ -246,7 +298,7 @@ class McpDoor:
             )
             return types.GetPromptResult(messages=[message])
 
-        return await self._serve(ctx, "prompts/get", handle)
+        return await self._serve(ctx, "prompts/get", handle, params.name)
 
     async def _list_resources(self, ctx: Any, _: Any) -> types.ListResourcesResult:
         resources = [
@@ -280,7 +332,7 @@ class McpDoor:
             contents = types.TextResourceContents(uri=uri, mime_type=mime, text=text)
             return types.ReadResourceResult(contents=[contents])
 
-        return await self._serve(ctx, "resources/read", handle)
+        return await self._serve(ctx, "resources/read", handle, str(params.uri))
 
 
 def _task_address(path: str, query: str) -> tuple[str, str, JSON]:
@@ -305,6 +357,39 @@ def _task_address(path: str, query: str) -> tuple[str, str, JSON]:
                 "invalid_value", "distractors must be an integer >= 0", "distractors"
             ) from None
     return "/".join(parts[:-1]), parts[-1], options
+
+
+_OPEN_TOOL_SPEC = types.Tool(
+    name=OPEN_TOOL,
+    description=(
+        "Open an episode of this task; send every request of the episode to the URL it "
+        "returns (its handle)."
+    ),
+    input_schema={"type": "object", "properties": {}},
+)
+
+
+def _handle(path: str) -> tuple[str, str] | None:
+    """(episode id, token) of a 2026-07-28 episode URL's path, else None."""
+    rest = path.removeprefix(MCP_PREFIX)
+    if not rest.startswith(EPISODE_PATH):
+        return None
+    episode_id, _, token = rest.removeprefix(EPISODE_PATH).strip("/").partition("/")
+    return unquote(episode_id), unquote(token)
+
+
+def _mcp_attributes(ctx: Any, method: str) -> dict[str, Any]:
+    """The OpenTelemetry MCP attributes of one request's span."""
+    attributes: dict[str, Any] = {sc.MCP_METHOD_NAME: method}
+    if getattr(ctx, "protocol_version", None):
+        attributes[sc.MCP_PROTOCOL_VERSION] = ctx.protocol_version
+    if getattr(ctx, "request_id", None) is not None:
+        attributes[sc.JSONRPC_REQUEST_ID] = str(ctx.request_id)
+    request = ctx.request
+    session_id = request.headers.get(MCP_SESSION_ID_HEADER) if request is not None else None
+    if session_id:
+        attributes[sc.MCP_SESSION_ID] = session_id
+    return attributes
 
 
 def _task_view(session: McpEpisode) -> JSON:

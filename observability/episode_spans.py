@@ -65,7 +65,7 @@ def annotate_open(episode: Episode, sop_variant: str) -> None:
         return
     attributes: dict[str, Any] = {
         sc.GATEWAY_OP: sc.OP_OPEN,
-        sc.EPISODE_ID: episode.id,
+        sc.episode_id_key(): episode.id,
         sc.TASK_ID: episode.task_id,
         sc.DOMAIN: episode.domain,
         sc.CATALOG: list(episode.tools),
@@ -92,7 +92,7 @@ def annotate_call(episode: Episode, index: int, call: CallRecord) -> None:
     arguments, cut = capped(text, _limit())
     attributes: dict[str, Any] = {
         sc.GATEWAY_OP: sc.OP_CALL,
-        sc.EPISODE_ID: episode.id,
+        sc.episode_id_key(): episode.id,
         sc.TASK_ID: episode.task_id,
         sc.GEN_AI_TOOL_NAME: call.name,
         sc.GEN_AI_TOOL_CALL_ARGUMENTS: arguments,
@@ -120,7 +120,7 @@ def annotate_finish(episode: Episode) -> None:
     outputs, cut = capped(orjson.dumps(episode.outputs).decode(), OUTPUTS_LIMIT)
     attributes: dict[str, Any] = {
         sc.GATEWAY_OP: sc.OP_FINISH,
-        sc.EPISODE_ID: episode.id,
+        sc.episode_id_key(): episode.id,
         sc.TASK_ID: episode.task_id,
         sc.DOMAIN: episode.domain,
         sc.CALL_COUNT: len(episode.calls),
@@ -153,7 +153,7 @@ def annotate_message(episode: Episode) -> None:
     said, answer = episode.messages[-2:]
     span.set_attributes({
         sc.GATEWAY_OP: sc.OP_MESSAGE,
-        sc.EPISODE_ID: episode.id,
+        sc.episode_id_key(): episode.id,
         sc.TASK_ID: episode.task_id,
         sc.MESSAGE_INDEX: len(episode.messages) // 2 - 1,
         sc.GEN_AI_INPUT_MESSAGES: capped(orjson.dumps([said]).decode(), _limit())[0],

@@ -54,6 +54,8 @@ def task_span(
     }
     if model:
         attributes[sc.GEN_AI_REQUEST_MODEL] = model
+        # required on an agent span by the latest conventions: the model spec's provider
+        attributes[sc.GEN_AI_PROVIDER] = model.partition(":")[0]
     if run_id:
         attributes[sc.RUN_ID] = run_id
     if trial is not None:
@@ -85,10 +87,36 @@ def end_task(
         sc.GEN_AI_OUTPUT_TOKENS, sum(int(u.get("output_tokens") or 0) for u in usage)
     )
     if episode_id:
-        span.set_attribute(sc.EPISODE_ID, episode_id)
+        name_episode(span, episode_id)
     if error:
         span.set_attribute(sc.ERROR_TYPE, error.split(":", 1)[0])
         span.set_status(Status(StatusCode.ERROR, error[:500]))
+
+
+def name_episode(span: Span, episode_id: str) -> None:
+    """The episode id on an episode's span: ``gen_ai.conversation.id`` and, unless the latest
+    GenAI conventions are opted in to, also ``sopgym.episode.id`` as before."""
+    span.set_attribute(sc.GEN_AI_CONVERSATION_ID, episode_id)
+    if not sc.latest_genai():
+        span.set_attribute(sc.EPISODE_ID, episode_id)
+
+
+def record_tool_definitions(span: Span, tools: list[dict[str, Any]]) -> None:
+    """``gen_ai.tool.definitions`` on the agent's span: the episode's catalog as the
+    conventions shape it (type, name, description, parameters). Opt-in, with the messages:
+    a catalog can run to hundreds of tools."""
+    if not (capture_messages() and span.is_recording()):
+        return
+    definitions = [
+        {
+            "type": "function",
+            "name": tool.get("name"),
+            "description": tool.get("description", ""),
+            "parameters": tool.get("input_schema") or tool.get("parameters") or {},
+        }
+        for tool in tools
+    ]
+    span.set_attribute(sc.GEN_AI_TOOL_DEFINITIONS, _json_text(definitions))
 
 
 @contextmanager

@@ -9,6 +9,9 @@ recorded.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 # ---- OpenTelemetry GenAI semantic conventions ----
 GEN_AI_OPERATION = "gen_ai.operation.name"
 OP_CHAT = "chat"
@@ -27,12 +30,58 @@ GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
-GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"  # on chat spans: the episode id
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"  # the episode id (chat and agent spans)
+OP_INVOKE_WORKFLOW = "invoke_workflow"  # the runner's task root: the whole episode
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # opt-in, on the agent's span
+# A scorer's verdict, as an event on the span it evaluates (the task's root)
+EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 ERROR_TYPE = "error.type"
 # opt-in capture of message content on chat spans (the GenAI instrumentations' variable)
 CAPTURE_MESSAGES_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
+
+# ---- MCP and JSON-RPC semantic conventions (the gateway's MCP door) ----
+MCP_METHOD_NAME = "mcp.method.name"
+MCP_SESSION_ID = "mcp.session.id"
+MCP_PROTOCOL_VERSION = "mcp.protocol.version"
+JSONRPC_REQUEST_ID = "jsonrpc.request.id"
+
+# ---- which version of the GenAI conventions to emit ----
+# The GenAI conventions ask instrumentations to keep emitting what they emitted by default and
+# to switch to the latest experimental version when this comma-separated variable lists
+# ``gen_ai_latest_experimental``. Here the switch renames what the latest conventions name
+# differently: the runner's task root becomes ``invoke_workflow sopgym.task`` (else ``task``)
+# and the episode id is written as ``gen_ai.conversation.id`` only (else also as
+# ``sopgym.episode.id``). What is new and has no older name (evaluation events, MCP attributes,
+# ``gen_ai.conversation.id`` itself) is written either way. The evaluator reads both versions.
+STABILITY_OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
+GEN_AI_LATEST = "gen_ai_latest_experimental"
+WORKFLOW_NAME = "sopgym.task"  # gen_ai.agent.name of the task root under the latest version
+TASK_SPAN_NAME = "task"  # the task root's name by default
+
+
+def latest_genai(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``OTEL_SEMCONV_STABILITY_OPT_IN`` opts in to the latest GenAI conventions."""
+    text = (os.environ if env is None else env).get(STABILITY_OPT_IN_ENV, "")
+    return GEN_AI_LATEST in (v.strip() for v in text.split(","))
+
+
+def episode_id_key() -> str:
+    """The attribute that names the episode on the gateway's spans: ``sopgym.episode.id``, or
+    ``gen_ai.conversation.id`` under the latest conventions."""
+    return GEN_AI_CONVERSATION_ID if latest_genai() else EPISODE_ID
+
+
+def episode_of(attributes: Mapping[str, object]) -> object:
+    """The episode id a span names, under either version (None when it names none)."""
+    found = attributes.get(EPISODE_ID)
+    return found if found is not None else attributes.get(GEN_AI_CONVERSATION_ID)
+
 
 # ---- HTTP semantic conventions ----
 HTTP_METHOD = "http.request.method"

@@ -4,7 +4,10 @@ The runner knows what no other process does: how the episode scored. So it opens
 span before it hands the job to an agent worker (whose ``invoke_agent`` span becomes its
 child through the job's ``traceparent``), reads the gateway's record inside it (the record
 request joins the same trace instead of starting one of its own) and, once the episode is
-scored, writes the outcome onto it: Jaeger can then search a run for failed tasks by tag.
+scored, writes the outcome onto it (and every scorer's verdict as a
+``gen_ai.evaluation.result`` event): Jaeger can then search a run for failed tasks by tag.
+Under the latest GenAI conventions (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``)
+the span is ``invoke_workflow sopgym.task``.
 
 The provider is the run's own (not the process-wide one): a process may run several runs one
 after another, each with its own trace receiver.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -22,7 +26,9 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 import sopgym
 from sopgym.observability import semconv as sc
+from sopgym.observability.genai import name_episode
 from sopgym.observability.lean import current_traceparent
+from sopgym.types import JSON
 
 SERVICE = "sopgym-runner"
 SPAN_NAME = "task"
@@ -66,8 +72,13 @@ class TaskSpans:
             sc.RUN_ID: run_id,
             sc.TRIAL: trial,
         }
+        name = SPAN_NAME
+        if sc.latest_genai():  # the whole episode is a workflow around the agent's invocation
+            name = f"{sc.OP_INVOKE_WORKFLOW} {sc.WORKFLOW_NAME}"
+            attributes[sc.GEN_AI_OPERATION] = sc.OP_INVOKE_WORKFLOW
+            attributes[sc.GEN_AI_AGENT_NAME] = sc.WORKFLOW_NAME
         with tracer.start_as_current_span(
-            SPAN_NAME, kind=SpanKind.INTERNAL, attributes=attributes
+            name, kind=SpanKind.INTERNAL, attributes=attributes
         ) as span:
             yield span, current_traceparent()
 
@@ -77,23 +88,44 @@ class TaskSpans:
             self._provider.shutdown()
 
 
+def evaluation_attributes(name: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A scorer's verdict (``value`` in [0, 1] or None where it does not apply,
+    ``explanation``) as the attributes of a ``gen_ai.evaluation.result`` event: the label is
+    ``pass`` at 1.0, ``fail`` below, ``not_applicable`` without a value."""
+    value = result.get("value")
+    attributes: dict[str, Any] = {sc.GEN_AI_EVALUATION_NAME: name}
+    if value is None:
+        attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] = "not_applicable"
+    else:
+        attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] = float(value)
+        attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] = "pass" if value >= 1.0 else "fail"
+    if result.get("explanation"):
+        attributes[sc.GEN_AI_EVALUATION_EXPLANATION] = str(result["explanation"])
+    return attributes
+
+
 def set_outcome(
     span: Span | None,
     outcome: str,
     success: bool,
     error_classes: list[str],
     episode_id: str | None,
+    scores: Mapping[str, JSON] | None = None,
 ) -> None:
     """The scored outcome on the task's root: ``sopgym.task.outcome`` (success / failed /
-    incomplete / infra_error), ``sopgym.task.success``, the error classes the episode made
-    and, for anything but a success, ``error.type`` = the outcome and ERROR status."""
+    incomplete / infra_error), ``sopgym.task.success``, the error classes the episode made,
+    every scorer's verdict as a ``gen_ai.evaluation.result`` event (``scores``: the task
+    score's, by scorer name) and, for anything but a success, ``error.type`` = the outcome
+    and ERROR status."""
     if span is None or not span.is_recording():
         return
     span.set_attribute(sc.TASK_OUTCOME, outcome)
     span.set_attribute(sc.TASK_SUCCESS, success)
     span.set_attribute(sc.TASK_ERROR_CLASSES, error_classes)
     if episode_id:
-        span.set_attribute(sc.EPISODE_ID, episode_id)
+        name_episode(span, episode_id)
+    for name, result in (scores or {}).items():
+        span.add_event(sc.EVENT_EVALUATION_RESULT, evaluation_attributes(name, result))
     if not success:
         span.set_attribute(sc.ERROR_TYPE, outcome)
         span.set_status(Status(StatusCode.ERROR, outcome))

@@ -52,11 +52,22 @@ def print_summary(summary: dict) -> None:
             errors,
         )
     stdout().print(table)
+    _print_intervals(summary)
     _print_llm(summary)
     _print_infra(summary)
     trials = summary.get("trials") or {}
     if trials.get("trials", 1) > 1:
         _print_trials(trials)
+
+
+def _print_intervals(summary: dict) -> None:
+    """TSR's confidence interval and noise floor, overall (a summary from before they were
+    recorded has none)."""
+    from sopgym.evaluation.stats import interval_text
+
+    intervals = summary.get("tsr_intervals")
+    if intervals:
+        stdout().print(interval_text(intervals["overall"]), markup=False, soft_wrap=True)
 
 
 def _print_llm(summary: dict) -> None:

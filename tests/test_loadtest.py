@@ -64,8 +64,10 @@ def test_episode_facts_read_reports_and_records() -> None:
 def test_figures_rates_and_percentiles() -> None:
     assert percentiles([])["p50"] is None
     values = [float(i) for i in range(1, 101)]
+    # one percentile definition for every figure (sopgym.evaluation.stats.quantile): the
+    # value at index round(q * (n - 1)), ties to even; index 50 of 100 for the median
     assert percentiles(values) | {"n": 100} == {
-        "n": 100, "p50": 50.0, "p95": 95.0, "p99": 99.0, "mean": 50.5, "max": 100.0
+        "n": 100, "p50": 51.0, "p95": 95.0, "p99": 99.0, "mean": 50.5, "max": 100.0
     }  # fmt: skip
     stats = Stats()
     stats.started = time.monotonic() - 2.0
@@ -76,7 +78,8 @@ def test_figures_rates_and_percentiles() -> None:
     assert figures["episodes_per_s"] == 1.0 and figures["tool_calls_per_s"] == 2.0
     assert figures["llm_calls"] == 4 and figures["tokens"]["total"] == 2 * 235
     assert figures["tokens_per_s"] == 235.0
-    assert figures["tool_latency_ms"]["p50"] == 2.0 and figures["llm_latency_ms"]["max"] == 400.0
+    # of 1, 2, 3, 4 ms: index round(1.5) = 2 (the one percentile definition)
+    assert figures["tool_latency_ms"]["p50"] == 3.0 and figures["llm_latency_ms"]["max"] == 400.0
     assert figures["error_rates"]["episodes"] == {"DeadlineExceeded": 0.5}
     assert figures["error_rates"]["tool_calls"] == {
         "hallucinated": 0.25, "type": 0.25, "validation": 0.25

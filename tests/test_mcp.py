@@ -17,24 +17,27 @@ import orjson
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
 from sopgym.agents.oracle import OracleAgent, replay_of
 from sopgym.agents.worker import run_job
 from sopgym.client import GatewayClient, connect
-from sopgym.client.over_mcp import McpGatewayClient
+from sopgym.client.over_mcp import STATELESS, McpGatewayClient
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.episodes import assemble
 from sopgym.evaluation.scoring import score_episode
 from sopgym.evaluation.sources import load_spans
-from sopgym.gateway.mcp_server import FINISH_TOOL, SOP_URI, TASK_PROMPT, TASK_URI
+from sopgym.gateway.mcp_server import FINISH_TOOL, OPEN_TOOL, SOP_URI, TASK_PROMPT, TASK_URI
 from sopgym.observability import semconv as sc
 from sopgym.observability import tracing
 from sopgym.orchestration.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT, domain_data, task_id
 from tests.test_grpc import CALLS, DOMAIN, GOOD, TOOL
 
-TRANSPORTS = ("http", "grpc", "mcp")
+# the MCP door twice: the handshake revision 2025-11-25 and the stateless 2026-07-28
+TRANSPORTS = ("http", "grpc", "mcp", f"mcp-{STATELESS}")
 PARITY_TASKS = 3
+UNSUPPORTED_VERSION = -32022  # JSON-RPC error of MCP 2026-07-28: a version the server lacks
 
 
 @pytest.fixture(scope="module")
@@ -125,10 +128,60 @@ def test_the_door_refuses_what_it_cannot_serve(stack: Stack) -> None:
     error = asyncio.run(open_unknown())
     assert error.data == {"code": "invalid_value", "message": error.message,
                           "field": "distractors"}  # fmt: skip
-    modern = httpx.post(f"{stack.gateway_url}/mcp/{DOMAIN}/T1", json={},
-                        headers={"mcp-protocol-version": "2099-01-01"})  # fmt: skip
-    assert modern.status_code == 400
-    assert modern.json()["error"]["field"] == "mcp-protocol-version"
+    unknown = {PROTOCOL_VERSION_META_KEY: "2099-01-01", CLIENT_CAPABILITIES_META_KEY: {},
+               CLIENT_INFO_META_KEY: {"name": "raw", "version": "1"}}  # fmt: skip
+    modern = httpx.post(
+        f"{stack.gateway_url}/mcp/{DOMAIN}/T1",
+        json={"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": unknown}},
+        headers={"mcp-protocol-version": "2099-01-01", "mcp-method": "tools/list",
+                 "accept": "application/json, text/event-stream"},
+    )  # fmt: skip
+    error = modern.json()["error"]  # a JSON-RPC error a client can read: the version's
+    assert error["code"] == UNSUPPORTED_VERSION and "2026-07-28" in error["data"]["supported"]
+
+
+async def stateless_episode(task_url: str, outputs: dict[str, Any]) -> dict[str, Any]:
+    """An episode with the SDK's client pinned to 2026-07-28: no handshake, no session."""
+    seen: dict[str, Any] = {}
+    async with Client(task_url, mode=STATELESS) as client:
+        seen["at_task"] = [t.name for t in (await client.list_tools()).tools]
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource(TASK_URI)
+        seen["no_episode"] = raised.value
+        opened = (await client.call_tool(OPEN_TOOL, {})).structured_content
+    seen["url"] = opened["url"]
+    async with Client(opened["url"], mode=STATELESS) as client:
+        seen["tools"] = [t.name for t in (await client.list_tools()).tools]
+        seen["task"] = (await client.read_resource(TASK_URI)).contents[0]
+        seen["good"] = await client.call_tool(TOOL, GOOD)
+        seen["refused"] = await client.call_tool(TOOL, {"patient_id": "P100000000"})
+        seen["finished"] = await client.call_tool(FINISH_TOOL, outputs)
+        seen["late"] = await client.call_tool(TOOL, GOOD)
+    forged = opened["url"].rsplit("/", 1)[0] + "/not-the-token"
+    async with Client(forged, mode=STATELESS) as client:
+        with pytest.raises(MCPError) as raised:
+            await client.list_tools()
+        seen["forged"] = raised.value
+    return seen
+
+
+def test_a_client_pinned_to_2026_07_28_works_an_episode_by_its_handle(
+    stack: Stack, http: GatewayClient, door: McpGatewayClient
+) -> None:
+    task_id = first_task(http)
+    gold = domain_data(DOMAIN).gold[task_id]
+    seen = asyncio.run(stateless_episode(door.task_url(task_id, DOMAIN), gold.outputs))
+    assert seen["at_task"] == [OPEN_TOOL]
+    assert seen["no_episode"].data["code"] == "invalid_request"
+    assert "/mcp/_episode/" in seen["url"] and TOOL in seen["tools"]
+    assert task_id in seen["task"].text and seen["good"].is_error is False
+    assert seen["refused"].structured_content["error"]["code"] == "missing_argument"
+    assert seen["finished"].is_error is False
+    assert seen["late"].structured_content["error"]["code"] == "episode_closed"
+    assert seen["forged"].data["code"] == "forbidden"
+    record = http.record(seen["finished"].structured_content["episode_id"], stack.admin_token)
+    assert [c["error_code"] for c in record["calls"]] == [None, "missing_argument"]
+    assert record["finished"] and record["outputs"] == gold.outputs
 
 
 @pytest.mark.parametrize("name,arguments,code", [c for c in CALLS if not isinstance(c[1], str)
@@ -161,7 +214,11 @@ def test_oracle_episodes_are_identical_over_http_grpc_and_mcp(stack: Stack) -> N
         for transport in TRANSPORTS:
             address = stack.grpc_target if transport == "grpc" else stack.gateway_url
             assert address is not None
-            client = connect(address, transport, retries=0)
+            client = (
+                McpGatewayClient(address, retries=0, protocol=STATELESS)
+                if transport.endswith(STATELESS)
+                else connect(address, transport, retries=0)
+            )
             try:
                 for task in tasks:
                     job = {"task": task.to_json(), "distractors": 2, "sop_variant": "clean",
@@ -197,9 +254,30 @@ def test_oracle_episodes_are_identical_over_http_grpc_and_mcp(stack: Stack) -> N
             trace_views.append(_comparable(from_trace))
             scores += [score_episode(data.domain, task, t, gold).to_json()
                        for t in (recorded, from_trace)]  # fmt: skip
-        assert views[0] == views[1] == views[2], task.id
-        assert trace_views[0] == trace_views[1] == trace_views[2], task.id
+        assert all(v == views[0] for v in views), task.id
+        assert all(v == trace_views[0] for v in trace_views), task.id
         assert all(s == scores[0] for s in scores) and scores[0]["success"], task.id
+    _check_mcp_spans(Path(stack.logs).parent / "traces", episodes)
+
+
+def _check_mcp_spans(traces: Path, episodes: dict[str, dict[str, str]]) -> None:
+    """The door's spans follow the MCP conventions, per revision; a stateless request's
+    ``_meta.traceparent`` put the door's span in the agent's trace."""
+    spans = load_spans(traces).spans
+    agent_trace = {sc.episode_of(s.attributes): s.trace_id for s in spans
+                   if s.attributes.get(sc.GEN_AI_OPERATION) == sc.OP_INVOKE_AGENT}  # fmt: skip
+    for transport, version in (("mcp", "2025-11-25"), (f"mcp-{STATELESS}", STATELESS)):
+        for episode in episodes[transport].values():
+            calls = [s for s in spans if s.attributes.get(sc.GATEWAY_OP) == sc.OP_CALL
+                     and sc.episode_of(s.attributes) == episode]  # fmt: skip
+            assert calls, (transport, episode)
+            for span in calls:
+                a = span.attributes
+                assert span.name == f"tools/call {a[sc.GEN_AI_TOOL_NAME]}", span.name
+                assert a[sc.MCP_METHOD_NAME] == "tools/call"
+                assert a[sc.MCP_PROTOCOL_VERSION] == version and a[sc.JSONRPC_REQUEST_ID]
+                assert (sc.MCP_SESSION_ID in a) == (version != STATELESS)
+                assert span.trace_id == agent_trace[episode], transport
 
 
 def _traced_trajectories(
@@ -251,7 +329,7 @@ def test_a_run_with_the_mcp_agent_scores_full_marks(tmp_path: Path) -> None:
     talked = [r for r in rows if r["domain"] == "helpdesk"]
     assert talked and all(r["trajectory"]["messages"] for r in talked)
     names = {s.name for s in load_spans(tmp_path / "m" / "traces").spans}
-    assert "MCP tools/call" in names
+    assert any(n.startswith("tools/call ") for n in names)
     assert not any(n.startswith("POST /v1/episodes/{episode_id}") for n in names)
 
 

@@ -19,6 +19,7 @@ from sopgym.agents import make_agent
 from sopgym.agents.oracle import load_replays
 from sopgym.agents.worker import run_job
 from sopgym.client import GatewayClient, InfraError, connect
+from sopgym.client.over_mcp import STATELESS, McpGatewayClient
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.orchestration.replicas import ReplicatedStack, haproxy_binary, replicated_stack
 from sopgym.orchestration.stack import embedded_stack
@@ -148,3 +149,30 @@ def test_losing_a_gateway_replica_fails_only_its_episodes_as_infra_errors(
         job = {"task": tasks[0], "replay": replays[(DOMAIN, tasks[0]["id"])], "run_id": "after"}
         assert run_job(make_agent("oracle"), client, job, 60.0)["status"] == "finished"
         client.close()
+
+
+def test_stateless_mcp_episodes_follow_their_handle_across_replicas(
+    replicated: ReplicatedStack,
+) -> None:
+    """MCP 2026-07-28 has no session to stick to: each episode opened through the proxy is
+    worked at its handle's URL, the replica that opened it, so it needs no sticky routing."""
+    replays = load_replays([DOMAIN], None)
+    before = sum(_open_count(url, "/healthz") for url in replicated.gateway_urls)
+    for task in GatewayClient(replicated.url).tasks(DOMAIN)[:4]:
+        client = McpGatewayClient(replicated.url, retries=0, protocol=STATELESS)
+        try:
+            job = {"task": task, "replay": replays[(DOMAIN, task["id"])], "run_id": "mcp"}
+            report = run_job(make_agent("oracle"), client, job, 60.0)
+            assert report["status"] == "finished", report
+        finally:
+            client.close()
+        admin = {"authorization": f"Bearer {replicated.admin_token}"}
+        found = [
+            httpx.get(f"{url}/v1/episodes/{report['episode_id']}", headers=admin)
+            for url in replicated.gateway_urls
+        ]
+        assert sorted(r.status_code for r in found) == [200, 404]  # one replica held it all
+        record = next(r.json() for r in found if r.status_code == 200)
+        assert record["finished"] and record["final_state"] is not None
+    held = [_open_count(url, "/healthz") for url in replicated.gateway_urls]
+    assert sum(held) - before == 4 and min(held) > 0, held

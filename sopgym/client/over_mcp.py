@@ -6,6 +6,11 @@ reads the SOP and task resources, calls tools, talks to the user through the mes
 and finishes through the ``finish_episode`` tool. Nothing of the episode travels outside MCP;
 only the task listing and the record, which are not episode actions, use the HTTP API.
 
+Both revisions of the protocol the door speaks: ``protocol="2025-11-25"`` (the default)
+connects with the initialize handshake, one session per episode; ``protocol="2026-07-28"``
+is stateless: the client calls ``open_episode`` at the task's URL and sends every request of
+the episode to the episode's own URL that it returns.
+
 The SDK's client is asynchronous and agents are not, so each client runs one event loop on a
 thread of its own; each episode's MCP session is a task on it, entered and left in that task
 (as anyio requires), and the agent's calls are submitted to the loop and awaited.
@@ -28,18 +33,26 @@ from mcp import Client
 from sopgym.client import Episode, GatewayClient, GatewayError
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.errors import ToolError
-from sopgym.gateway.mcp_server import FINISH_TOOL, SOP_URI, TASK_URI
+from sopgym.gateway.mcp_server import FINISH_TOOL, OPEN_TOOL, SOP_URI, TASK_URI
 from sopgym.types import JSON
 
 _T = TypeVar("_T")
+HANDSHAKE = "2025-11-25"  # the handshake revision: the SDK's "legacy" mode negotiates it
+STATELESS = "2026-07-28"
+PROTOCOLS = (HANDSHAKE, STATELESS)
 
 
 class McpGatewayClient(GatewayClient):
     """Episodes over MCP; ``base_url`` is the gateway's HTTP base URL (the door's port)."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0, **options: Any) -> None:
+    def __init__(
+        self, base_url: str, timeout: float = 30.0, protocol: str = HANDSHAKE, **options: Any
+    ) -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"MCP protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")
         super().__init__(base_url, timeout, **options)
         self.timeout = timeout
+        self.mode = "legacy" if protocol == HANDSHAKE else protocol
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
@@ -73,7 +86,17 @@ class McpGatewayClient(GatewayClient):
         sop_variant: str = "clean",
         meta: JSON | None = None,
     ) -> McpEpisode:
-        session = _Session(self, self.task_url(task_id, domain, distractors, sop_variant, meta))
+        url = self.task_url(task_id, domain, distractors, sop_variant, meta)
+        if self.mode != "legacy":  # stateless: open at the task's URL, work at the episode's
+            opener = _Session(self, url)
+            try:
+                opened = _outcome(opener.run(opener.client.call_tool(OPEN_TOOL, {})))
+            finally:
+                opener.close()
+            if opened[0] != 200:
+                raise GatewayError(f"cannot open an episode at {url}: {opened[1]}")
+            url = opened[1]["result"]["url"]
+        session = _Session(self, url)
         try:
             return McpEpisode(self, session)
         except BaseException:
@@ -107,7 +130,7 @@ class _Session:
         self._closing = asyncio.Event()
         try:
             async with Client(
-                url, mode="legacy", read_timeout_seconds=self._owner.timeout
+                url, mode=self._owner.mode, read_timeout_seconds=self._owner.timeout
             ) as client:
                 self._ready.set_result(client)
                 await self._closing.wait()

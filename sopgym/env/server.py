@@ -171,6 +171,9 @@ def create_app(pool: EnvPool) -> FastAPI:
     async def close(env_id: str) -> Response:
         return await _serve(pool.close, env_id)
 
+    from sopgym.env.openenv import PREFIX, openenv_app  # (it imports this module)
+
+    app.mount(PREFIX, openenv_app(pool))  # OpenEnv's wire format, beside ours
     return app
 
 

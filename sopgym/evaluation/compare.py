@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sopgym.evaluation.evaluator import metrics
 from sopgym.evaluation.report import num, pct
+from sopgym.evaluation.stats import comparison_markdown, paired_comparison
 from sopgym.types import JSON
 
 # (key, label, is a rate) of the metrics compared; latency is looked up as latency_s.p50.
@@ -76,6 +77,7 @@ def compare(a: JSON, b: JSON) -> JSON:
         "broken": [k for k in common if success(rows_a[k]) and not success(rows_b[k])],
         "only_a": only_a,
         "only_b": only_b,
+        "significance": paired_comparison(shared_a, shared_b),
     }
 
 
@@ -106,6 +108,8 @@ def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
         lines += [f"> **Warning**: {result['warning']}.", ""]
     else:
         lines += [f"Both runs scored the same {result['shared']} episodes.", ""]
+    if result.get("significance"):
+        lines += [*comparison_markdown(result["significance"]), ""]
     sections = [("overall", result["overall"]), *result["domains"].items()]
     for title, figures in sections:
         lines += [f"## {title}", "", "| metric | A | B | B - A |", "|---|---|---|---|"]

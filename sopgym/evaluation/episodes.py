@@ -34,6 +34,7 @@ from sopgym.observability.semconv import (
     FINAL_STATE_TRUNCATED,
     GATEWAY_OP,
     GEN_AI_AGENT_NAME,
+    GEN_AI_CONVERSATION_ID,
     GEN_AI_INPUT_TOKENS,
     GEN_AI_OPERATION,
     GEN_AI_OUTPUT_TOKENS,
@@ -54,6 +55,7 @@ from sopgym.observability.semconv import (
     TASK_ID,
     TASK_STATUS,
     TRIAL,
+    episode_of,
 )
 from sopgym.observability.tracing import normalized_digest
 
@@ -248,6 +250,8 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
         op = attributes.get(GATEWAY_OP)
         if op is not None:
             episode_id = attributes.get(EPISODE_ID)
+            if episode_id is None:  # written under the latest GenAI conventions
+                episode_id = attributes.get(GEN_AI_CONVERSATION_ID)
             if episode_id.__class__ is not str:
                 episode_id = str(episode_id)
             episode = episodes.get(episode_id)
@@ -265,7 +269,7 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
         if attributes.get(GEN_AI_OPERATION) == OP_INVOKE_AGENT:
             roots.append(span)
     for root in roots:
-        root_episode = root.attributes.get(EPISODE_ID) or episode_of_trace.get(root.trace_id)
+        root_episode = episode_of(root.attributes) or episode_of_trace.get(root.trace_id)
         key = str(root_episode) if root_episode else f"trace:{root.trace_id}"
         episode = episodes.get(key)
         if episode is None:

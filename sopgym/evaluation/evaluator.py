@@ -33,6 +33,7 @@ from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
 from sopgym.evaluation.paper_figures import paper_figures
 from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_episode
+from sopgym.evaluation.stats import quantile
 from sopgym.evaluation.two_stage import two_stage
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanBatch, paused_gc
@@ -147,14 +148,6 @@ def _reason(episode: EpisodeSpans | None, problems: list[str], trajectory: Any) 
     return "outputs missing"
 
 
-def _percentile(ordered: list[float], q: float) -> float | None:
-    """The ``q`` quantile of values sorted already (each list is sorted once, for all its
-    quantiles)."""
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
     """The shared run metrics (``aggregate``: ECR / C-TSR / TSR, tool metrics, errors, order
     violations, per-scorer means), plus call-level error rates and what only traces know:
@@ -194,12 +187,12 @@ def metrics(rows: list[JSON], scores: list[TaskScore] | None = None) -> JSON:
         "incomplete_traces": incomplete,
         "latency_s": {  # (fmean sums exactly, with fsum: sorted first, no bit changes)
             "mean": statistics.fmean(latencies) if latencies else None,
-            "p50": _percentile(latencies, 0.5),
-            "p95": _percentile(latencies, 0.95),
+            "p50": quantile(latencies, 0.5),
+            "p95": quantile(latencies, 0.95),
         },
         "tool_latency_ms": {
-            "p50": _percentile(tool_latencies, 0.5),
-            "p99": _percentile(tool_latencies, 0.99),
+            "p50": quantile(tool_latencies, 0.5),
+            "p99": quantile(tool_latencies, 0.99),
         },
         "llm_calls": llm_calls,
         "llm_calls_per_task": llm_calls / n if n else 0.0,

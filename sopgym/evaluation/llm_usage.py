@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from sopgym.orchestration.loadtest import percentiles
+from sopgym.evaluation.stats import percentiles
 from sopgym.types import JSON
 
 PER_MILLION = 1_000_000

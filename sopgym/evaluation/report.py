@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.evaluation.two_stage import ERRORS, STAGE_1
 from sopgym.types import JSON
@@ -87,6 +88,7 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         Table(title, [key, *METRIC_COLUMNS], [[name, *metric_cells(m)] for name, m in ms.items()])
         for title, key, ms in groups
     ]
+    out.append(Table(*interval_table(result["per_task"])))
     out.append(
         Table(
             "Error taxonomy (TELLER: blank / validation / type; plus wrong value, wrong tool)",
@@ -481,6 +483,7 @@ def print_summary(result: JSON, console: Console) -> None:
     for table in tables(result)[:3]:
         _print_table(table, TERMINAL_COLUMNS, console)
     console.print(f"errors: {_errors(result['errors'])}")
+    console.print(interval_text(tsr_intervals(result["per_task"])["overall"]), markup=False)
     found = result.get("breakdown")
     if found:
         shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())

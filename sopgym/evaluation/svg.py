@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Sequence
 from html import escape
 
+from sopgym.evaluation.stats import quantile
+
 _FONT = 'font-family="system-ui,sans-serif" font-size="12"'
 _BAR = "#4c78a8"
 
@@ -54,10 +56,7 @@ def percentile_chart(values: Sequence[float], title: str, unit: str = "ms") -> s
     if not values:
         return bar_chart([], title)
     ordered = sorted(values)
-    points = [
-        (f"p{q * 100:g}", ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))])
-        for q in PERCENTILES
-    ]
+    points = [(f"p{q * 100:g}", float(quantile(ordered, q) or 0.0)) for q in PERCENTILES]
     points.append(("max", ordered[-1]))
     floor = min(v for v in ordered if v > 0) / 2 if any(v > 0 for v in ordered) else 1.0
     top = math.log10(max(ordered[-1], floor) / floor) or 1.0

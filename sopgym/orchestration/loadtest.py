@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
+from sopgym.evaluation.stats import percentiles
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
 
@@ -59,26 +60,6 @@ class LoadtestConfig:
     grace: float = 30.0  # seconds in-flight episodes get after ``duration``
     warmup: bool = True
     wait_s: float = 0.0  # how long to wait for the gateway and the model to answer first
-
-
-def percentiles(values: list[float], scale: float = 1.0) -> JSON:
-    """p50/p95/p99 (nearest rank), mean and max of ``values`` times ``scale``."""
-    if not values:
-        return {"n": 0, "p50": None, "p95": None, "p99": None, "mean": None, "max": None}
-    ordered = sorted(values)
-
-    def rank(q: float) -> float:
-        index = min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))
-        return round(ordered[index] * scale, 3)
-
-    return {
-        "n": len(ordered),
-        "p50": rank(0.50),
-        "p95": rank(0.95),
-        "p99": rank(0.99),
-        "mean": round(sum(ordered) / len(ordered) * scale, 3),
-        "max": round(ordered[-1] * scale, 3),
-    }
 
 
 def _rates(counts: Counter[str], total: int) -> JSON:

@@ -47,6 +47,7 @@ from sopgym.evaluation.breakdown import tags
 from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.paper_figures import summary_figures
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
+from sopgym.evaluation.stats import tsr_intervals
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
 from sopgym.observability.task_spans import TaskSpans, set_outcome
@@ -325,6 +326,7 @@ class Runner:
                 score["success"],
                 sorted(k for k, v in score["errors"].items() if v),
                 row["episode_id"],
+                score["scores"],
             )
             with lock:
                 self.phases["scoring"] += time.perf_counter() - scoring
@@ -543,6 +545,7 @@ class Runner:
         read = read_results(self.paths.results, planned=self.planned)
         rows = {(r["task_id"], r.get("trial", 0)): r for r in read}
         scores, outcomes, missing = [], [], set()
+        episodes: list[JSON] = []  # (domain, task, score) of each, for TSR's intervals
         infra: list[JSON] = []
         for trial in range(self.config.trials):
             for task in tasks:
@@ -555,6 +558,7 @@ class Runner:
                     score = TaskScore(**row["score"])
                 scores.append(score)
                 outcomes.append(TrialOutcome(task.id, task.domain, trial, score.success))
+                episodes.append({"domain": task.domain, "task_id": task.id, "score": vars(score)})
                 if score.infra_error:
                     infra.append({"task_id": task.id, "domain": task.domain, "trial": trial,
                                   "cause": score.infra_error})  # fmt: skip
@@ -571,6 +575,7 @@ class Runner:
             "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
             "missing": sorted(missing),
             "trials": summarize_trials(outcomes, self.config.trials),
+            "tsr_intervals": tsr_intervals(episodes),
             "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
         }
         tagged = {(t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}

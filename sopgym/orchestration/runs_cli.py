@@ -339,7 +339,7 @@ def _text(value: Any, cut: int | None) -> str:
 
 
 # ---- sopgym export ----
-FORMATS = ("parquet", "csv", "jsonl")
+FORMATS = ("parquet", "csv", "jsonl", "inspect")
 
 
 @click.command("export")
@@ -350,7 +350,8 @@ FORMATS = ("parquet", "csv", "jsonl")
     type=click.Choice(FORMATS),
     default="csv",
     show_default=True,
-    help="parquet (needs pyarrow: pip install 'sopgym[parquet]'), csv or jsonl.",
+    help="parquet (needs pyarrow: pip install 'sopgym[parquet]'), csv, jsonl, or inspect "
+    "(an Inspect eval log, .eval or .json; needs inspect-ai: pip install inspect-ai).",
 )
 @click.option(
     "--out",
@@ -364,6 +365,11 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
     columns (score.<scorer>, errors.<kind>, output/gold/field_ok.<field>, tokens)."""
     root = run_folder(run, runs_dir)
     to_stdout = out is not None and str(out) == "-"
+    if fmt == "inspect":
+        if to_stdout:
+            raise click.UsageError("--format inspect writes a file: give --out PATH")
+        _export_inspect(root, out)
+        return
     if fmt == "parquet":
         if to_stdout:
             raise click.UsageError("--format parquet writes a file: give --out PATH")
@@ -382,6 +388,20 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
     else:
         target.write_text(_jsonl(frame))
     console.print(f"wrote {len(frame)} rows, {len(frame.columns)} columns to {target}")
+
+
+def _export_inspect(root: Path, out: Path | None) -> None:
+    """The run as an Inspect eval log (:mod:`sopgym.evaluation.inspect_log`)."""
+    import importlib.util
+
+    if importlib.util.find_spec("inspect_ai") is None:
+        raise click.ClickException("--format inspect needs inspect-ai: pip install inspect-ai")
+    from sopgym.evaluation.inspect_log import write_inspect_log
+
+    config = orjson.loads((root / "config.json").read_bytes())
+    rows = _rows(root)
+    target = write_inspect_log(rows, config, root.name, out or root / "export.eval")
+    console.print(f"wrote {len(rows)} samples to {target} (inspect view {target})")
 
 
 def export_frame(rows: list[JSON]) -> Any:

@@ -49,9 +49,9 @@ def _json_attribute(value: Any) -> Any:
 def index_traces(spans: list[SpanRecord]) -> dict[str, EpisodeTrace]:
     """Per episode id: its trace id, its LLM calls in order and when each tool call began."""
     roots = {
-        s.trace_id: s.attributes[sc.EPISODE_ID]
+        s.trace_id: str(sc.episode_of(s.attributes))
         for s in spans
-        if s.scope == sc.SCOPE_AGENT and sc.EPISODE_ID in s.attributes
+        if s.scope == sc.SCOPE_AGENT and sc.episode_of(s.attributes) is not None
     }
     episodes = {episode: EpisodeTrace(trace) for trace, episode in roots.items()}
     for span in sorted(spans, key=lambda s: s.start_ns):
@@ -69,7 +69,7 @@ def index_traces(spans: list[SpanRecord]) -> dict[str, EpisodeTrace]:
                 )
             )
         elif span.scope == sc.SCOPE_GATEWAY and attributes.get(sc.GATEWAY_OP) == sc.OP_CALL:
-            episode = episodes.get(str(attributes.get(sc.EPISODE_ID)))
+            episode = episodes.get(str(sc.episode_of(attributes)))
             if episode is not None and sc.CALL_INDEX in attributes:
                 episode.call_starts[int(attributes[sc.CALL_INDEX])] = span.start_ns
     return episodes

@@ -1,0 +1,199 @@
+"""A run as an Inspect eval log (``sopgym export RUN --format inspect``), so that ``inspect
+view`` opens it and ``inspect_ai.log.read_eval_log`` reads it.
+
+One sample per episode (task and trial; the trial is the sample's epoch, 1-based): the task's
+input and the gold answer as JSON text (``input``, ``target``), the agent's answer as the
+sample's output, and the scores: ``success`` (1.0 or 0.0, with the run's verdict in words)
+and every scorer that applies to the task under its own name, with its explanation (a scorer
+that does not apply, its value ``None``, is listed in the sample's metadata under
+``not_applicable``: an Inspect score has no empty value). Every tool call the gateway
+recorded is a tool event (a refusal as a tool error with our error code); the model calls'
+token counts are the sample's model usage (their messages are not in a run's results). An
+episode the infrastructure failed carries the cause as the sample's error. The log's result
+is TSR as the ``success`` score's ``accuracy`` over the scored episodes.
+
+``inspect_ai`` is optional (``pip install inspect-ai``): it is imported only here.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from sopgym.types import JSON
+
+SUCCESS = "success"  # the name of the episode's pass/fail score in the log
+
+
+def _text(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """A call's arguments as Inspect's tool events hold them (an object)."""
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _started(config: JSON) -> datetime:
+    created = str(config.get("created") or "")
+    try:
+        return datetime.fromisoformat(created.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.now(UTC)
+
+
+def _sample(row: JSON, started: datetime) -> Any:
+    from inspect_ai.event import ToolEvent
+    from inspect_ai.log import EvalError, EvalSample
+    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.scorer import Score
+    from inspect_ai.tool import ToolCallError
+
+    score = row["score"]
+    scores = {
+        SUCCESS: Score(
+            value=1.0 if score["success"] else 0.0,
+            explanation=_verdict(score),
+            metadata={"completed": score["completed"], "errors": score.get("errors", {})},
+        )
+    }
+    not_applicable = []
+    for name, result in score.get("scores", {}).items():
+        if result.get("value") is None:
+            not_applicable.append(name)
+            continue
+        scores[name] = Score(
+            value=float(result["value"]),
+            explanation=result.get("explanation") or None,
+            metadata={"gates": result.get("gates", False), "metrics": result.get("metrics", {})},
+        )
+    calls = (row.get("trajectory") or {}).get("calls", [])
+    events: list[Any] = []
+    for index, call in enumerate(calls):
+        error = None
+        if call.get("error_code"):
+            error = ToolCallError("unknown", f"{call['error_code']}: {call.get('error_field')}")
+        events.append(
+            ToolEvent(
+                timestamp=started,
+                working_start=0.0,
+                id=f"call_{index}",
+                function=str(call["name"]),
+                arguments=_arguments(call.get("arguments")),
+                result=_text(call.get("result")),
+                error=error,
+                events=[],
+                metadata={"status": call.get("status"), "error_code": call.get("error_code")},
+            )
+        )
+    llm = row.get("llm_calls") or []
+    model = str(row.get("model") or row.get("agent") or "none")
+    usage = {}
+    if llm:
+        tokens_in = sum(int(c.get("input_tokens") or 0) for c in llm)
+        tokens_out = sum(int(c.get("output_tokens") or 0) for c in llm)
+        usage[model] = ModelUsage(
+            input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out
+        )
+    infra = score.get("infra_error")
+    return EvalSample(
+        id=f"{row['domain']}/{row['task_id']}",
+        epoch=int(row.get("trial") or 0) + 1,
+        input=_text(row.get("inputs") or {}),
+        target=_text(row.get("gold_outputs") or {}),
+        output=ModelOutput.from_content(model, _text(row.get("outputs"))),
+        scores=scores,
+        metadata={
+            "domain": row["domain"],
+            "task_id": row["task_id"],
+            "episode_id": row.get("episode_id"),
+            "agent": row.get("agent"),
+            "not_applicable": not_applicable,
+        },
+        events=events,
+        model_usage=usage,
+        total_time=row.get("elapsed_s"),
+        error=EvalError(message=infra, traceback="", traceback_ansi="") if infra else None,
+    )
+
+
+def _verdict(score: JSON) -> str:
+    if score.get("infra_error"):
+        return f"not scored: the infrastructure failed ({score['infra_error']})"
+    if score["success"]:
+        return "success: every gating scorer passed"
+    if not score["completed"]:
+        return "incomplete: no final answer"
+    failed = [n for n, r in score.get("scores", {}).items() if r.get("gates") and
+              r.get("value") is not None and r["value"] < 1.0]  # fmt: skip
+    return f"failed: {', '.join(failed) or 'a gating scorer'} did not pass"
+
+
+def to_eval_log(rows: list[JSON], config: JSON, run_id: str) -> Any:
+    """The run's results rows and config as an Inspect ``EvalLog``."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalScore,
+        EvalSpec,
+        EvalStats,
+    )
+
+    started = _started(config)
+    domains = list(config.get("domains") or sorted({r["domain"] for r in rows}))
+    scored = [r for r in rows if not r["score"].get("infra_error")]
+    tsr = sum(bool(r["score"]["success"]) for r in scored) / len(scored) if scored else 0.0
+    model = str(config.get("model") or config.get("agent") or "none")
+    spec = EvalSpec(
+        created=started.isoformat(),
+        task=f"sopgym/{'+'.join(domains)}",
+        task_id=run_id,
+        run_id=run_id,
+        dataset=EvalDataset(
+            name="+".join(domains), samples=len({(r["domain"], r["task_id"]) for r in rows})
+        ),
+        model=model,
+        config=EvalConfig(epochs=int(config.get("trials") or 1)),
+        metadata={"agent": config.get("agent"), "sopgym_config": config},
+    )
+    results = EvalResults(
+        total_samples=len(rows),
+        completed_samples=len(scored),
+        scores=[
+            EvalScore(
+                name=SUCCESS,
+                scorer="sopgym",
+                scored_samples=len(scored),
+                unscored_samples=len(rows) - len(scored),
+                metrics={"accuracy": EvalMetric(name="accuracy", value=tsr)},
+            )
+        ],
+    )
+    elapsed = sum(float(r.get("elapsed_s") or 0.0) for r in rows)
+    stats = EvalStats(
+        started_at=started.isoformat(),
+        completed_at=(started + timedelta(seconds=elapsed)).isoformat(),
+    )
+    return EvalLog(
+        status="success",
+        eval=spec,
+        results=results,
+        stats=stats,
+        samples=[_sample(r, started) for r in rows],
+    )
+
+
+def write_inspect_log(rows: list[JSON], config: JSON, run_id: str, target: Path) -> Path:
+    """Write the run as an Inspect log at ``target`` (``.eval``: Inspect's zip format;
+    ``.json``: its JSON format)."""
+    from inspect_ai.log import write_eval_log
+
+    log = to_eval_log(rows, config, run_id)
+    write_eval_log(log, str(target), format="json" if target.suffix == ".json" else "eval")
+    return target

@@ -1,0 +1,142 @@
+"""The latest OpenTelemetry GenAI conventions, opted in to with ``OTEL_SEMCONV_STABILITY_OPT_IN``:
+a stored trace store of a real run written under them (4 patient-intake tasks, the ReAct agent
+on the scripted model's ``noisy`` profile; the chat and tool-service spans left out; its
+config and results as the run wrote them) has the
+new span names, attributes and evaluation events, and the evaluator scores it exactly as the
+run's gateway records scored it, and exactly as the same store under the old names."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from sopgym.evaluation.evaluator import evaluate_path
+from sopgym.observability import genai
+from sopgym.observability import semconv as sc
+from sopgym.observability.task_spans import evaluation_attributes
+from tests.helpers import DATA_ROOT
+
+LATEST = Path(__file__).parent / "fixtures" / "traced_run_latest"
+
+
+def _spans(folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(scope, span) of every span in a run folder's stored OTLP JSON lines, attributes and
+    event attributes flattened to dicts."""
+    found = []
+    for path in sorted((folder / "traces").glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            for resource in orjson.loads(line)["resourceSpans"]:
+                for scope in resource["scopeSpans"]:
+                    for span in scope["spans"]:
+                        span["attributes"] = _flat(span.get("attributes", []))
+                        for event in span.get("events", []):
+                            event["attributes"] = _flat(event.get("attributes", []))
+                        found.append((scope["scope"]["name"], span))
+    return found
+
+
+def _flat(attributes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {a["key"]: next(iter(a["value"].values())) for a in attributes}
+
+
+def test_the_opt_in_is_read_from_the_comma_separated_variable() -> None:
+    assert sc.latest_genai({sc.STABILITY_OPT_IN_ENV: "http, gen_ai_latest_experimental"})
+    assert not sc.latest_genai({sc.STABILITY_OPT_IN_ENV: "http"})
+    assert not sc.latest_genai({})
+
+
+def test_a_stored_store_under_the_latest_names_has_them() -> None:
+    spans = _spans(LATEST)
+    roots = [s for scope, s in spans if scope == sc.SCOPE_RUNNER]
+    assert len(roots) == 4
+    for root in roots:
+        assert root["name"] == "invoke_workflow sopgym.task"
+        assert root["attributes"][sc.GEN_AI_OPERATION] == "invoke_workflow"
+        assert root["attributes"][sc.GEN_AI_CONVERSATION_ID]
+        assert sc.EPISODE_ID not in root["attributes"]
+        events = [e for e in root["events"] if e["name"] == "gen_ai.evaluation.result"]
+        names = {e["attributes"]["gen_ai.evaluation.name"] for e in events}
+        assert {"output_fields", "tool_calls"} <= names, names
+        for event in events:
+            label = event["attributes"]["gen_ai.evaluation.score.label"]
+            assert label in ("pass", "fail", "not_applicable")
+            if label != "not_applicable":
+                value = event["attributes"]["gen_ai.evaluation.score.value"]
+                assert (value >= 1.0) == (label == "pass")
+        assert any("gen_ai.evaluation.explanation" in e["attributes"] for e in events)
+    agents = [s for scope, s in spans if scope == sc.SCOPE_AGENT]
+    assert {s["name"] for s in agents} == {"invoke_agent react"}
+    for agent in agents:
+        assert agent["attributes"][sc.GEN_AI_PROVIDER] == "scripted"
+        assert agent["attributes"][sc.GEN_AI_CONVERSATION_ID]
+        assert sc.EPISODE_ID not in agent["attributes"]
+    tools = [s for scope, s in spans if scope == sc.SCOPE_AGENT_TOOLS]
+    assert tools and all(
+        s["name"] == f"execute_tool {s['attributes'][sc.GEN_AI_TOOL_NAME]}" for s in tools
+    )
+    gateway = [s for scope, s in spans if scope == sc.SCOPE_GATEWAY]
+    assert all(sc.EPISODE_ID not in s["attributes"] for s in gateway)
+    assert all(sc.GEN_AI_CONVERSATION_ID in s["attributes"] for s in gateway
+               if sc.GATEWAY_OP in s["attributes"])  # fmt: skip
+
+
+def test_old_and_new_names_score_identically_and_as_the_records(tmp_path: Path) -> None:
+    new = evaluate_path(LATEST, DATA_ROOT)
+    lines = (LATEST / "results.jsonl").read_bytes().splitlines()
+    records = {row["task_id"]: row["score"] for row in map(orjson.loads, lines)}
+    assert len(new["per_task"]) == 4 and not new["incomplete"]
+    assert {r["task_id"]: r["score"] for r in new["per_task"]} == records
+    old = tmp_path / LATEST.name  # (a run folder's name is its run id)
+    shutil.copytree(LATEST, old)
+    store = old / "traces" / "otlp.jsonl"
+    text = store.read_bytes()
+    assert text.count(b'"gen_ai.conversation.id"') > 20
+    store.write_bytes(text.replace(b'"gen_ai.conversation.id"', b'"sopgym.episode.id"'))
+    before = evaluate_path(old, DATA_ROOT)
+    for volatile in ("evaluated_at", "seconds", "source"):
+        del new[volatile], before[volatile]
+    assert before == new
+
+
+def test_evaluation_events_label_every_verdict() -> None:
+    passed = evaluation_attributes("output_fields", {"value": 1.0, "explanation": "all match"})
+    assert passed == {
+        "gen_ai.evaluation.name": "output_fields",
+        "gen_ai.evaluation.score.value": 1.0,
+        "gen_ai.evaluation.score.label": "pass",
+        "gen_ai.evaluation.explanation": "all match",
+    }
+    assert evaluation_attributes("f", {"value": 0.5})["gen_ai.evaluation.score.label"] == "fail"
+    missing = evaluation_attributes("graph", {"value": None, "explanation": ""})
+    assert missing == {"gen_ai.evaluation.name": "graph",
+                       "gen_ai.evaluation.score.label": "not_applicable"}  # fmt: skip
+
+
+@pytest.mark.parametrize("opted_in", [False, True])
+def test_tool_definitions_are_opt_in(monkeypatch: pytest.MonkeyPatch, opted_in: bool) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if opted_in:
+        monkeypatch.setenv(sc.CAPTURE_MESSAGES_ENV, "true")
+    else:
+        monkeypatch.delenv(sc.CAPTURE_MESSAGES_ENV, raising=False)
+    tool = {"name": "lookup", "description": "finds", "input_schema": {"type": "object"}}
+    with provider.get_tracer("t").start_as_current_span("invoke_agent a") as span:
+        genai.record_tool_definitions(span, [tool])
+    (finished,) = exporter.get_finished_spans()
+    attributes = dict(finished.attributes or {})
+    if not opted_in:
+        assert sc.GEN_AI_TOOL_DEFINITIONS not in attributes
+        return
+    assert orjson.loads(str(attributes[sc.GEN_AI_TOOL_DEFINITIONS])) == [
+        {"type": "function", "name": "lookup", "description": "finds",
+         "parameters": {"type": "object"}}
+    ]  # fmt: skip
