@@ -12,6 +12,7 @@ from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
 from sopgym.evaluation.scorers.fields import SCALARS, equal_is_matching, normalize
+from sopgym.types import JSON
 
 _MALFORMED = VALIDATION_CODES | TYPE_CODES
 
@@ -43,7 +44,34 @@ def _tool_calls(case: Case) -> Score:
     precision, recall, score = tool_match(case.trajectory, case.gold)
     metrics = {"precision": precision, "recall": recall, "f1": score, "calls": made}
     explanation = f"{made} calls vs {wanted} gold: P={precision:.2f} R={recall:.2f}"
+    if precision < 1 or recall < 1 or any(c.error_code for c in case.trajectory.calls):
+        # only an imperfect episode pays for the pairing: the viewer and the report name
+        # the gold calls it never made and the calls beyond the gold (sopgym.evaluation.explain)
+        missing, extra = call_differences(case.trajectory, case.gold)
+        metrics |= {"missing": missing, "extra": extra}
     return Score(score, {**metrics, "gold_calls": wanted}, explanation)
+
+
+def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], list[JSON]]:
+    """The gold calls no call made matches by tool and arguments (normalised as the error
+    taxonomy compares them), and the calls made that match no gold call (with the error code
+    of a refused one), each in its order."""
+    left = [(wanted.name, normalize(wanted.arguments)) for wanted in gold.calls]
+    extra: list[JSON] = []
+    for call in trajectory.calls:
+        key = (call.name, normalize(call.arguments))
+        if key in left:
+            left.remove(key)
+            continue
+        extra.append({"name": call.name, "arguments": call.arguments,
+                      "error_code": call.error_code})  # fmt: skip
+    missing = []
+    for wanted in gold.calls:
+        key = (wanted.name, normalize(wanted.arguments))
+        if key in left:
+            left.remove(key)
+            missing.append(wanted.to_json())
+    return missing, extra
 
 
 def tool_calls(gates: bool = False) -> Scorer:
