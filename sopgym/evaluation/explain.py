@@ -183,7 +183,8 @@ def _judge_of(field: str, scores: JSON) -> tuple[str, float] | None:
     found = [
         (not s.get("gates"), name, s["value"])
         for name, s in scores.items()
-        if s.get("value") is not None and name not in ("output_fields", "schema_valid")
+        if s.get("value") is not None
+        and name not in ("output_fields", "schema_valid")
         and any(part in (field, stem) for part in name.split("_"))
     ]
     if not found:
@@ -229,13 +230,17 @@ def _reason(name: str, scored: JSON, row: JSON) -> str:
     elif name == "final_state":
         found = state_differences(row)
         if found:
-            text = f"{len(found)} state path(s) differ: " + _listed(
-                [f"{p.split(' ')[0]} expected {short(e, 24)}, got {short(a, 24)}"
-                 for p, e, a in found if e != NOT_RECORDED] or [p for p, _, _ in found]
-            )  # fmt: skip
+            shown = [
+                f"{p.split(' ')[0]} expected {short(e, 24)}, got {short(a, 24)}"
+                for p, e, a in found
+                if e != NOT_RECORDED
+            ] or [p for p, _, _ in found]
+            text = f"{len(found)} state path(s) differ: " + _listed(shown, 2)
+            # the calls that would have written the state, first: they are the cause
             missing = (call_differences(row) or ([], []))[0]
             if missing:
-                text += "; gold calls not made: " + _listed([str(c["name"]) for c in missing])
+                names = list(dict.fromkeys(str(c["name"]) for c in missing))
+                text = f"gold call(s) not made: {_listed(names)}; {text}"
             return text
     elif name == "actions":
         aligned = (scored.get("metrics") or {}).get("gold")
@@ -263,3 +268,31 @@ def failed_task_ids(rows: Iterable[JSON], limit: int = 5) -> tuple[list[str], in
         }
     )
     return failed[:limit], len(failed)
+
+
+def coverage_line(summary: JSON) -> str | None:
+    """When the infrastructure failed episodes, the headline TSR (over the episodes played)
+    with how many of the planned it covers, and TSR over every planned episode beside it
+    (an episode not played counts as not solved there); None when every episode was played."""
+    planned, infra = int(summary.get("tasks") or 0), int(summary.get("infra_errors") or 0)
+    if not infra or not planned:
+        return None
+    played = int(summary.get("scored", planned - infra))
+    correct = int(summary.get("correct", round(float(summary.get("tsr") or 0) * played)))
+    return (
+        f"TSR {float(summary.get('tsr') or 0):.1%} over {played} of {planned} planned; "
+        f"{infra} infra errors; TSR over all planned {correct / planned:.1%}"
+    )
+
+
+def failed_in_all_trials(rows: Iterable[JSON]) -> set[tuple[str, str]]:
+    """(domain, task id) of the tasks run in more than one trial whose every played trial
+    failed (infrastructure errors are not the agent's: left out)."""
+    trials: dict[tuple[str, str], list[bool]] = {}
+    for row in rows:
+        if row["score"].get("infra_error"):
+            continue
+        trials.setdefault((row["domain"], row["task_id"]), []).append(
+            bool(row["score"].get("success"))
+        )
+    return {key for key, results in trials.items() if len(results) > 1 and not any(results)}

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import orjson
 
 from sopgym.core.outcomes import OUTCOMES, SUCCESS
+from sopgym.evaluation.explain import because_line, coverage_line, failed_in_all_trials
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.evaluation.svg import bar_chart
@@ -29,6 +30,8 @@ from sopgym.orchestration.runs import (
     total_tokens,
 )
 from sopgym.types import JSON
+from sopgym.viewer import why
+from sopgym.viewer.families import family_figures
 from sopgym.viewer.traces import ChatTurn, EpisodeTrace
 
 Cell = str | tuple[str, str]  # text, or (text, link)
@@ -37,10 +40,6 @@ PLOT_WIDTH = 420  # three plots side by side on a laptop screen
 
 def _pretty(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
-
-
-def _json_block(value: Any, css: str = "json") -> str:
-    return f'<pre class="{css}">{escape(_pretty(value))}</pre>'
 
 
 def _json_line(value: Any, css: str) -> str:
@@ -143,11 +142,22 @@ def _figures(summary: JSON, recorded: list[JSON]) -> str:
         ("infra errors", str(summary.get("infra_errors", 0))),
         ("tokens", _count(total_tokens(recorded))),
     ]
+    coverage = coverage_line(summary)
+    if coverage:  # the headline TSR covers only the episodes played: say so beside it
+        planned = summary["tasks"]
+        items.insert(5, ("TSR over all planned", pct(summary.get("correct", 0) / planned)))
+    trials = summary.get("trials") or {}
+    if trials.get("trials", 1) > 1:
+        last = list(trials["pass_hat_k"])[-1]
+        items += [(f"pass^{last}", pct(trials["pass_hat_k"][last])),
+                  (f"pass@{last}", pct(trials["pass_at_k"][last]))]  # fmt: skip
     cells = "".join(
         f"<div class='figure' data-figure='{escape(k)}'><b>{escape(v)}</b>{escape(k)}</div>"
         for k, v in items
     )
-    return f"<div class='figures' id='figures'>{cells}</div>"
+    note = f"<p class='note' id='coverage'>{escape(coverage)}</p>" if coverage else ""
+    family = family_figures(summary, recorded)
+    return f"{note}<div class='figures' id='figures'>{cells}</div>{family}"
 
 
 def _error_classes(row: JSON) -> list[str]:
@@ -176,16 +186,19 @@ def _select(name: str, label: str, values: Iterable[str]) -> str:
 def task_table(run: RunFolder, recorded: list[JSON]) -> str:
     domains = sorted({r["domain"] for r in recorded})
     errors = sorted({e for r in recorded for e in _error_classes(r)})
+    all_failed = failed_in_all_trials(recorded)
     filters = (
         "<div class='filters'>"
         + _select("domain", "domain", domains)
         + _select("outcome", "outcome", OUTCOMES)
         + _select("error", "error class", errors)
+        + (_select("trials", "trials", ["failed in all trials"]) if all_failed else "")
         + "<label>search <input id='f-search' type='search' placeholder='task, tool, field'>"
         "</label> <span id='shown'></span></div>"
     )
     headers = [("task", "text"), ("domain", "text"), ("trial", "num"), ("outcome", "text"),
-               ("wrong fields", "text"), ("errors", "text"), ("calls", "num"),
+               ("failed because", "text"), ("wrong fields", "text"), ("errors", "text"),
+               ("calls", "num"),
                ("tool F1", "num"), ("latency s", "num"), ("tokens", "num")]  # fmt: skip
     head = "".join(
         f"<th data-sort='{kind}' title='sort'>{escape(name)}</th>" for name, kind in headers
@@ -199,6 +212,7 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
             escape(row["domain"]),
             str(row.get("trial") or 0),
             f"<span class='badge {result}'>{result}</span>",
+            escape(because_line(row)),
             escape(", ".join(wrong) or "-"),
             escape(", ".join(f"{k}={score['errors'][k]}" for k in errors_of) or "-"),
             str(score.get("calls", 0)),
@@ -206,9 +220,14 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
             num(row.get("elapsed_s"), 2),
             _count(episode_tokens(row)),
         ]
-        search = " ".join([row["task_id"], row["domain"], _calls_text(row), *wrong]).lower()
+        search = " ".join(
+            [row["task_id"], row["domain"], _calls_text(row), *wrong, because_line(row)]
+        ).lower()
+        every = (row["domain"], row["task_id"]) in all_failed
         body.append(
             f"<tr data-domain='{escape(row['domain'])}' data-outcome='{result}' "
+            f"data-trials='{'failed in all trials' if every else ''}'"
+            f"{' class=all-failed' if every else ''} "
             f"data-errors='{escape(' '.join(errors_of))}' data-search='{escape(search)}'>"
             + "".join(f"<td>{c}</td>" for c in cells)
             + "</tr>"
@@ -442,60 +461,12 @@ def _steps(row: JSON, trace: EpisodeTrace | None) -> str:
     return f"{note}<ol id='steps'>{''.join(items)}</ol>"
 
 
-def _answer(row: JSON) -> str:
-    given = row.get("outputs") or {}
-    expected = row.get("gold_outputs") or {}
-    fields = row["score"].get("fields", {})
-    names = list(dict.fromkeys([*expected, *fields, *given]))
-    body = []
-    for name in names:
-        ok = fields.get(name)
-        verdict = "ok" if ok else ("wrong" if ok is False else "not scored")
-        got = _pretty(given[name]) if name in given else "(missing)"
-        body.append(
-            f"<tr class='{verdict.replace(' ', '-')}' data-field='{escape(name)}'>"
-            f"<td>{escape(name)}</td><td class='expected'>{escape(_pretty(expected.get(name)))}"
-            f"</td><td class='given'>{escape(got)}</td><td>{verdict}</td></tr>"
-        )
-    if not body:
-        return "<p id='answer'>no answer recorded</p>"
-    return (
-        "<table id='answer'><thead><tr><th>field</th><th>expected</th><th>given</th>"
-        f"<th>verdict</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
-
-
 def _scores(row: JSON) -> str:
     rows = [
         [name, num(s.get("value")), "yes" if s.get("gates") else "no", s.get("explanation") or ""]
         for name, s in row["score"].get("scores", {}).items()
     ]
     return table(["scorer", "value", "gates success", "explanation"], rows, "scores")
-
-
-def _at(state: Any, path: str) -> Any:
-    """The value at a ``state_diff`` path ($.a.b[2]) of a state, or None where it is absent."""
-    value = state
-    for part in path.split(" ")[0].lstrip("$").replace("[", ".[").split("."):
-        if not part:
-            continue
-        try:
-            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-    return value
-
-
-def _state_diff(row: JSON) -> str:
-    scored = row["score"].get("scores", {}).get("final_state") or {}
-    differences = (scored.get("metrics") or {}).get("differences") or []
-    if not differences:
-        return ""
-    state = (row.get("trajectory") or {}).get("final_state")
-    rows = [[path, _pretty(_at(state, path))] for path in differences]
-    return "<h2>Final state: where it differs from the gold</h2>" + table(
-        ["path", "the episode's value"], rows, "state-diff"
-    )
 
 
 def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None) -> str:
@@ -525,15 +496,20 @@ def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: 
         facts.append(("catalog", escape(", ".join(trajectory["catalog"]))))
     fact_rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
     inputs = (
-        _json_block(row["inputs"], "inputs")
+        why.inputs(row["inputs"])
         if "inputs" in row
         else "<p class='muted'>this run did not record task inputs (older sopgym)</p>"
     )
     body = (
         f"<table class='facts'>{fact_rows}</table>"
-        f"<h2>Final answer against the gold</h2>{_answer(row)}"
+        f"{why.because(row)}"
+        f"<h2>Final answer against the gold</h2>{why.answer(row)}"
+        f"{why.actions_diff(row)}"
+        f"{why.state_diff(row)}"
+        f"{why.calls_against_gold(row)}"
+        f"{why.dialogue(row)}"
+        f"{why.injections(run.path, row)}"
         f"<h2>Scores</h2>{_scores(row)}"
-        f"{_state_diff(row)}"
         f"<h2>Steps</h2>{_steps(row, trace)}"
         f"<h2>Task input</h2>{inputs}"
     )

@@ -24,6 +24,7 @@
           (!want.domain || row.dataset.domain === want.domain) &&
           (!want.outcome || row.dataset.outcome === want.outcome) &&
           (!want.error || row.dataset.errors.split(" ").includes(want.error)) &&
+          (!want.trials || row.dataset.trials === want.trials) &&
           (!text || row.dataset.search.includes(text));
         row.hidden = !visible;
         if (visible) count += 1;
