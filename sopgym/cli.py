@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from sopgym.agents import DEFAULT_AGENT
-from sopgym.agents.models import ModelUnavailable
+from sopgym.agents.models import ModelUnavailable, is_scripted
 from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
 from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
@@ -24,6 +24,7 @@ from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
+from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run, slow_step
 from sopgym.orchestration.runs import describe_config
 from sopgym.orchestration.runs_cli import RUNS_COMMANDS, resumed_config
 from sopgym.orchestration.scaleout import (
@@ -285,6 +286,13 @@ def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
     help="Tool-service processes the domains share (each domain keeps its own app and data).",
 )
 @agent_option_flags
+@click.option("--quiet", is_flag=True, help="No progress and no per-task lines: the figures only.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="A line per model turn (else only a real model's turns slower than "
+    f"{SLOW_STEP_S:g} s print, off a terminal).",
+)
 @click.option(
     "--prices",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -320,12 +328,16 @@ def run(
     faults: str | None,
     service_groups: int,
     prices: Path | None,
+    quiet: bool,
+    verbose: bool,
     **agent_flags: Any,
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
 
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose: give one")
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
     if limit is not None and sample is not None:
@@ -421,7 +433,7 @@ def run(
         soft_wrap=True,
     )
     try:
-        with _progress() as bar:
+        with _progress(disable=quiet) as bar:
             handle = bar.add_task("tasks", total=len(todo), tsr="", step="")
             solved = [0, 0]
 
@@ -429,14 +441,16 @@ def run(
                 solved[0] += 1
                 solved[1] += bool(row["score"]["success"])
                 bar.update(handle, advance=1, tsr=f"success {solved[1]}/{solved[0]}")
-                if not console.is_terminal:  # a log or CI: one line per task as it ends
+                if not console.is_terminal and not quiet:  # a log or CI: a line per task
                     console.print(f"done task={row['task_id']} status={row['status']} "
                                   f"success={row['score']['success']}", markup=False)  # fmt: skip
 
             def on_step(line: str) -> None:  # a model turn in flight somewhere
+                if quiet:
+                    return
                 if console.is_terminal:
                     bar.update(handle, step=line.removeprefix(STEP_PREFIX)[:60])
-                else:
+                elif verbose or (not is_scripted(config.model) and slow_step(line)):
                     console.print(line, markup=False, soft_wrap=True)
 
             with StepFollower(runner.paths.logs, on_step):
@@ -459,6 +473,7 @@ def run(
     print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     console.print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in runner.phases.items()))
+    print_after_run(run_dir, runs_dir)  # the first failed tasks, why, and what to run next
 
 
 def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, list]:
@@ -506,7 +521,7 @@ def _check_model_spec(spec: str) -> None:
         raise click.UsageError(f"--model: {error}") from None
 
 
-def _progress() -> Progress:
+def _progress(disable: bool = False) -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -515,6 +530,7 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         TextColumn("{task.fields[step]}"),
         console=console,
+        disable=disable,
     )
 
 

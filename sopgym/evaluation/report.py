@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.evaluation.explain import because_line, call_differences, call_text, coverage_line
 from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.evaluation.two_stage import ERRORS, STAGE_1
 from sopgym.types import JSON
@@ -45,8 +46,8 @@ class Table:
 
 
 PER_TASK_COLUMNS = [
-    "task", "domain", "agent", "ok", "wrong fields", "tool F1", "errors", "calls", "latency s",
-    "LLM", "trace",
+    "task", "domain", "agent", "ok", "failed because", "wrong fields", "tool F1", "errors",
+    "calls", "latency s", "LLM", "trace",
 ]  # fmt: skip
 METRIC_COLUMNS = [
     "tasks", "infra err", "completed", "ECR", "C-TSR", "TSR", "tool P", "tool R", "tool F1",
@@ -173,6 +174,7 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
                     else "yes"
                     if r["score"]["success"]
                     else ("no" if r["score"]["completed"] else "inc."),
+                    because_line(r),
                     ", ".join(k for k, ok in r["score"]["fields"].items() if not ok) or "-",
                     num(r["score"]["tool_f1"], 2),
                     _errors(r["score"]["errors"]),
@@ -277,6 +279,9 @@ def markdown(
     if run_config is not None:
         head += [f"{RUN_CONFIG_LABEL}: `{run_config}`", ""]
     head += [_provenance(result), ""]
+    coverage = coverage_line(result)
+    if coverage:
+        head += [f"**Coverage: {coverage}**", ""]
     body = [markdown_table(t) for t in tables(result, jaeger_ui)]
     return "\n".join([*head, *body, drilldown_markdown(recorded)])
 
@@ -344,9 +349,14 @@ def html(
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
         f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>{config}"
-        f"<p>{escape(_provenance(result))}</p>"
+        f"<p>{escape(_provenance(result))}</p>{_coverage_html(result)}"
         f"<div class='plots'>{''.join(plots)}</div>{body}{drilldown_html(recorded)}</body></html>"
     )
+
+
+def _coverage_html(result: JSON) -> str:
+    coverage = coverage_line(result)
+    return f"<p id='coverage'><b>Coverage: {escape(coverage)}</b></p>" if coverage else ""
 
 
 def _provenance(result: JSON) -> str:
@@ -412,8 +422,15 @@ def _call_lines(row: JSON) -> list[str]:
 
 
 def _heading(row: JSON) -> str:
-    why = row.get("error") or ("not completed" if not row["score"]["completed"] else "wrong answer")
-    return f"{row['task_id']} ({row['domain']}, trial {row.get('trial') or 0}): {why}"
+    return f"{row['task_id']} ({row['domain']}, trial {row.get('trial') or 0}): {because_line(row)}"
+
+
+def _call_gaps(row: JSON) -> list[str]:
+    """The gold calls not made and the calls beyond the gold, one line each."""
+    found = call_differences(row) or ([], [])
+    return [f"gold call not made: {call_text(c)}" for c in found[0]] + [
+        f"call beyond the gold: {call_text(c)}" for c in found[1]
+    ]
 
 
 def drilldown_markdown(recorded: Sequence[JSON]) -> str:
@@ -426,6 +443,7 @@ def drilldown_markdown(recorded: Sequence[JSON]) -> str:
     for row in failed:
         lines += [f"### {_heading(row)}", ""]
         lines += [f"- wrong `{f}`: expected `{e}`, given `{g}`" for f, e, g in _wrong(row)]
+        lines += [f"- {gap}" for gap in _call_gaps(row)]
         lines += [f"{i}. `{line}`" for i, line in enumerate(_call_lines(row), 1)] or ["no call"]
         lines.append("")
     return "\n".join(lines)
@@ -449,6 +467,8 @@ def drilldown_html(recorded: Sequence[JSON]) -> str:
             else ""
         )
         calls = "".join(f"<li><code>{escape(line)}</code></li>" for line in _call_lines(row))
+        gaps = "".join(f"<li>{escape(gap)}</li>" for gap in _call_gaps(row))
+        table += f"<ul class='gaps'>{gaps}</ul>" if gaps else ""
         items.append(
             f"<details><summary>{escape(_heading(row))}</summary>{table}"
             f"<ol>{calls or '<li>no call</li>'}</ol></details>"
