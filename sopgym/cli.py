@@ -375,6 +375,11 @@ def run(
         refusal = run_refusal(agent, [_domain(n) for n in names])
         if refusal:  # imported benchmarks have no gold calls to replay
             raise click.UsageError(refusal)
+        from sopgym.orchestration.refusals import unknown_fault_tools
+
+        refusal = unknown_fault_tools(faults, [_domain(n) for n in names])
+        if refusal:  # it would inject nothing, and the run would read as fault-free
+            raise click.UsageError(refusal)
         lacking = [n for n in names if sop_variant not in _domain(n).sop_files]
         if lacking:
             raise click.UsageError(

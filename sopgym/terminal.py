@@ -52,11 +52,22 @@ def print_summary(summary: dict) -> None:
             errors,
         )
     stdout().print(table)
+    _print_coverage(summary)
     _print_llm(summary)
     _print_infra(summary)
     trials = summary.get("trials") or {}
     if trials.get("trials", 1) > 1:
         _print_trials(trials)
+
+
+def _print_coverage(summary: dict) -> None:
+    """Under the table, when the infrastructure failed episodes: what the headline TSR
+    covers, and TSR over every planned episode."""
+    from sopgym.evaluation.explain import coverage_line
+
+    coverage = coverage_line(summary)
+    if coverage:
+        stdout().print(f"[bold yellow]coverage[/]: {coverage}", soft_wrap=True)
 
 
 def _print_llm(summary: dict) -> None:

@@ -494,6 +494,9 @@ def print_summary(result: JSON, console: Console) -> None:
     for table in tables(result)[:3]:
         _print_table(table, TERMINAL_COLUMNS, console)
     console.print(f"errors: {_errors(result['errors'])}")
+    coverage = coverage_line(result)
+    if coverage:
+        console.print(f"[bold yellow]coverage[/]: {coverage}", soft_wrap=True)
     found = result.get("breakdown")
     if found:
         shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
