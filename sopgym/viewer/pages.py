@@ -114,20 +114,39 @@ def runs_page(runs: list[RunFolder]) -> str:
                "tokens", "status"]  # fmt: skip
     listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
 
-    def options(chosen: int) -> str:
-        return "".join(
+    pair = comparable_pair(runs)
+    newer, older = (None, None) if pair is None else pair
+
+    def options(chosen: int | None) -> str:
+        blank = "" if chosen is not None else "<option value='' selected>(pick a run)</option>"
+        return blank + "".join(
             f"<option{' selected' if i == chosen else ''}>{escape(r.id)}</option>"
             for i, r in enumerate(runs)
         )
 
-    compare = (  # the two latest runs, preselected
-        "<form action='/compare' class='compare'>compare "
-        f"<select name='a'>{options(1)}</select> with <select name='b'>{options(0)}</select> "
+    compare = (  # the latest two runs that share a task, preselected; none if no two do
+        "<form action='/compare' class='compare' id='compare-form'>compare "
+        f"<select name='a' required>{options(older)}</select> with "
+        f"<select name='b' required>{options(newer)}</select> "
         "<button>compare</button></form>"
         if len(runs) > 1
         else ""
     )
     return page("sopgym runs", listing + compare)
+
+
+PAIR_SEARCHED = 8  # the newest runs searched for two that share a task
+
+
+def comparable_pair(runs: list[RunFolder]) -> tuple[int, int] | None:
+    """The newest run and the next newest that shares a task with it (indexes into
+    ``runs``, newest first), among the first :data:`PAIR_SEARCHED`; None when no two do."""
+    keys = [{(r["domain"], r["task_id"]) for r in run.rows()} for run in runs[:PAIR_SEARCHED]]
+    for newer in range(len(keys)):
+        for older in range(newer + 1, len(keys)):
+            if keys[newer] & keys[older]:
+                return newer, older
+    return None
 
 
 # ---- a run ----
@@ -560,20 +579,69 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
     def listed(keys: list[tuple[str, str, int]]) -> str:
         return escape(", ".join(f"{d}/{t}#{n}" for d, t, n in keys)) or "none"
 
+    head = (
+        f"<p id='sides'>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
+        f"({escape(_agent_model(a))}; {escape(a.describe())})<br>"
+        f"B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
+        f"({escape(_agent_model(b))}; {escape(b.describe())})</p>"
+    )
+    if not shared:
+        return page(f"compare {a.id} and {b.id}", head + _disjoint(a, b))
     body = (
-        f"<p>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
-        f"({escape(a.describe())})<br>B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
-        f"({escape(b.describe())})</p>"
-        f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
+        head + f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
         f"{len(only_a)} only in A and {len(only_b)} only in B are listed below, not compared. "
         f"fixed in B: {changes['fixed']}, broken in B: {changes['broken']}.</p>"
         + table(["metric", "A", "B", "B - A"], metric_rows, "deltas")
         + "<h2>Task by task</h2>"
-        + table(["task", "domain", "trial", "A", "B", "change"], task_rows, "pairs")
+        + "<label><input type='checkbox' id='changed-only'> changed tasks only</label>"
+        + _pairs_table(task_rows)
         + f"<h2>Only in A ({len(only_a)})</h2><p id='only-a'>{listed(only_a)}</p>"
         + f"<h2>Only in B ({len(only_b)})</h2><p id='only-b'>{listed(only_b)}</p>"
     )
     return page(f"compare {a.id} and {b.id}", body)
+
+
+def _agent_model(run: RunFolder) -> str:
+    config = run.config()
+    return f"agent {config.get('agent', '?')}, model {config.get('model', '?')}"
+
+
+def _pairs_table(rows: list[list[Cell]]) -> str:
+    """Task by task, a changed task's row marked (``data-change``) and highlighted."""
+    head = "".join(f"<th>{h}</th>" for h in ("task", "domain", "trial", "A", "B", "change"))
+    body = "".join(
+        f"<tr data-change='{escape(str(r[5]))}'"
+        f"{' class=changed' if r[5] != 'same' else ''}>"
+        + "".join(f"<td>{_cell(c)}</td>" for c in r)
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table id='pairs'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _disjoint(a: RunFolder, b: RunFolder) -> str:
+    """Two runs with no episode in common: said plainly, and each run's own figures."""
+    figures = [("episodes", "tasks", False), ("ECR", "ecr", True), ("C-TSR", "c_tsr", True),
+               ("TSR", "tsr", True), ("tool F1", "tool_f1", False),
+               ("infra errors", "infra_errors", False)]  # fmt: skip
+    sum_a, sum_b = a.summary(), b.summary()
+
+    def shown(summary: JSON, key: str, rate: bool) -> str:
+        value = summary.get(key)
+        if value is None:
+            return "n/a"
+        return pct(value) if rate else (str(value) if isinstance(value, int) else num(value))
+
+    rows: list[list[Cell]] = [
+        [label, shown(sum_a, key, rate), shown(sum_b, key, rate)] for label, key, rate in figures
+    ]
+    domains = ", ".join(a.config().get("domains", [])), ", ".join(b.config().get("domains", []))
+    return (
+        "<p id='shared' class='note'>These runs share no tasks (A ran "
+        f"{escape(domains[0])}; B ran {escape(domains[1])}): there is nothing to compare "
+        "task by task, and no delta. Each run's own figures:</p>"
+        + table(["figure", f"A ({a.id})", f"B ({b.id})"], rows, "own")
+    )
 
 
 def error_page(title: str, message: str) -> str:

@@ -63,6 +63,15 @@
     });
   }
 
+  const changedOnly = document.getElementById("changed-only");
+  if (changedOnly) {
+    changedOnly.addEventListener("change", function () {
+      for (const row of document.querySelectorAll("#pairs tbody tr")) {
+        row.hidden = changedOnly.checked && row.dataset.change === "same";
+      }
+    });
+  }
+
   const progress = document.getElementById("progress");
   if (progress && progress.dataset.run) {
     const known = Number(progress.dataset.count);
