@@ -581,9 +581,9 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
 
     head = (
         f"<p id='sides'>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
-        f"({escape(_agent_model(a))}; {escape(a.describe())})<br>"
+        f"({escape(a.describe())})<br>"
         f"B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
-        f"({escape(_agent_model(b))}; {escape(b.describe())})</p>"
+        f"({escape(b.describe())})</p>"
     )
     if not shared:
         return page(f"compare {a.id} and {b.id}", head + _disjoint(a, b))
@@ -599,11 +599,6 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
         + f"<h2>Only in B ({len(only_b)})</h2><p id='only-b'>{listed(only_b)}</p>"
     )
     return page(f"compare {a.id} and {b.id}", body)
-
-
-def _agent_model(run: RunFolder) -> str:
-    config = run.config()
-    return f"agent {config.get('agent', '?')}, model {config.get('model', '?')}"
 
 
 def _pairs_table(rows: list[list[Cell]]) -> str:
