@@ -20,6 +20,7 @@ from sopgym.agents.models import ModelUnavailable, is_scripted
 from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.core.registry import UnknownDomainError, domain_names, load_domain, select_domains
 from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
+from sopgym.domain_cli import domain_group, kind_label, load_data_saying_so
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
@@ -69,6 +70,7 @@ for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
     main.add_command(_command)
 main.add_command(view_command)  # sopgym view: the run viewer
+main.add_command(domain_group)  # sopgym domain show NAME
 for _command in RUNS_COMMANDS:  # sopgym runs / show / export
     main.add_command(_command)
 
@@ -91,13 +93,12 @@ def _domain(name: str) -> Any:
 def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None) -> None:
     """List the domains (all, or DOMAINS: names, families, globs) with their task and tool
     counts."""
-    from sopgym.core import dataset
 
     try:
         names = select_domains(list(domains)) if domains else domain_names()
     except UnknownDomainError as error:
         raise click.UsageError(str(error)) from None
-    table = Table(Column("domain", no_wrap=True), "tasks", "tools", "distractors", "title")
+    table = Table(Column("domain", no_wrap=True), "kind", "tasks", "tools", "distractors", "title")
     tools = Table(Column("domain", no_wrap=True), "SOP tools", title="tools", title_justify="left")
     labels = Table(
         Column("domain", no_wrap=True),
@@ -108,9 +109,10 @@ def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None
     )
     for name in names:
         domain = _domain(name)
-        data = dataset.load(domain, data_root)
+        data = load_data_saying_so(domain, data_root)
         table.add_row(
             name,
+            kind_label(domain),
             str(len(data.tasks)),
             str(len(domain.tools)),
             str(len(domain.distractors)),
