@@ -11,12 +11,14 @@ user does; every check reads the page. The screenshots in docs/images are taken 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,19 +61,28 @@ def _rows(run: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def viewer(runs: Path) -> Iterator[str]:
+@contextmanager
+def _serving(folder: Path) -> Iterator[str]:
+    """``sopgym view`` over ``folder``: its address."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "sopgym", "view", "--no-open", "--runs-dir", str(runs)],
+        [sys.executable, "-m", "sopgym", "view", "--no-open", "--runs-dir", str(folder)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    found = re.search(r"http://127\.0\.0\.1:\d+/", line)
-    assert found, line
-    yield found.group(0).rstrip("/")
-    process.terminate()
-    process.wait(10)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert found, line
+        yield found.group(0).rstrip("/")
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def viewer(runs: Path) -> Iterator[str]:
+    with _serving(runs) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +250,39 @@ def test_report_and_show_take_a_run_id_and_say_why(runs: Path) -> None:
     # --full prints a long call whole: the longest arguments appear unbroken on one line
     longest = max(row["trajectory"]["calls"], key=lambda c: len(orjson.dumps(c["arguments"])))
     assert orjson.dumps(longest["arguments"]).decode() in shown.stdout.replace("\n", "")
+
+
+def test_a_running_run_adds_rows_in_place_keeping_the_sort(
+    page: Page, runs: Path, tmp_path: Path
+) -> None:
+    """A run still being written (its runner holds run.lock): new episodes appear as rows
+    without a reload, the chosen sort stays, and the planned total and time left show."""
+    source = runs / "trials"
+    run = tmp_path / "runs" / "growing"
+    run.mkdir(parents=True)
+    (run / "config.json").write_bytes((source / "config.json").read_bytes())
+    lines = (source / "results.jsonl").read_bytes().splitlines(keepends=True)
+    (run / "results.jsonl").write_bytes(b"".join(lines[:3]))
+    lock = os.open(run / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a live runner holds it
+    try:
+        with _serving(tmp_path / "runs") as address:
+            page.goto(address + "/runs/growing")
+            expect(page.locator("#progress")).to_contain_text(f"3 of {len(lines)} episodes")
+            expect(page.locator("#progress")).to_contain_text("left")
+            header = page.locator("#tasks th", has_text="latency s")
+            header.click()
+            header.click()  # descending
+            expect(header).to_have_class(re.compile("desc"))
+            page.evaluate("window.__same_page = true")  # gone if the page reloads
+            with (run / "results.jsonl").open("ab") as out:
+                out.write(b"".join(lines[3:9]))
+            expect(page.locator("#tasks tbody tr")).to_have_count(9, timeout=15_000)
+            expect(page.locator("#progress")).to_contain_text(f"9 of {len(lines)} episodes")
+            assert page.evaluate("window.__same_page === true")
+            expect(header).to_have_class(re.compile("desc"))
+            latencies = [float(t) for t in page.locator("#tasks tbody tr td:nth-child(10)")
+                         .all_text_contents()]  # fmt: skip
+            assert latencies == sorted(latencies, reverse=True)
+    finally:
+        os.close(lock)

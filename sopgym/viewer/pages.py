@@ -30,7 +30,7 @@ from sopgym.orchestration.runs import (
     total_tokens,
 )
 from sopgym.types import JSON
-from sopgym.viewer import why
+from sopgym.viewer import live, why
 from sopgym.viewer.families import family_figures
 from sopgym.viewer.traces import ChatTurn, EpisodeTrace
 
@@ -244,7 +244,8 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
         ).lower()
         every = (row["domain"], row["task_id"]) in all_failed
         body.append(
-            f"<tr data-domain='{escape(row['domain'])}' data-outcome='{result}' "
+            f"<tr data-key='{escape('/'.join(map(str, task_key(row))))}' "
+            f"data-domain='{escape(row['domain'])}' data-outcome='{result}' "
             f"data-trials='{'failed in all trials' if every else ''}'"
             f"{' class=all-failed' if every else ''} "
             f"data-errors='{escape(' '.join(errors_of))}' data-search='{escape(search)}'>"
@@ -311,10 +312,10 @@ def run_page(run: RunFolder) -> str:
     summary, recorded = run.summary(), run.rows()
     state = run.state()
     if state == RUNNING:
+        so_far = live.progress_text(len(recorded), live.progress(run, len(recorded)))
         progress = (
             f"<p id='progress' data-run='{escape(run.id)}' data-count='{len(recorded)}' "
-            f"data-state='{state}' class='live'>running: {len(recorded)} episodes recorded so "
-            "far (updates live)</p>"
+            f"data-state='{state}' class='live'>running: {escape(so_far)} (updates live)</p>"
         )
     elif state == INTERRUPTED:
         progress = (
