@@ -94,7 +94,7 @@ def test_a_success_has_no_reason_and_a_perfect_episode_no_missing_call() -> None
 
 
 def test_tod_actions_are_aligned_step_by_step() -> None:
-    from domains.tod.scoring import actions
+    from sopgym.domains.tod.scoring import actions
 
     gold = [ToolCall("pull_up_account", {"account_id": "AC-1"}),
             ToolCall("issue_store_credit", {"order_id": "OR-1"})]  # fmt: skip

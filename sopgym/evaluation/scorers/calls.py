@@ -42,7 +42,7 @@ def _tool_calls(case: Case) -> Score:
     if not case.gold.reference_calls:
         return Score(None, {"calls": made}, "no reference calls: tool metrics do not apply")
     precision, recall, score = tool_match(case.trajectory, case.gold)
-    metrics = {"precision": precision, "recall": recall, "f1": score, "calls": made}
+    metrics: JSON = {"precision": precision, "recall": recall, "f1": score, "calls": made}
     explanation = f"{made} calls vs {wanted} gold: P={precision:.2f} R={recall:.2f}"
     if precision < 1 or recall < 1 or any(c.error_code for c in case.trajectory.calls):
         # only an imperfect episode pays for the pairing: the viewer and the report name
