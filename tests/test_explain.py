@@ -70,11 +70,8 @@ def test_a_state_failure_names_the_write_never_made_and_the_values_side_by_side(
     scores = {"final_state": final_state()(case), "tool_calls": tool_calls()(case)}
     row = _row(case, scores, success=False)
 
-    assert call_differences(row) == (
-        [write.to_json()],
-        [{"name": "assess_collateral", "arguments": {"application_id": "LN-1"},
-          "error_code": "missing_argument"}],
-    )  # fmt: skip
+    # the gold write never made; the refused call, as the trajectory recorded it
+    assert call_differences(row) == ([write.to_json()], [made[1].to_json()])
     assert state_differences(row) == [("$.application.status", "approved", "pending")]
     [reason] = failed_because(row)
     assert reason.scorer == "final_state"

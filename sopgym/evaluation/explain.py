@@ -85,7 +85,12 @@ def call_differences(row: JSON) -> tuple[list[JSON], list[JSON]] | None:
     scored = _scores(row).get("tool_calls") or {}
     metrics = scored.get("metrics") or {}
     if "missing" in metrics:
-        return list(metrics["missing"]), list(metrics["extra"])
+        calls = _calls(row)  # the scorer names the extra calls by their index among these
+        extra = [
+            calls[i] if i < len(calls) else {"name": f"call #{i + 1}", "arguments": {}}
+            for i in metrics["extra"]
+        ]
+        return list(metrics["missing"]), extra
     if scored.get("value") == 1.0 and not any(
         c.get("error_code") for c in _calls(row)
     ):  # a perfect episode pays for no pairing: nothing is missing, nothing extra

@@ -52,19 +52,19 @@ def _tool_calls(case: Case) -> Score:
     return Score(score, {**metrics, "gold_calls": wanted}, explanation)
 
 
-def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], list[JSON]]:
+def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], list[int]]:
     """The gold calls no call made matches by tool and arguments (normalised as the error
-    taxonomy compares them), and the calls made that match no gold call (with the error code
-    of a refused one), each in its order."""
+    taxonomy compares them), in gold order, and the indexes of the calls made that match no
+    gold call. (Indexes, not the calls: a call scored from a trace may carry only a digest of
+    arguments too large for its span, and the score must not depend on where it came from.)"""
     left = [(wanted.name, normalize(wanted.arguments)) for wanted in gold.calls]
-    extra: list[JSON] = []
-    for call in trajectory.calls:
+    extra: list[int] = []
+    for index, call in enumerate(trajectory.calls):
         key = (call.name, normalize(call.arguments))
         if key in left:
             left.remove(key)
-            continue
-        extra.append({"name": call.name, "arguments": call.arguments,
-                      "error_code": call.error_code})  # fmt: skip
+        else:
+            extra.append(index)
     missing = []
     for wanted in gold.calls:
         key = (wanted.name, normalize(wanted.arguments))
