@@ -286,3 +286,27 @@ def test_a_running_run_adds_rows_in_place_keeping_the_sort(
             assert latencies == sorted(latencies, reverse=True)
     finally:
         os.close(lock)
+
+
+def test_report_of_trials_and_compare_of_disjoint_runs_in_the_terminal(runs: Path) -> None:
+    report = subprocess.run(
+        [sys.executable, "-m", "sopgym", "report", "trials", "--runs-dir", str(runs),
+         "--data-root", str(DATA_ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr[-2000:]
+    summary = orjson.loads((runs / "trials" / "summary.json").read_bytes())
+    markdown = (runs / "trials" / "report.md").read_text()
+    assert "## Trials: pass^k" in markdown
+    assert f"| all | {summary['trials']['pass_hat_k']['1']:.1%} |" in markdown
+    compared = subprocess.run(
+        [sys.executable, "-m", "sopgym", "compare", "loans", "live", "--runs-dir", str(runs),
+         "--data-root", str(DATA_ROOT)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "the runs share no tasks" in compared.stderr
+    assert "A: fc/scripted:noisy; B: fc/scripted:noisy" in compared.stdout
+    assert "## each run's own figures" in compared.stdout
+    tsr = [orjson.loads((runs / r / "summary.json").read_bytes())["tsr"] for r in ("loans", "live")]
+    assert f"| TSR | {tsr[0]:.1%} | {tsr[1]:.1%} |" in compared.stdout

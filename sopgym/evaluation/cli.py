@@ -188,6 +188,8 @@ def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | Non
     result = scored(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
     run = RunFolder(run_dir)
+    if is_run_dir(run_dir):  # pass^k / pass@k: the run's summary has them over its trials
+        result.setdefault("trials", run.summary().get("trials"))
     recorded = run.rows()  # the failed tasks' details
     config = run.describe() if is_run_dir(run_dir) else None  # a bare trace store has none
     for path in write_reports(result, run_dir, jaeger_ui, recorded, config):

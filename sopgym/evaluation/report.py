@@ -139,27 +139,7 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
             ],
         )
     )
-    robust = result.get("robustness") or {}
-    if robust.get("faults_injected"):
-        out.append(
-            Table(
-                "Robustness under injected faults (TSR of the episodes that met a fault or not)",
-                [
-                    "faults injected",
-                    "episodes with faults",
-                    "TSR with faults",
-                    "TSR without faults",
-                ],
-                [
-                    [
-                        str(robust["faults_injected"]),
-                        str(robust["episodes_with_faults"]),
-                        pct(robust["tsr_with_faults"]),
-                        pct(robust["tsr_without_faults"]),
-                    ]
-                ],
-            )
-        )
+    out += [t for t in (robustness_table(result), trials_table(result.get("trials") or {})) if t]
     out.append(
         Table(
             "Per task",
@@ -188,6 +168,39 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         )
     )
     return out
+
+
+def robustness_table(result: JSON) -> Table | None:
+    """TSR of the episodes that met an injected fault beside the others' (``--faults``)."""
+    robust = result.get("robustness") or {}
+    if not robust.get("faults_injected"):
+        return None
+    return Table(
+        "Robustness under injected faults (TSR of the episodes that met a fault or not)",
+        ["faults injected", "episodes with faults", "TSR with faults", "TSR without faults"],
+        [[str(robust["faults_injected"]), str(robust["episodes_with_faults"]),
+          pct(robust["tsr_with_faults"]), pct(robust["tsr_without_faults"])]],
+    )  # fmt: skip
+
+
+def trials_table(trials: JSON) -> Table | None:
+    """pass^k for every k, pass@k at the largest, the TSR of each trial and their spread,
+    per domain (``--trials K``, K > 1)."""
+    if trials.get("trials", 1) < 2:
+        return None
+    ks = list(trials["pass_hat_k"])
+    rows: list[list[Cell]] = [
+        [name, *(pct(t["pass_hat_k"][k]) for k in ks), pct(t["pass_at_k"][ks[-1]]),
+         " / ".join(pct(v) for v in t.get("trial_tsr", [])),
+         f"{pct(t['tsr_min'])} / {pct(t['tsr_max'])} / {t['tsr_stdev']:.3f}"]
+        for name, t in [*trials.get("domains", {}).items(), ("all", trials)]
+    ]  # fmt: skip
+    return Table(
+        f"Trials: pass^k (every one of k trials solved) and pass@k over {trials['trials']}",
+        ["domain", *(f"pass^{k}" for k in ks), f"pass@{ks[-1]}", "TSR per trial",
+         "trial TSR min / max / stdev"],
+        rows,
+    )  # fmt: skip
 
 
 def scorer_table(result: JSON) -> Table:
