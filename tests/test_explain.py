@@ -226,3 +226,25 @@ def test_a_run_id_that_is_no_run_is_one_line(command: str, tmp_path: Path) -> No
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2
     assert f"no run 'nope' (neither {tmp_path / 'nope'} nor nope exists)" in result.output
+
+
+def test_a_step_line_prints_off_a_terminal_only_when_slow() -> None:
+    from sopgym.orchestration.after_run import SLOW_STEP_S, slow_step
+
+    assert not slow_step("step task=t-1 n=3 purpose=act latency=0.01s in=4100 out=13")
+    assert slow_step(f"step task=t-1 n=3 purpose=act latency={SLOW_STEP_S + 2.5}s in=1 out=1")
+
+
+@pytest.mark.slow
+def test_quiet_prints_the_figures_and_no_line_per_task(tmp_path: Path) -> None:
+    domain_data("patient_intake")
+    result = subprocess.run(
+        [sys.executable, "-m", "sopgym", "run", "patient_intake", "--limit", "2", "--quiet",
+         "--runs-dir", str(tmp_path), "--run-id", "q", "--data-root", str(DATA_ROOT),
+         "--no-trace"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "done task=" not in result.stderr and "step task=" not in result.stderr
+    assert "patient_intake" in result.stdout and "TSR" in result.stdout
+    assert "next: sopgym view q --runs-dir" in result.stderr
