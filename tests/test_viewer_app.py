@@ -152,3 +152,20 @@ def test_a_run_folder_given_directly_is_served(tmp_path: Path) -> None:
     (run / "summary.json").write_bytes(orjson.dumps(summary))
     page = client.get("/")
     assert page.status_code == 200 and "/runs/live" in page.text and "1 / 1" in page.text
+
+
+def test_infra_errors_show_the_coverage_beside_the_headline_tsr(tmp_path: Path) -> None:
+    """One episode played and solved, three failed by the infrastructure: TSR 100% is over
+    1 of 4 planned, said on the run page and in the runs list, with TSR over all planned."""
+    client, run = _client(tmp_path)
+    lost = []
+    for number in (1, 2, 3):
+        row = _row(number, False)
+        row["score"] = TaskScore(row["task_id"], DOMAIN, completed=False, success=False,
+                                 infra_error="gateway unreachable").to_json()  # fmt: skip
+        lost.append(row)
+    _append(run, _row(0, True), *lost)
+    page = client.get("/runs/live").text
+    assert "TSR 100.0% over 1 of 4 planned; 3 infra errors; TSR over all planned 25.0%" in page
+    assert "TSR over all planned" in page and "25.0%" in page
+    assert "100.0% over 1 of 4 planned" in client.get("/").text

@@ -91,6 +91,15 @@ def _count(value: int | None) -> str:
 
 
 # ---- the runs list ----
+def _tsr_cell(summary: JSON) -> str:
+    """TSR, and when the infrastructure failed episodes, over how many of the planned."""
+    tsr = pct(summary.get("tsr"))
+    if not summary.get("infra_errors"):
+        return tsr
+    return f"{tsr} over {summary.get('scored', '?')} of {summary['tasks']} planned"
+
+
+
 def runs_page(runs: list[RunFolder]) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
@@ -105,7 +114,7 @@ def runs_page(runs: list[RunFolder]) -> str:
                 str(config.get("model", "?")),
                 str(config.get("seed", "?")),
                 f"{len(recorded)}" + ("" if summary.get("partial") else f" / {summary['tasks']}"),
-                pct(summary.get("tsr")),
+                _tsr_cell(summary),
                 _count(total_tokens(recorded)),
                 run.state(),
             ]
