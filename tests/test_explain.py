@@ -248,3 +248,14 @@ def test_quiet_prints_the_figures_and_no_line_per_task(tmp_path: Path) -> None:
     assert "done task=" not in result.stderr and "step task=" not in result.stderr
     assert "patient_intake" in result.stdout and "TSR" in result.stdout
     assert "next: sopgym view q --runs-dir" in result.stderr
+
+
+def test_the_run_summary_in_the_terminal_says_the_coverage(capsys: pytest.CaptureFixture) -> None:
+    from sopgym.terminal import print_summary
+
+    figures = {"tasks": 100, "scored": 1, "infra_errors": 99, "completed": 1, "correct": 1,
+               "ecr": 1.0, "c_tsr": 1.0, "tsr": 1.0, "tool_f1": 1.0, "errors": {}}  # fmt: skip
+    print_summary({**figures, "domains": {"patient_intake": figures}})
+    out = " ".join(capsys.readouterr().out.split())
+    assert "coverage: TSR 100.0% over 1 of 100 planned; 99 infra errors" in out
+    assert "TSR over all planned 1.0%" in out
