@@ -259,3 +259,14 @@ def test_the_run_summary_in_the_terminal_says_the_coverage(capsys: pytest.Captur
     out = " ".join(capsys.readouterr().out.split())
     assert "coverage: TSR 100.0% over 1 of 100 planned; 99 infra errors" in out
     assert "TSR over all planned 1.0%" in out
+
+
+def test_task_inputs_show_text_as_text_and_turns_as_turns() -> None:
+    from sopgym.viewer.why import inputs
+
+    html = inputs({"sop": 'Step 1: ask.\nStep 2: say "done".', "steps": 3,
+                   "dialogue": [{"role": "customer", "time": "15:45", "text": "Hi"}]})  # fmt: skip
+    assert "<pre class='text'>Step 1: ask.\nStep 2: say &quot;done&quot;.</pre>" in html
+    assert "\\n" not in html  # no JSON string of escaped lines
+    assert "<span class='role'>customer</span><pre>Hi</pre>" in html
+    assert "<pre class='json'>3</pre>" in html

@@ -210,14 +210,18 @@ def _field(value: Any) -> str:
         return f"<dl>{items}</dl>"
     if isinstance(value, str):
         return f"<pre class='text'>{escape(value)}</pre>"
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(v, dict) and "role" in v and "content" in v for v in value)
-    ):  # a conversation so far
-        return "".join(
+    if isinstance(value, list) and value and all(_turn_text(v) is not None for v in value):
+        return "".join(  # a conversation so far, turn by turn
             f"<div class='turn {escape(str(v['role']))}'><span class='role'>"
-            f"{escape(str(v['role']))}</span><pre>{escape(str(v['content']))}</pre></div>"
+            f"{escape(str(v['role']))}</span><pre>{escape(str(_turn_text(v)))}</pre></div>"
             for v in value
         )
     return f"<pre class='json'>{escape(_pretty(value))}</pre>"
+
+
+def _turn_text(value: Any) -> str | None:
+    """A conversation turn's text (``content``, or SOP-Maze's ``text``), None if not one."""
+    if not isinstance(value, dict) or "role" not in value:
+        return None
+    text = value.get("content", value.get("text"))
+    return text if isinstance(text, str) else None
