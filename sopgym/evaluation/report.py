@@ -502,6 +502,11 @@ def _print_table(table: Table, columns: list[str], console: Console) -> None:
     console.print(rich)
 
 
+def print_two_stage(found: JSON, console: Console) -> None:
+    """TELLER's two-stage table in the terminal (its headline columns)."""
+    _print_table(two_stage_table(found), TWO_STAGE_TERMINAL, console)
+
+
 def print_summary(result: JSON, console: Console) -> None:
     """The headline tables (fewer columns) in the terminal; incomplete episodes (first 20)."""
     for table in tables(result)[:3]:
@@ -515,7 +520,7 @@ def print_summary(result: JSON, console: Console) -> None:
         shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
         console.print(f"SOP-Maze score: {num(found['sop_maze_score'])} ({shapes})")
     if result.get("two_stage"):
-        _print_table(two_stage_table(result["two_stage"]), TWO_STAGE_TERMINAL, console)
+        print_two_stage(result["two_stage"], console)
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:
         line = f"incomplete: {item['task_id']} ({item['domain']}): {item.get('reason')}"

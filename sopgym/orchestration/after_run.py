@@ -9,9 +9,11 @@ from pathlib import Path
 from rich.markup import escape
 
 from sopgym.evaluation.explain import because_line
+from sopgym.evaluation.report import print_two_stage
+from sopgym.evaluation.run_figures import teller_view
 from sopgym.orchestration.runner import RunPaths
 from sopgym.orchestration.runs import results
-from sopgym.terminal import console
+from sopgym.terminal import console, stdout
 
 SLOW_STEP_S = 10.0  # a real model's turn this slow prints its step line off a terminal
 _LATENCY = re.compile(r"\blatency=([0-9.]+)s\b")
@@ -22,6 +24,9 @@ REASON_CHARS = 150  # a reason cut for one terminal line; `sopgym show` prints i
 def print_after_run(run_dir: Path, runs_dir: Path) -> None:
     """The first :data:`FAILED_SHOWN` failed tasks (why, in a line) and the next commands."""
     rows = results(RunPaths(run_dir))
+    teller = teller_view(rows)
+    if teller:  # the banking family's own view, as `sopgym report` and the viewer show it
+        print_two_stage(teller, stdout())
     failed = [
         r for r in rows if not r["score"].get("success") and not r["score"].get("infra_error")
     ]

@@ -12,15 +12,13 @@ from sopgym.evaluation.report import (
     trials_table,
     two_stage_table,
 )
-from sopgym.evaluation.two_stage import two_stage
+from sopgym.evaluation.run_figures import teller_view
 from sopgym.types import JSON
 
 
 def family_tables(summary: JSON, rows: list[JSON]) -> list[Table]:
     found = [trials_table(summary.get("trials") or {}), robustness_table(summary)]
-    banking = [r for r in rows if str(r.get("domain", "")).startswith("banking/")]
-    teller = two_stage([{**r, "agent_model": f"{r.get('agent')}/{r.get('model') or '?'}"}
-                        for r in banking])  # fmt: skip
+    teller = teller_view(rows)
     if teller:
         found.append(two_stage_table(teller))
     return [t for t in found if t is not None]
