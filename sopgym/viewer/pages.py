@@ -99,7 +99,6 @@ def _tsr_cell(summary: JSON) -> str:
     return f"{tsr} over {summary.get('scored', '?')} of {summary['tasks']} planned"
 
 
-
 def runs_page(runs: list[RunFolder]) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
