@@ -270,3 +270,15 @@ def test_task_inputs_show_text_as_text_and_turns_as_turns() -> None:
     assert "\\n" not in html  # no JSON string of escaped lines
     assert "<span class='role'>customer</span><pre>Hi</pre>" in html
     assert "<pre class='json'>3</pre>" in html
+
+
+def test_the_right_tool_with_wrong_arguments_is_a_missing_and_an_extra_call() -> None:
+    """Tool F1 counts tool names: a call of the gold's tool with other arguments scores 1.0
+    there, and must still show as the gold call not made and a call beyond the gold."""
+    wanted = ToolCall("get_loan_application", {"application_id": "LN-1"})
+    made = [CallRecord("get_loan_application", {"application_id": "LN-2"}, 200)]
+    case = _case(made, [wanted], {"a": 1}, {"a": 1})
+    scored = tool_calls()(case)
+    assert scored.value == 1.0
+    row = _row(case, {"tool_calls": scored, "final_state": final_state()(case)}, True)
+    assert call_differences(row) == ([wanted.to_json()], [made[0].to_json()])

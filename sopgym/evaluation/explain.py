@@ -81,7 +81,7 @@ def wrong_fields(row: JSON) -> list[tuple[str, Any, Any]]:
 def call_differences(row: JSON) -> tuple[list[JSON], list[JSON]] | None:
     """(gold calls not made, calls beyond the gold) by tool and arguments, as the
     ``tool_calls`` scorer recorded them; ``([], [])`` when the calls were the gold's; None
-    when the row does not say (no reference calls, or an older run)."""
+    when the row does not say (no reference calls, or a run scored before it recorded them)."""
     scored = _scores(row).get("tool_calls") or {}
     metrics = scored.get("metrics") or {}
     if "missing" in metrics:
@@ -91,10 +91,6 @@ def call_differences(row: JSON) -> tuple[list[JSON], list[JSON]] | None:
             for i in metrics["extra"]
         ]
         return list(metrics["missing"]), extra
-    if scored.get("value") == 1.0 and not any(
-        c.get("error_code") for c in _calls(row)
-    ):  # a perfect episode pays for no pairing: nothing is missing, nothing extra
-        return [], []
     return None
 
 

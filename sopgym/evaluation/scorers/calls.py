@@ -44,11 +44,10 @@ def _tool_calls(case: Case) -> Score:
     precision, recall, score = tool_match(case.trajectory, case.gold)
     metrics: JSON = {"precision": precision, "recall": recall, "f1": score, "calls": made}
     explanation = f"{made} calls vs {wanted} gold: P={precision:.2f} R={recall:.2f}"
-    if precision < 1 or recall < 1 or any(c.error_code for c in case.trajectory.calls):
-        # only an imperfect episode pays for the pairing: the viewer and the report name
-        # the gold calls it never made and the calls beyond the gold (sopgym.evaluation.explain)
-        missing, extra = call_differences(case.trajectory, case.gold)
-        metrics |= {"missing": missing, "extra": extra}
+    # the viewer and the report name the gold calls never made and the calls beyond the gold
+    # (sopgym.evaluation.explain); right tools with wrong arguments are among them
+    missing, extra = call_differences(case.trajectory, case.gold)
+    metrics |= {"missing": missing, "extra": extra}
     return Score(score, {**metrics, "gold_calls": wanted}, explanation)
 
 
@@ -57,6 +56,12 @@ def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], li
     taxonomy compares them), in gold order, and the indexes of the calls made that match no
     gold call. (Indexes, not the calls: a call scored from a trace may carry only a digest of
     arguments too large for its span, and the score must not depend on where it came from.)"""
+    made, wanted_calls = trajectory.calls, gold.calls
+    pairs = zip(made, wanted_calls, strict=False)  # (compared only when as many)
+    if len(made) == len(wanted_calls) and all(
+        c.name == w.name and c.arguments == w.arguments for c, w in pairs
+    ):  # the gold calls exactly, in order (most episodes): nothing to normalise
+        return [], []
     left = [(wanted.name, normalize(wanted.arguments)) for wanted in gold.calls]
     extra: list[int] = []
     for index, call in enumerate(trajectory.calls):
