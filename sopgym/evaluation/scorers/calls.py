@@ -55,28 +55,33 @@ def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], li
     """The gold calls no call made matches by tool and arguments (normalised as the error
     taxonomy compares them), in gold order, and the indexes of the calls made that match no
     gold call. (Indexes, not the calls: a call scored from a trace may carry only a digest of
-    arguments too large for its span, and the score must not depend on where it came from.)"""
-    made, wanted_calls = trajectory.calls, gold.calls
-    pairs = zip(made, wanted_calls, strict=False)  # (compared only when as many)
-    if len(made) == len(wanted_calls) and all(
-        c.name == w.name and c.arguments == w.arguments for c, w in pairs
-    ):  # the gold calls exactly, in order (most episodes): nothing to normalise
-        return [], []
-    left = [(wanted.name, normalize(wanted.arguments)) for wanted in gold.calls]
+    arguments too large for its span, and the score must not depend on where it came from.)
+
+    Calls equal to a gold call as they are pair first; only what that leaves is normalised
+    (most calls of most episodes are a gold call exactly)."""
+    made, left = trajectory.calls, list(gold.calls)
     extra: list[int] = []
-    for index, call in enumerate(trajectory.calls):
-        key = (call.name, normalize(call.arguments))
-        if key in left:
-            left.remove(key)
+    for index, call in enumerate(made):
+        for position, wanted in enumerate(left):
+            if wanted.name == call.name and wanted.arguments == call.arguments:
+                del left[position]
+                break
         else:
             extra.append(index)
-    missing = []
-    for wanted in gold.calls:
-        key = (wanted.name, normalize(wanted.arguments))
-        if key in left:
-            left.remove(key)
-            missing.append(wanted.to_json())
-    return missing, extra
+    if extra and left:
+        pending = [(wanted, normalize(wanted.arguments)) for wanted in left]
+        unpaired = []
+        for index in extra:
+            call = made[index]
+            key = normalize(call.arguments)
+            for position, (wanted, normalized) in enumerate(pending):
+                if wanted.name == call.name and normalized == key:
+                    del pending[position]
+                    break
+            else:
+                unpaired.append(index)
+        extra, left = unpaired, [wanted for wanted, _ in pending]
+    return [wanted.to_json() for wanted in left], extra
 
 
 def tool_calls(gates: bool = False) -> Scorer:
