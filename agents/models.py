@@ -236,9 +236,14 @@ def preflight(spec: ModelSpec, timeout: float = 5.0) -> None:
                 f"{spec.label}: OPENAI_API_KEY is not set (or pass --base-url for an "
                 "OpenAI-compatible server)"
             )
-        url = (spec.base_url or "https://api.openai.com/v1").rstrip("/") + "/models"
+        base = spec.base_url or "https://api.openai.com/v1"
         headers = {"authorization": f"Bearer {key}"} if key and not spec.scripted else {}
-        _probe(spec, url, headers, timeout)
+        if spec.scripted:
+            _probe(spec, base.rstrip("/") + "/models", headers, timeout)
+        else:  # the name must be served there: a wrong URL or name is refused, not scored
+            from sopgym.agents.model_check import check_openai_model
+
+            check_openai_model(spec, base, headers, timeout)
     elif spec.provider == "anthropic":
         _require_package(spec.provider)
         key = os.environ.get("ANTHROPIC_API_KEY")

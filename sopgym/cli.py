@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Column, Table
 
 from sopgym.agents import DEFAULT_AGENT
-from sopgym.agents.models import ModelUnavailable
+from sopgym.agents.models import ModelUnavailable, is_scripted
 from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.core.registry import (
     UnknownDomainError,
@@ -25,10 +25,12 @@ from sopgym.core.registry import (
     select_domains,
 )
 from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
+from sopgym.domain_cli import domain_group, kind_label, load_data_saying_so
 from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
+from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run, slow_step
 from sopgym.orchestration.runs import describe_config
 from sopgym.orchestration.runs_cli import RUNS_COMMANDS, resumed_config
 from sopgym.orchestration.scaleout import (
@@ -73,6 +75,7 @@ for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
     main.add_command(_command)
 main.add_command(view_command)  # sopgym view: the run viewer
+main.add_command(domain_group)  # sopgym domain show NAME
 for _command in RUNS_COMMANDS:  # sopgym runs / show / export
     main.add_command(_command)
 
@@ -95,13 +98,12 @@ def _domain(name: str) -> Any:
 def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None) -> None:
     """List the domains (all, or DOMAINS: names, families, globs) with their task and tool
     counts."""
-    from sopgym.core import dataset
 
     try:
         names = select_domains(list(domains)) if domains else listed_names()
     except UnknownDomainError as error:
         raise click.UsageError(str(error)) from None
-    table = Table(Column("domain", no_wrap=True), "tasks", "tools", "distractors", "title")
+    table = Table(Column("domain", no_wrap=True), "kind", "tasks", "tools", "distractors", "title")
     tools = Table(Column("domain", no_wrap=True), "SOP tools", title="tools", title_justify="left")
     labels = Table(
         Column("domain", no_wrap=True),
@@ -114,11 +116,12 @@ def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None
         try:
             domain = load_domain(name)
         except UnknownDomainError as error:  # an import whose files moved: listed, with why
-            table.add_row(name, "-", "-", "-", f"unavailable: {error}")
+            table.add_row(name, "-", "-", "-", "-", f"unavailable: {error}")
             continue
-        data = dataset.load(domain, data_root)
+        data = load_data_saying_so(domain, data_root)
         table.add_row(
             name,
+            kind_label(domain),
             str(len(data.tasks)),
             str(len(domain.tools)),
             str(len(domain.distractors)),
@@ -294,6 +297,13 @@ def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
     help="Tool-service processes the domains share (each domain keeps its own app and data).",
 )
 @agent_option_flags
+@click.option("--quiet", is_flag=True, help="No progress and no per-task lines: the figures only.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="A line per model turn (else only a real model's turns slower than "
+    f"{SLOW_STEP_S:g} s print, off a terminal).",
+)
 @click.option(
     "--prices",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -329,12 +339,16 @@ def run(
     faults: str | None,
     service_groups: int,
     prices: Path | None,
+    quiet: bool,
+    verbose: bool,
     **agent_flags: Any,
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
     from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
 
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose: give one")
     if (retry_infra or repair) and not resume:
         raise click.UsageError("--retry-infra and --repair go with --resume RUN")
     if limit is not None and sample is not None:
@@ -372,6 +386,11 @@ def run(
 
         refusal = run_refusal(agent, [_domain(n) for n in names])
         if refusal:  # imported benchmarks have no gold calls to replay
+            raise click.UsageError(refusal)
+        from sopgym.orchestration.refusals import unknown_fault_tools
+
+        refusal = unknown_fault_tools(faults, [_domain(n) for n in names])
+        if refusal:  # it would inject nothing, and the run would read as fault-free
             raise click.UsageError(refusal)
         lacking = [n for n in names if sop_variant not in _domain(n).sop_files]
         if lacking:
@@ -433,7 +452,7 @@ def run(
         soft_wrap=True,
     )
     try:
-        with _progress() as bar:
+        with _progress(disable=quiet) as bar:
             handle = bar.add_task("tasks", total=len(todo), tsr="", step="")
             solved = [0, 0]
 
@@ -441,14 +460,16 @@ def run(
                 solved[0] += 1
                 solved[1] += bool(row["score"]["success"])
                 bar.update(handle, advance=1, tsr=f"success {solved[1]}/{solved[0]}")
-                if not console.is_terminal:  # a log or CI: one line per task as it ends
+                if not console.is_terminal and not quiet:  # a log or CI: a line per task
                     console.print(f"done task={row['task_id']} status={row['status']} "
                                   f"success={row['score']['success']}", markup=False)  # fmt: skip
 
             def on_step(line: str) -> None:  # a model turn in flight somewhere
+                if quiet:
+                    return
                 if console.is_terminal:
                     bar.update(handle, step=line.removeprefix(STEP_PREFIX)[:60])
-                else:
+                elif verbose or (not is_scripted(config.model) and slow_step(line)):
                     console.print(line, markup=False, soft_wrap=True)
 
             with StepFollower(runner.paths.logs, on_step):
@@ -471,6 +492,7 @@ def run(
     print_summary(summary)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     console.print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in runner.phases.items()))
+    print_after_run(run_dir, runs_dir)  # the first failed tasks, why, and what to run next
 
 
 @main.command("score")
@@ -586,7 +608,7 @@ def _check_model_spec(spec: str) -> None:
         raise click.UsageError(f"--model: {error}") from None
 
 
-def _progress() -> Progress:
+def _progress(disable: bool = False) -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -595,6 +617,7 @@ def _progress() -> Progress:
         TimeElapsedColumn(),
         TextColumn("{task.fields[step]}"),
         console=console,
+        disable=disable,
     )
 
 

@@ -53,6 +53,7 @@ def print_summary(summary: dict) -> None:
         )
     stdout().print(table)
     _print_intervals(summary)
+    _print_coverage(summary)
     _print_llm(summary)
     _print_infra(summary)
     trials = summary.get("trials") or {}
@@ -68,6 +69,16 @@ def _print_intervals(summary: dict) -> None:
     intervals = summary.get("tsr_intervals")
     if intervals:
         stdout().print(interval_text(intervals["overall"]), markup=False, soft_wrap=True)
+
+
+def _print_coverage(summary: dict) -> None:
+    """Under the table, when the infrastructure failed episodes: what the headline TSR
+    covers, and TSR over every planned episode."""
+    from sopgym.evaluation.explain import coverage_line
+
+    coverage = coverage_line(summary)
+    if coverage:
+        stdout().print(f"[bold yellow]coverage[/]: {coverage}", soft_wrap=True)
 
 
 def _print_llm(summary: dict) -> None:

@@ -122,7 +122,8 @@ def test_cli_agent_options_reach_the_agent_and_a_stuck_model_is_stopped(tmp_path
     """The stubborn model repeats each refused call: with --agent-option max_repeats=2 every
     task stops after two identical calls, long before --max-steps."""
     args = ["--agent", "react", "--model", "scripted:stubborn", "--limit", "2", "--no-trace"]
-    options = ["--max-steps", "30", "--max-tokens", "256", "--agent-option", "max_repeats=2"]
+    options = ["--max-steps", "30", "--max-tokens", "256", "--agent-option", "max_repeats=2",
+               "--verbose"]  # fmt: skip
     result = _run(tmp_path, *args, *options)
     assert result.returncode == 0, result.stderr[-3000:]
     config = orjson.loads((tmp_path / "r" / "config.json").read_bytes())
@@ -132,4 +133,4 @@ def test_cli_agent_options_reach_the_agent_and_a_stuck_model_is_stopped(tmp_path
         assert len(row["llm_calls"]) == 2
     log = (tmp_path / "r" / "logs" / "worker-0.log").read_text()
     assert "step task=" in log and " latency=" in log  # per-step progress in the worker log
-    assert "step task=" in result.stderr  # and on screen, since output is not a terminal
+    assert "step task=" in result.stderr  # and on screen: --verbose, output not a terminal

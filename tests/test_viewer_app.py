@@ -48,7 +48,8 @@ def _append(run: Path, *rows: dict[str, Any]) -> None:
 def _client(tmp_path: Path) -> tuple[TestClient, Path]:
     run = tmp_path / "runs" / "live"
     run.mkdir(parents=True)
-    config = {"domains": [DOMAIN], "agent": "fc", "model": "scripted", "seed": 3}
+    config = {"domains": [DOMAIN], "agent": "fc", "model": "scripted", "seed": 3,
+              "task_count": 2, "trials": 2}  # fmt: skip
     (run / "config.json").write_bytes(orjson.dumps(config))
     return TestClient(create_app(RunCatalog([tmp_path / "runs"]))), run
 
@@ -73,10 +74,14 @@ def test_a_running_run_shows_its_progress_live(tmp_path: Path) -> None:
 
 def _shows_live_progress(client: TestClient, run: Path) -> None:
     page = client.get("/runs/live")
-    assert page.status_code == 200 and "running: 1 episodes recorded" in page.text
-    assert client.get("/api/runs/live/progress").json() == {
+    assert page.status_code == 200 and "running: 1 of 4 episodes recorded, about" in page.text
+    progress = client.get("/api/runs/live/progress").json()
+    eta = progress.pop("eta_s")
+    assert progress == {
         "run_id": "live", "state": "running", "running": True, "recorded": 1, "success": 1,
+        "planned": 4,
     }  # fmt: skip
+    assert isinstance(eta, float) and eta >= 0
     with (run / "results.jsonl").open("ab") as out:
         out.write(orjson.dumps(_row(1, False))[:40])  # a row still being written
     assert client.get("/api/runs/live/progress").json()["recorded"] == 1
@@ -147,3 +152,20 @@ def test_a_run_folder_given_directly_is_served(tmp_path: Path) -> None:
     (run / "summary.json").write_bytes(orjson.dumps(summary))
     page = client.get("/")
     assert page.status_code == 200 and "/runs/live" in page.text and "1 / 1" in page.text
+
+
+def test_infra_errors_show_the_coverage_beside_the_headline_tsr(tmp_path: Path) -> None:
+    """One episode played and solved, three failed by the infrastructure: TSR 100% is over
+    1 of 4 planned, said on the run page and in the runs list, with TSR over all planned."""
+    client, run = _client(tmp_path)
+    lost = []
+    for number in (1, 2, 3):
+        row = _row(number, False)
+        row["score"] = TaskScore(row["task_id"], DOMAIN, completed=False, success=False,
+                                 infra_error="gateway unreachable").to_json()  # fmt: skip
+        lost.append(row)
+    _append(run, _row(0, True), *lost)
+    page = client.get("/runs/live").text
+    assert "TSR 100.0% over 1 of 4 planned; 3 infra errors; TSR over all planned 25.0%" in page
+    assert "TSR over all planned" in page and "25.0%" in page
+    assert "100.0% over 1 of 4 planned" in client.get("/").text

@@ -9,6 +9,7 @@ instruction is the answer's first section / among its first two.
 
 from __future__ import annotations
 
+from sopgym.evaluation.explain import action_mismatch
 from sopgym.evaluation.scorers import Case, Score, Scorer
 from sopgym.types import JSON
 
@@ -25,7 +26,10 @@ def _actions(case: Case) -> Score:
     made, gold = _calls(case)
     if made == gold:
         return Score(1.0, {"calls": len(made)}, "the actions and arguments match the gold")
-    return Score(0.0, {"calls": len(made)}, f"made {made}, the procedure takes {gold}")
+    # both sequences kept: the viewer and the report show them aligned (sopgym.evaluation.explain)
+    return Score(0.0, {"calls": len(made), "made": made, "gold": gold},
+                 f"{len(made)} actions made, the procedure takes {len(gold)}: "
+                 f"{action_mismatch(made, gold)}")  # fmt: skip
 
 
 def _first_action(case: Case) -> Score:

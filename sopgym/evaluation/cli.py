@@ -17,6 +17,24 @@ import click
 from sopgym.terminal import console
 from sopgym.validation import DATA_ROOT
 
+RUNS_DIR = click.option(
+    "--runs-dir",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where run ids are looked up (a RUN that is a path is taken as it is).",
+)
+
+
+def run_path(run: str | Path, runs_dir: Path) -> Path:
+    """A run given by its path or by its id in ``runs_dir``; neither is one line, exit 2."""
+    path = Path(run)
+    if path.exists():
+        return path
+    if (runs_dir / str(run)).is_dir():
+        return runs_dir / str(run)
+    raise click.UsageError(f"no run {str(run)!r} (neither {runs_dir / str(run)} nor {run} exists)")
+
 
 def _parse_duration(text: str) -> timedelta:
     units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -96,6 +114,7 @@ def _source_options(command: _Command) -> _Command:
             click.option("--trace-id", "trace_ids", multiple=True, help="Fetch these traces only."),
             click.option("--run-id", default=None, help="Only episodes of this run id."),
             DATA_ROOT,
+            RUNS_DIR,
         ]
     ):
         command = option(command)
@@ -118,12 +137,17 @@ def eval_command(
     trace_ids: tuple[str, ...],
     run_id: str | None,
     data_root: Path | None,
+    runs_dir: Path,
     out: Path | None,
 ) -> None:
-    """Score stored traces (run folder, OTLP JSON file, or Jaeger) without re-running."""
+    """Score stored traces (a run folder or run id, an OTLP JSON file, or Jaeger) without
+    re-running."""
     from sopgym.core.jsonio import dumps, write_atomic
     from sopgym.evaluation.report import print_summary
     from sopgym.evaluation.sources import is_run_dir
+
+    if source is not None:
+        source = run_path(source, runs_dir)
 
     result = _evaluate(source, jaeger, service, lookback, trace_ids, run_id, data_root)
     print_summary(result, console)  # stderr: stdout may carry the JSON
@@ -139,7 +163,7 @@ def eval_command(
 
 
 @click.command("report")
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("run_dir", type=click.Path(path_type=Path), metavar="RUN")
 @click.option(
     "--jaeger-ui",
     default="http://localhost:16686",
@@ -147,8 +171,13 @@ def eval_command(
     help="Base URL the report links trace ids to.",
 )
 @DATA_ROOT
-def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None) -> None:
-    """Write <run>/report.md and a self-contained <run>/report.html from the run's traces."""
+@RUNS_DIR
+def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None, runs_dir: Path) -> None:
+    """Write <run>/report.md and a self-contained <run>/report.html from the run's traces
+    (RUN: a run id or a run folder's path)."""
+    run_dir = run_path(run_dir, runs_dir)
+    if not run_dir.is_dir():
+        raise click.UsageError(f"{run_dir} is not a run folder")
     write_run_report(run_dir, data_root, jaeger_ui)
 
 
@@ -163,6 +192,8 @@ def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | Non
     result = scored(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
     run = RunFolder(run_dir)
+    if is_run_dir(run_dir):  # pass^k / pass@k: the run's summary has them over its trials
+        result.setdefault("trials", run.summary().get("trials"))
     try:
         recorded = run.rows()  # the failed tasks' details
     except CorruptRow as error:
@@ -173,15 +204,20 @@ def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | Non
 
 
 @click.command("compare")
-@click.argument("run_a", type=click.Path(path_type=Path, exists=True))
-@click.argument("run_b", type=click.Path(path_type=Path, exists=True))
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the deltas as JSON.")
 @DATA_ROOT
-def compare_command(run_a: Path, run_b: Path, as_json: bool, data_root: Path | None) -> None:
+@RUNS_DIR
+def compare_command(
+    run_a: Path, run_b: Path, as_json: bool, data_root: Path | None, runs_dir: Path
+) -> None:
     """Metric deltas (B - A) overall and per domain over the tasks both runs scored (a warning
-    counts the others), and the tasks that flipped."""
+    counts the others), and the tasks that flipped. RUN_A, RUN_B: run ids or paths."""
     from sopgym.core.jsonio import dumps
     from sopgym.evaluation.compare import compare, to_markdown
+
+    run_a, run_b = run_path(run_a, runs_dir), run_path(run_b, runs_dir)
 
     deltas = compare(scored(run_a, data_root), scored(run_b, data_root))
     if deltas["warning"]:  # stderr: stdout may carry the JSON

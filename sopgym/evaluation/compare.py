@@ -69,6 +69,10 @@ def compare(a: JSON, b: JSON) -> JSON:
     return {
         "a": a["source"],
         "b": b["source"],
+        "agents": {"a": sorted(a.get("agents") or {}), "b": sorted(b.get("agents") or {})},
+        # each run's figures over all its own episodes: what there is to say when they
+        # share none (then every delta above is over nothing)
+        "own": {"a": own_figures(a), "b": own_figures(b)},
         "shared": len(common),
         "warning": _different_tasks(len(common), len(only_a), len(only_b)),
         "overall": deltas(metrics(shared_a), metrics(shared_b)),
@@ -81,9 +85,20 @@ def compare(a: JSON, b: JSON) -> JSON:
     }
 
 
+def own_figures(result: JSON) -> JSON:
+    """A run's own headline figures (over every episode it scored)."""
+    return {key: _value(result, key) for key, _, _ in METRICS} | {"episodes": len(
+        result["per_task"])}  # fmt: skip
+
+
 def _different_tasks(shared: int, only_a: int, only_b: int) -> str | None:
     if not only_a and not only_b:
         return None
+    if not shared:
+        return (
+            f"the runs share no tasks ({only_a} episodes only in A, {only_b} only in B): "
+            "nothing to compare; each run's own figures are shown instead"
+        )
     return (
         f"the runs scored different tasks: {shared} episodes in both, {only_a} only in A, "
         f"{only_b} only in B; every delta is over the {shared} shared episodes only"
@@ -103,13 +118,18 @@ def _fmt(value: float | None, rate: bool, signed: bool = False) -> str:
 
 
 def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
+    agents = result.get("agents") or {}
     lines = [f"# compare: A = {name_a}, B = {name_b}", ""]
+    if agents:
+        lines += [f"A: {', '.join(agents['a']) or '?'}; B: {', '.join(agents['b']) or '?'}", ""]
     if result["warning"]:
         lines += [f"> **Warning**: {result['warning']}.", ""]
     else:
         lines += [f"Both runs scored the same {result['shared']} episodes.", ""]
     if result.get("significance"):
         lines += [*comparison_markdown(result["significance"]), ""]
+    if not result["shared"] and result.get("own"):
+        return "\n".join([*lines, *_own_markdown(result["own"])]) + "\n"
     sections = [("overall", result["overall"]), *result["domains"].items()]
     for title, figures in sections:
         lines += [f"## {title}", "", "| metric | A | B | B - A |", "|---|---|---|---|"]
@@ -127,3 +147,14 @@ def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
         if len(items) > 50:
             lines[-1] += f", ... (+{len(items) - 50})"
     return "\n".join(lines) + "\n"
+
+
+def _own_markdown(own: JSON) -> list[str]:
+    """Each run's own figures side by side (no delta: they share no episode)."""
+    a, b = own["a"], own["b"]
+    lines = ["## each run's own figures", "",
+             f"| metric | A ({a['episodes']} episodes) | B ({b['episodes']} episodes) |",
+             "|---|---|---|"]  # fmt: skip
+    for key, label, rate in METRICS:
+        lines.append(f"| {label} | {_fmt(a[key], rate)} | {_fmt(b[key], rate)} |")
+    return lines

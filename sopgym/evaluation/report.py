@@ -17,6 +17,7 @@ from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
 from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
+from sopgym.evaluation.explain import because_line, call_differences, call_text, coverage_line
 from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.evaluation.two_stage import ERRORS, STAGE_1
 from sopgym.types import JSON
@@ -46,8 +47,8 @@ class Table:
 
 
 PER_TASK_COLUMNS = [
-    "task", "domain", "agent", "ok", "wrong fields", "tool F1", "errors", "calls", "latency s",
-    "LLM", "trace",
+    "task", "domain", "agent", "ok", "failed because", "wrong fields", "tool F1", "errors",
+    "calls", "latency s", "LLM", "trace",
 ]  # fmt: skip
 METRIC_COLUMNS = [
     "tasks", "infra err", "completed", "ECR", "C-TSR", "TSR", "tool P", "tool R", "tool F1",
@@ -147,27 +148,7 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
             ],
         )
     )
-    robust = result.get("robustness") or {}
-    if robust.get("faults_injected"):
-        out.append(
-            Table(
-                "Robustness under injected faults (TSR of the episodes that met a fault or not)",
-                [
-                    "faults injected",
-                    "episodes with faults",
-                    "TSR with faults",
-                    "TSR without faults",
-                ],
-                [
-                    [
-                        str(robust["faults_injected"]),
-                        str(robust["episodes_with_faults"]),
-                        pct(robust["tsr_with_faults"]),
-                        pct(robust["tsr_without_faults"]),
-                    ]
-                ],
-            )
-        )
+    out += [t for t in (robustness_table(result), trials_table(result.get("trials") or {})) if t]
     out.append(
         Table(
             "Per task",
@@ -182,6 +163,7 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
                     else "yes"
                     if r["score"]["success"]
                     else ("no" if r["score"]["completed"] else "inc."),
+                    because_line(r),
                     ", ".join(k for k, ok in r["score"]["fields"].items() if not ok) or "-",
                     num(r["score"]["tool_f1"], 2),
                     _errors(r["score"]["errors"]),
@@ -195,6 +177,39 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
         )
     )
     return out
+
+
+def robustness_table(result: JSON) -> Table | None:
+    """TSR of the episodes that met an injected fault beside the others' (``--faults``)."""
+    robust = result.get("robustness") or {}
+    if not robust.get("faults_injected"):
+        return None
+    return Table(
+        "Robustness under injected faults (TSR of the episodes that met a fault or not)",
+        ["faults injected", "episodes with faults", "TSR with faults", "TSR without faults"],
+        [[str(robust["faults_injected"]), str(robust["episodes_with_faults"]),
+          pct(robust["tsr_with_faults"]), pct(robust["tsr_without_faults"])]],
+    )  # fmt: skip
+
+
+def trials_table(trials: JSON) -> Table | None:
+    """pass^k for every k, pass@k at the largest, the TSR of each trial and their spread,
+    per domain (``--trials K``, K > 1)."""
+    if trials.get("trials", 1) < 2:
+        return None
+    ks = list(trials["pass_hat_k"])
+    rows: list[list[Cell]] = [
+        [name, *(pct(t["pass_hat_k"][k]) for k in ks), pct(t["pass_at_k"][ks[-1]]),
+         " / ".join(pct(v) for v in t.get("trial_tsr", [])),
+         f"{pct(t['tsr_min'])} / {pct(t['tsr_max'])} / {t['tsr_stdev']:.3f}"]
+        for name, t in [*trials.get("domains", {}).items(), ("all", trials)]
+    ]  # fmt: skip
+    return Table(
+        f"Trials: pass^k (every one of k trials solved) and pass@k over {trials['trials']}",
+        ["domain", *(f"pass^{k}" for k in ks), f"pass@{ks[-1]}", "TSR per trial",
+         "trial TSR min / max / stdev"],
+        rows,
+    )  # fmt: skip
 
 
 def scorer_table(result: JSON) -> Table:
@@ -286,6 +301,9 @@ def markdown(
     if run_config is not None:
         head += [f"{RUN_CONFIG_LABEL}: `{run_config}`", ""]
     head += [_provenance(result), ""]
+    coverage = coverage_line(result)
+    if coverage:
+        head += [f"**Coverage: {coverage}**", ""]
     body = [markdown_table(t) for t in tables(result, jaeger_ui)]
     return "\n".join([*head, *body, drilldown_markdown(recorded)])
 
@@ -353,9 +371,14 @@ def html(
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
         f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>{config}"
-        f"<p>{escape(_provenance(result))}</p>"
+        f"<p>{escape(_provenance(result))}</p>{_coverage_html(result)}"
         f"<div class='plots'>{''.join(plots)}</div>{body}{drilldown_html(recorded)}</body></html>"
     )
+
+
+def _coverage_html(result: JSON) -> str:
+    coverage = coverage_line(result)
+    return f"<p id='coverage'><b>Coverage: {escape(coverage)}</b></p>" if coverage else ""
 
 
 def _provenance(result: JSON) -> str:
@@ -421,8 +444,15 @@ def _call_lines(row: JSON) -> list[str]:
 
 
 def _heading(row: JSON) -> str:
-    why = row.get("error") or ("not completed" if not row["score"]["completed"] else "wrong answer")
-    return f"{row['task_id']} ({row['domain']}, trial {row.get('trial') or 0}): {why}"
+    return f"{row['task_id']} ({row['domain']}, trial {row.get('trial') or 0}): {because_line(row)}"
+
+
+def _call_gaps(row: JSON) -> list[str]:
+    """The gold calls not made and the calls beyond the gold, one line each."""
+    found = call_differences(row) or ([], [])
+    return [f"gold call not made: {call_text(c)}" for c in found[0]] + [
+        f"call beyond the gold: {call_text(c)}" for c in found[1]
+    ]
 
 
 def drilldown_markdown(recorded: Sequence[JSON]) -> str:
@@ -435,6 +465,7 @@ def drilldown_markdown(recorded: Sequence[JSON]) -> str:
     for row in failed:
         lines += [f"### {_heading(row)}", ""]
         lines += [f"- wrong `{f}`: expected `{e}`, given `{g}`" for f, e, g in _wrong(row)]
+        lines += [f"- {gap}" for gap in _call_gaps(row)]
         lines += [f"{i}. `{line}`" for i, line in enumerate(_call_lines(row), 1)] or ["no call"]
         lines.append("")
     return "\n".join(lines)
@@ -458,6 +489,8 @@ def drilldown_html(recorded: Sequence[JSON]) -> str:
             else ""
         )
         calls = "".join(f"<li><code>{escape(line)}</code></li>" for line in _call_lines(row))
+        gaps = "".join(f"<li>{escape(gap)}</li>" for gap in _call_gaps(row))
+        table += f"<ul class='gaps'>{gaps}</ul>" if gaps else ""
         items.append(
             f"<details><summary>{escape(_heading(row))}</summary>{table}"
             f"<ol>{calls or '<li>no call</li>'}</ol></details>"
@@ -478,12 +511,20 @@ def _print_table(table: Table, columns: list[str], console: Console) -> None:
     console.print(rich)
 
 
+def print_two_stage(found: JSON, console: Console) -> None:
+    """TELLER's two-stage table in the terminal (its headline columns)."""
+    _print_table(two_stage_table(found), TWO_STAGE_TERMINAL, console)
+
+
 def print_summary(result: JSON, console: Console) -> None:
     """The headline tables (fewer columns) in the terminal; incomplete episodes (first 20)."""
     for table in tables(result)[:3]:
         _print_table(table, TERMINAL_COLUMNS, console)
     console.print(f"errors: {_errors(result['errors'])}")
     console.print(interval_text(tsr_intervals(result["per_task"])["overall"]), markup=False)
+    coverage = coverage_line(result)
+    if coverage:
+        console.print(f"[bold yellow]coverage[/]: {coverage}", soft_wrap=True)
     found = result.get("breakdown")
     if found:
         shapes = ", ".join(f"{k} {num(m['mean'])}" for k, m in found["shape"].items())
@@ -493,10 +534,10 @@ def print_summary(result: JSON, console: Console) -> None:
     for line in paper_lines(result.get("paper")):
         console.print(line, markup=False)
     if result.get("two_stage"):
-        _print_table(two_stage_table(result["two_stage"]), TWO_STAGE_TERMINAL, console)
-    from sopgym.evaluation.profiles.tables import paper_lines
+        print_two_stage(result["two_stage"], console)
+    from sopgym.evaluation.profiles.tables import paper_lines as profile_lines
 
-    for line in paper_lines(result):
+    for line in profile_lines(result):
         console.print(line, markup=False)
     incomplete: Iterable[JSON] = result["incomplete"]
     for item in list(incomplete)[:20]:

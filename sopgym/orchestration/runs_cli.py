@@ -20,8 +20,10 @@ from rich.table import Column, Table
 from sopgym.agents import uses_model
 from sopgym.core.jsonio import CorruptRow
 from sopgym.core.registry import UnknownDomainError, select_domains
+from sopgym.evaluation.explain import field_verdicts
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.orchestration.runs import episode_tokens, flat_row, list_runs, results
+from sopgym.orchestration.show_why import print_why
 from sopgym.terminal import console, stdout
 from sopgym.types import JSON
 
@@ -227,6 +229,7 @@ def show_command(
     _print_model_calls(out, row)
     _print_answer(out, row, cut)
     _print_scores(out, score)
+    print_why(out, row, cut)  # last: what a reader looks for first stays on screen
 
 
 def _print_input(out: Any, row: JSON, data_root: Path | None, cut: int | None) -> None:
@@ -252,6 +255,15 @@ def _dataset_inputs(row: JSON, data_root: Path | None) -> Any:
 def _print_steps(out: Any, calls: list[JSON], cut: int | None) -> None:
     if not calls:
         out.print("[bold]steps[/]: no tool call")
+        return
+    if cut is None:  # --full: every value whole, as lines (a table's columns would cut them)
+        out.print("[bold]steps[/]")
+        for index, call in enumerate(calls, 1):
+            refused = call.get("error_code")
+            outcome = f"{call.get('status')} {refused}" if refused else "result"
+            arguments, result = _text(call.get("arguments"), None), _text(call.get("result"), None)
+            out.print(f"{index}. {escape(call['name'])} {escape(arguments)}\n   "
+                      f"{escape(outcome)}: {escape(result)}", soft_wrap=True)  # fmt: skip
         return
     table = Table(
         Column("#", justify="right"), Column("tool", no_wrap=True), "arguments", "outcome",
@@ -299,9 +311,12 @@ def _print_answer(out: Any, row: JSON, cut: int | None) -> None:
     if given is None:
         out.print("[bold]answer[/]: none (the episode gave no final answer)")
     table = Table("field", "expected", "given", "", title="answer vs gold", title_justify="left")
+    verdicts = field_verdicts(row)
     for name in dict.fromkeys([*expected, *fields]):
-        ok = fields.get(name)
-        mark = "[green]ok[/]" if ok else "[red]wrong[/]" if ok is False else "-"
+        verdict = verdicts.get(name, "not scored")
+        mark = "-" if verdict == "not scored" else escape(verdict)
+        mark = f"[green]{mark}[/]" if verdict.startswith("ok") else f"[red]{mark}[/]" \
+            if verdict.startswith("wrong") else mark  # fmt: skip
         table.add_row(
             escape(name),
             escape(_text(expected.get(name), cut)),

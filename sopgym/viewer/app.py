@@ -13,7 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from sopgym.core.jsonio import CorruptRow
 from sopgym.core.outcomes import SUCCESS
 from sopgym.orchestration.runs import RUNNING, RunFolder, outcome
-from sopgym.viewer import pages
+from sopgym.viewer import live, pages
 from sopgym.viewer.catalog import RunCatalog
 from sopgym.viewer.traces import episode_traces
 
@@ -89,6 +89,7 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
                 "running": state == RUNNING,
                 "recorded": len(rows),
                 "success": sum(outcome(r) == SUCCESS for r in rows),
+                **live.progress(found, len(rows)),  # planned total, seconds left at this pace
             }
         )
 

@@ -63,6 +63,7 @@ def view_command(
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind(("127.0.0.1", port))  # bound here: the address is known before serving
+        listener.listen(128)  # and listening: a browser opened at once waits, never refused
     except OSError as error:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error}") from None
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/"

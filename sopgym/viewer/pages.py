@@ -17,6 +17,7 @@ import orjson
 
 from sopgym.core.jsonio import CorruptRow
 from sopgym.core.outcomes import OUTCOMES, SUCCESS
+from sopgym.evaluation.explain import because_line, coverage_line, failed_in_all_trials
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.evaluation.svg import bar_chart
@@ -30,6 +31,8 @@ from sopgym.orchestration.runs import (
     total_tokens,
 )
 from sopgym.types import JSON
+from sopgym.viewer import live, why
+from sopgym.viewer.families import family_figures
 from sopgym.viewer.traces import ChatTurn, EpisodeTrace
 
 Cell = str | tuple[str, str]  # text, or (text, link)
@@ -38,10 +41,6 @@ PLOT_WIDTH = 420  # three plots side by side on a laptop screen
 
 def _pretty(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
-
-
-def _json_block(value: Any, css: str = "json") -> str:
-    return f'<pre class="{css}">{escape(_pretty(value))}</pre>'
 
 
 def _json_line(value: Any, css: str) -> str:
@@ -93,6 +92,14 @@ def _count(value: int | None) -> str:
 
 
 # ---- the runs list ----
+def _tsr_cell(summary: JSON) -> str:
+    """TSR, and when the infrastructure failed episodes, over how many of the planned."""
+    tsr = pct(summary.get("tsr"))
+    if not summary.get("infra_errors"):
+        return tsr
+    return f"{tsr} over {summary.get('scored', '?')} of {summary['tasks']} planned"
+
+
 def runs_page(runs: list[RunFolder]) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
@@ -112,7 +119,7 @@ def runs_page(runs: list[RunFolder]) -> str:
                 str(config.get("model", "?")),
                 str(config.get("seed", "?")),
                 f"{len(recorded)}" + ("" if summary.get("partial") else f" / {summary['tasks']}"),
-                pct(summary.get("tsr")),
+                _tsr_cell(summary),
                 _count(total_tokens(recorded)),
                 run.state(),
             ]
@@ -121,20 +128,39 @@ def runs_page(runs: list[RunFolder]) -> str:
                "tokens", "status"]  # fmt: skip
     listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
 
-    def options(chosen: int) -> str:
-        return "".join(
+    pair = comparable_pair(runs)
+    newer, older = (None, None) if pair is None else pair
+
+    def options(chosen: int | None) -> str:
+        blank = "" if chosen is not None else "<option value='' selected>(pick a run)</option>"
+        return blank + "".join(
             f"<option{' selected' if i == chosen else ''}>{escape(r.id)}</option>"
             for i, r in enumerate(runs)
         )
 
-    compare = (  # the two latest runs, preselected
-        "<form action='/compare' class='compare'>compare "
-        f"<select name='a'>{options(1)}</select> with <select name='b'>{options(0)}</select> "
+    compare = (  # the latest two runs that share a task, preselected; none if no two do
+        "<form action='/compare' class='compare' id='compare-form'>compare "
+        f"<select name='a' required>{options(older)}</select> with "
+        f"<select name='b' required>{options(newer)}</select> "
         "<button>compare</button></form>"
         if len(runs) > 1
         else ""
     )
     return page("sopgym runs", listing + compare)
+
+
+PAIR_SEARCHED = 8  # the newest runs searched for two that share a task
+
+
+def comparable_pair(runs: list[RunFolder]) -> tuple[int, int] | None:
+    """The newest run and the next newest that shares a task with it (indexes into
+    ``runs``, newest first), among the first :data:`PAIR_SEARCHED`; None when no two do."""
+    keys = [{(r["domain"], r["task_id"]) for r in run.rows()} for run in runs[:PAIR_SEARCHED]]
+    for newer in range(len(keys)):
+        for older in range(newer + 1, len(keys)):
+            if keys[newer] & keys[older]:
+                return newer, older
+    return None
 
 
 # ---- a run ----
@@ -152,11 +178,22 @@ def _figures(summary: JSON, recorded: list[JSON]) -> str:
     sopbench = (summary.get("paper") or {}).get("sopbench")
     if sopbench:  # SOP-Bench's own headline beside ours (sopgym.evaluation.profiles)
         items.append(("TSR, SOP-Bench's def.", pct(sopbench["weighted_average"]["tsr"])))
+    coverage = coverage_line(summary)
+    if coverage:  # the headline TSR covers only the episodes played: say so beside it
+        planned = summary["tasks"]
+        items.insert(5, ("TSR over all planned", pct(summary.get("correct", 0) / planned)))
+    trials = summary.get("trials") or {}
+    if trials.get("trials", 1) > 1:
+        last = list(trials["pass_hat_k"])[-1]
+        items += [(f"pass^{last}", pct(trials["pass_hat_k"][last])),
+                  (f"pass@{last}", pct(trials["pass_at_k"][last]))]  # fmt: skip
     cells = "".join(
         f"<div class='figure' data-figure='{escape(k)}'><b>{escape(v)}</b>{escape(k)}</div>"
         for k, v in items
     )
-    return f"<div class='figures' id='figures'>{cells}</div>"
+    note = f"<p class='note' id='coverage'>{escape(coverage)}</p>" if coverage else ""
+    family = family_figures(summary, recorded)
+    return f"{note}<div class='figures' id='figures'>{cells}</div>{family}"
 
 
 def _error_classes(row: JSON) -> list[str]:
@@ -196,16 +233,19 @@ def _select(name: str, label: str, values: Iterable[str]) -> str:
 def task_table(run: RunFolder, recorded: list[JSON]) -> str:
     domains = sorted({r["domain"] for r in recorded})
     errors = sorted({e for r in recorded for e in _error_classes(r)})
+    all_failed = failed_in_all_trials(recorded)
     filters = (
         "<div class='filters'>"
         + _select("domain", "domain", domains)
         + _select("outcome", "outcome", OUTCOMES)
         + _select("error", "error class", errors)
+        + (_select("trials", "trials", ["failed in all trials"]) if all_failed else "")
         + "<label>search <input id='f-search' type='search' placeholder='task, tool, field'>"
         "</label> <span id='shown'></span></div>"
     )
     headers = [("task", "text"), ("domain", "text"), ("trial", "num"), ("outcome", "text"),
-               ("wrong fields", "text"), ("errors", "text"), ("calls", "num"),
+               ("failed because", "text"), ("wrong fields", "text"), ("errors", "text"),
+               ("calls", "num"),
                ("tool F1", "num"), ("latency s", "num"), ("tokens", "num")]  # fmt: skip
     head = "".join(
         f"<th data-sort='{kind}' title='sort'>{escape(name)}</th>" for name, kind in headers
@@ -219,6 +259,7 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
             escape(row["domain"]),
             str(row.get("trial") or 0),
             f"<span class='badge {result}'>{result}</span>" + _paper_note(score),
+            escape(because_line(row)),
             escape(", ".join(wrong) or "-"),
             escape(", ".join(f"{k}={score['errors'][k]}" for k in errors_of) or "-"),
             str(score.get("calls", 0)),
@@ -226,9 +267,15 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
             num(row.get("elapsed_s"), 2),
             _count(episode_tokens(row)),
         ]
-        search = " ".join([row["task_id"], row["domain"], _calls_text(row), *wrong]).lower()
+        search = " ".join(
+            [row["task_id"], row["domain"], _calls_text(row), *wrong, because_line(row)]
+        ).lower()
+        every = (row["domain"], row["task_id"]) in all_failed
         body.append(
-            f"<tr data-domain='{escape(row['domain'])}' data-outcome='{result}' "
+            f"<tr data-key='{escape('/'.join(map(str, task_key(row))))}' "
+            f"data-domain='{escape(row['domain'])}' data-outcome='{result}' "
+            f"data-trials='{'failed in all trials' if every else ''}'"
+            f"{' class=all-failed' if every else ''} "
             f"data-errors='{escape(' '.join(errors_of))}' data-search='{escape(search)}'>"
             + "".join(f"<td>{c}</td>" for c in cells)
             + "</tr>"
@@ -301,10 +348,10 @@ def run_page(run: RunFolder) -> str:
     summary, recorded = run.summary(), run.rows()
     state = run.state()
     if state == RUNNING:
+        so_far = live.progress_text(len(recorded), live.progress(run, len(recorded)))
         progress = (
             f"<p id='progress' data-run='{escape(run.id)}' data-count='{len(recorded)}' "
-            f"data-state='{state}' class='live'>running: {len(recorded)} episodes recorded so "
-            "far (updates live)</p>"
+            f"data-state='{state}' class='live'>running: {escape(so_far)} (updates live)</p>"
         )
     elif state == INTERRUPTED:
         progress = (
@@ -471,60 +518,12 @@ def _steps(row: JSON, trace: EpisodeTrace | None) -> str:
     return f"{note}<ol id='steps'>{''.join(items)}</ol>"
 
 
-def _answer(row: JSON) -> str:
-    given = row.get("outputs") or {}
-    expected = row.get("gold_outputs") or {}
-    fields = row["score"].get("fields", {})
-    names = list(dict.fromkeys([*expected, *fields, *given]))
-    body = []
-    for name in names:
-        ok = fields.get(name)
-        verdict = "ok" if ok else ("wrong" if ok is False else "not scored")
-        got = _pretty(given[name]) if name in given else "(missing)"
-        body.append(
-            f"<tr class='{verdict.replace(' ', '-')}' data-field='{escape(name)}'>"
-            f"<td>{escape(name)}</td><td class='expected'>{escape(_pretty(expected.get(name)))}"
-            f"</td><td class='given'>{escape(got)}</td><td>{verdict}</td></tr>"
-        )
-    if not body:
-        return "<p id='answer'>no answer recorded</p>"
-    return (
-        "<table id='answer'><thead><tr><th>field</th><th>expected</th><th>given</th>"
-        f"<th>verdict</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
-
-
 def _scores(row: JSON) -> str:
     rows = [
         [name, num(s.get("value")), "yes" if s.get("gates") else "no", s.get("explanation") or ""]
         for name, s in row["score"].get("scores", {}).items()
     ]
     return table(["scorer", "value", "gates success", "explanation"], rows, "scores")
-
-
-def _at(state: Any, path: str) -> Any:
-    """The value at a ``state_diff`` path ($.a.b[2]) of a state, or None where it is absent."""
-    value = state
-    for part in path.split(" ")[0].lstrip("$").replace("[", ".[").split("."):
-        if not part:
-            continue
-        try:
-            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-    return value
-
-
-def _state_diff(row: JSON) -> str:
-    scored = row["score"].get("scores", {}).get("final_state") or {}
-    differences = (scored.get("metrics") or {}).get("differences") or []
-    if not differences:
-        return ""
-    state = (row.get("trajectory") or {}).get("final_state")
-    rows = [[path, _pretty(_at(state, path))] for path in differences]
-    return "<h2>Final state: where it differs from the gold</h2>" + table(
-        ["path", "the episode's value"], rows, "state-diff"
-    )
 
 
 def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None) -> str:
@@ -554,15 +553,20 @@ def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: 
         facts.append(("catalog", escape(", ".join(trajectory["catalog"]))))
     fact_rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
     inputs = (
-        _json_block(row["inputs"], "inputs")
+        why.inputs(row["inputs"])
         if "inputs" in row
         else "<p class='muted'>this run did not record task inputs (older sopgym)</p>"
     )
     body = (
         f"<table class='facts'>{fact_rows}</table>"
-        f"<h2>Final answer against the gold</h2>{_answer(row)}"
+        f"{why.because(row)}"
+        f"<h2>Final answer against the gold</h2>{why.answer(row)}"
+        f"{why.actions_diff(row)}"
+        f"{why.state_diff(row)}"
+        f"{why.calls_against_gold(row)}"
+        f"{why.dialogue(row)}"
+        f"{why.injections(run.path, row)}"
         f"<h2>Scores</h2>{_scores(row)}"
-        f"{_state_diff(row)}"
         f"<h2>Steps</h2>{_steps(row, trace)}"
         f"<h2>Task input</h2>{inputs}"
     )
@@ -613,20 +617,64 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
     def listed(keys: list[tuple[str, str, int]]) -> str:
         return escape(", ".join(f"{d}/{t}#{n}" for d, t, n in keys)) or "none"
 
-    body = (
-        f"<p>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
-        f"({escape(a.describe())})<br>B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
+    head = (
+        f"<p id='sides'>A = <a href='{run_link(a)}'>{escape(a.id)}</a> "
+        f"({escape(a.describe())})<br>"
+        f"B = <a href='{run_link(b)}'>{escape(b.id)}</a> "
         f"({escape(b.describe())})</p>"
-        f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
+    )
+    if not shared:
+        return page(f"compare {a.id} and {b.id}", head + _disjoint(a, b))
+    body = (
+        head + f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
         f"{len(only_a)} only in A and {len(only_b)} only in B are listed below, not compared. "
         f"fixed in B: {changes['fixed']}, broken in B: {changes['broken']}.</p>"
         + table(["metric", "A", "B", "B - A"], metric_rows, "deltas")
         + "<h2>Task by task</h2>"
-        + table(["task", "domain", "trial", "A", "B", "change"], task_rows, "pairs")
+        + "<label><input type='checkbox' id='changed-only'> changed tasks only</label>"
+        + _pairs_table(task_rows)
         + f"<h2>Only in A ({len(only_a)})</h2><p id='only-a'>{listed(only_a)}</p>"
         + f"<h2>Only in B ({len(only_b)})</h2><p id='only-b'>{listed(only_b)}</p>"
     )
     return page(f"compare {a.id} and {b.id}", body)
+
+
+def _pairs_table(rows: list[list[Cell]]) -> str:
+    """Task by task, a changed task's row marked (``data-change``) and highlighted."""
+    head = "".join(f"<th>{h}</th>" for h in ("task", "domain", "trial", "A", "B", "change"))
+    body = "".join(
+        f"<tr data-change='{escape(str(r[5]))}'"
+        f"{' class=changed' if r[5] != 'same' else ''}>"
+        + "".join(f"<td>{_cell(c)}</td>" for c in r)
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table id='pairs'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _disjoint(a: RunFolder, b: RunFolder) -> str:
+    """Two runs with no episode in common: said plainly, and each run's own figures."""
+    figures = [("episodes", "tasks", False), ("ECR", "ecr", True), ("C-TSR", "c_tsr", True),
+               ("TSR", "tsr", True), ("tool F1", "tool_f1", False),
+               ("infra errors", "infra_errors", False)]  # fmt: skip
+    sum_a, sum_b = a.summary(), b.summary()
+
+    def shown(summary: JSON, key: str, rate: bool) -> str:
+        value = summary.get(key)
+        if value is None:
+            return "n/a"
+        return pct(value) if rate else (str(value) if isinstance(value, int) else num(value))
+
+    rows: list[list[Cell]] = [
+        [label, shown(sum_a, key, rate), shown(sum_b, key, rate)] for label, key, rate in figures
+    ]
+    domains = ", ".join(a.config().get("domains", [])), ", ".join(b.config().get("domains", []))
+    return (
+        "<p id='shared' class='note'>These runs share no tasks (A ran "
+        f"{escape(domains[0])}; B ran {escape(domains[1])}): there is nothing to compare "
+        "task by task, and no delta. Each run's own figures:</p>"
+        + table(["figure", f"A ({a.id})", f"B ({b.id})"], rows, "own")
+    )
 
 
 def error_page(title: str, message: str) -> str:

@@ -165,11 +165,33 @@ def _final_state(case: Case) -> Score:
         (harmless if matcher and matcher.fullmatch(path) else wrong).append(path)
     if wrong:
         explanation = f"differs at {listed(wrong)}"
+        # the gold's value at each failing path, so a reader sees expected beside actual
+        # without the dataset (sopgym.evaluation.explain); the first paths only
+        expected_at = {path: value_at(expected, path) for path in wrong[:STATE_PATHS_KEPT]}
+        return Score(0.0, {"differences": wrong, "harmless": harmless, "expected": expected_at},
+                     explanation)  # fmt: skip
     elif harmless:
         explanation = f"state matches but for harmless differences at {listed(harmless)}"
     else:
         explanation = "state matches"
     return Score(float(not wrong), {"differences": wrong, "harmless": harmless}, explanation)
+
+
+STATE_PATHS_KEPT = 20  # expected values recorded with a failed final state
+
+
+def value_at(state: Any, path: str) -> Any:
+    """The value at a :func:`state_diff` path (``$.a.b[2]``, with or without its
+    ``(missing)``-style note) of ``state``, or None where it is absent."""
+    value = state
+    for part in path.split(" ")[0].lstrip("$").replace("[", ".[").split("."):
+        if not part:
+            continue
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return value
 
 
 def final_state(gates: bool = True) -> Scorer:

@@ -12,6 +12,7 @@ from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
 from sopgym.evaluation.scorers.fields import SCALARS, equal_is_matching, normalize
+from sopgym.types import JSON
 
 _MALFORMED = VALIDATION_CODES | TYPE_CODES
 
@@ -41,9 +42,46 @@ def _tool_calls(case: Case) -> Score:
     if not case.gold.reference_calls:
         return Score(None, {"calls": made}, "no reference calls: tool metrics do not apply")
     precision, recall, score = tool_match(case.trajectory, case.gold)
-    metrics = {"precision": precision, "recall": recall, "f1": score, "calls": made}
+    metrics: JSON = {"precision": precision, "recall": recall, "f1": score, "calls": made}
     explanation = f"{made} calls vs {wanted} gold: P={precision:.2f} R={recall:.2f}"
+    # the viewer and the report name the gold calls never made and the calls beyond the gold
+    # (sopgym.evaluation.explain); right tools with wrong arguments are among them
+    missing, extra = call_differences(case.trajectory, case.gold)
+    metrics |= {"missing": missing, "extra": extra}
     return Score(score, {**metrics, "gold_calls": wanted}, explanation)
+
+
+def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], list[int]]:
+    """The gold calls no call made matches by tool and arguments (normalised as the error
+    taxonomy compares them), in gold order, and the indexes of the calls made that match no
+    gold call. (Indexes, not the calls: a call scored from a trace may carry only a digest of
+    arguments too large for its span, and the score must not depend on where it came from.)
+
+    Calls equal to a gold call as they are pair first; only what that leaves is normalised
+    (most calls of most episodes are a gold call exactly)."""
+    made, left = trajectory.calls, list(gold.calls)
+    extra: list[int] = []
+    for index, call in enumerate(made):
+        for position, wanted in enumerate(left):
+            if wanted.name == call.name and wanted.arguments == call.arguments:
+                del left[position]
+                break
+        else:
+            extra.append(index)
+    if extra and left:
+        pending = [(wanted, normalize(wanted.arguments)) for wanted in left]
+        unpaired = []
+        for index in extra:
+            call = made[index]
+            key = normalize(call.arguments)
+            for position, (wanted, normalized) in enumerate(pending):
+                if wanted.name == call.name and normalized == key:
+                    del pending[position]
+                    break
+            else:
+                unpaired.append(index)
+        extra, left = unpaired, [wanted for wanted, _ in pending]
+    return [wanted.to_json() for wanted in left], extra
 
 
 def tool_calls(gates: bool = False) -> Scorer:
