@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
-from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.explain import because_line, call_differences, call_text, coverage_line
+from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.evaluation.two_stage import ERRORS, STAGE_1
 from sopgym.types import JSON
