@@ -155,12 +155,20 @@ PAIR_SEARCHED = 8  # the newest runs searched for two that share a task
 def comparable_pair(runs: list[RunFolder]) -> tuple[int, int] | None:
     """The newest run and the next newest that shares a task with it (indexes into
     ``runs``, newest first), among the first :data:`PAIR_SEARCHED`; None when no two do."""
-    keys = [{(r["domain"], r["task_id"]) for r in run.rows()} for run in runs[:PAIR_SEARCHED]]
+    keys = [_task_keys(run) for run in runs[:PAIR_SEARCHED]]
     for newer in range(len(keys)):
         for older in range(newer + 1, len(keys)):
             if keys[newer] & keys[older]:
                 return newer, older
     return None
+
+
+def _task_keys(run: RunFolder) -> set[tuple[str, str]]:
+    """The (domain, task) pairs a run recorded; none for an unreadable run (listed as such)."""
+    try:
+        return {(r["domain"], r["task_id"]) for r in run.rows()}
+    except CorruptRow:
+        return set()
 
 
 # ---- a run ----
