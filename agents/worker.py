@@ -26,6 +26,7 @@ import orjson
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import GatewayClient, connect
+from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
@@ -86,8 +87,10 @@ def _run_episode(
     except InfraFailure as error:  # the infrastructure's fault, not the agent's
         report["status"] = INFRA_ERROR
         report["error"] = f"{type(error).__name__}: {error}"
+        report["error_record"] = error_record(error)
     except Exception as error:  # one task's failure must not end the worker
         report["error"] = f"{type(error).__name__}: {error}"
+        report["error_record"] = error_record(error)  # typed: read without parsing the text
         report["traceback"] = traceback.format_exc(limit=5)
     report["elapsed_s"] = round(time.monotonic() - started, 4)
     report["llm_calls"] = context.usage

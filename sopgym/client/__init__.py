@@ -28,6 +28,7 @@ from opentelemetry.propagate import inject
 from sopgym.client.keepalive import HttpTransport, Reply, TransportError
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.errors import DOWN_CODE, TOOL_FAILURES
+from sopgym.core.exceptions import SopgymError
 from sopgym.core.outcomes import InfraFailure
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
@@ -37,7 +38,7 @@ REFUSED_RETRIES = 1  # after a refused connection: a restarting gateway gets one
 REMEMBERED_EPISODES = 10_000  # episodes whose replica a client remembers, for their records
 
 
-class GatewayError(RuntimeError):
+class GatewayError(SopgymError, RuntimeError):
     """The gateway could not be reached, or refused to open/finish an episode."""
 
 

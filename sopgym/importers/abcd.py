@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
+from sopgym.core.exceptions import DataError
 from sopgym.core.tasks import Solution, Task
 from sopgym.evaluation.scorers import Case, Score, Scorer, schema_valid
 from sopgym.evaluation.scorers.fields import values_match
@@ -54,7 +55,7 @@ Answer `action` (the action's name) and `values` (the values entered, as strings
 """
 
 
-class AbcdError(ValueError):
+class AbcdError(DataError, ValueError):
     """The folder cannot be imported; the message says where and why, in one line."""
 
 

@@ -13,11 +13,13 @@ import multiprocessing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from sopgym.core.exceptions import InfrastructureError
+
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 600.0
 
 
-class IsolatedTimeout(TimeoutError):
+class IsolatedTimeout(InfrastructureError, TimeoutError):
     """The child did not finish in time (and was killed)."""
 
 

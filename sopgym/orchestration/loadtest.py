@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
+from sopgym.core.exceptions import InfrastructureError
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
 
@@ -40,7 +41,7 @@ WINDOWS = 12  # the measured phase cut into this many windows for the figures ov
 EPISODES_FILE = "episodes.jsonl"  # every measured episode's facts, for gathering parts
 
 
-class LoadtestError(RuntimeError):
+class LoadtestError(InfrastructureError, RuntimeError):
     """The load could not be driven (a worker died or hung in its warm-up)."""
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 import httpx
 import orjson
 
+from sopgym.core.exceptions import InfrastructureError
 
-class StartupError(RuntimeError):
+
+class StartupError(InfrastructureError, RuntimeError):
     """A child process exited or never became ready; carries the tail of its log."""
 
 

@@ -34,6 +34,7 @@ from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, InfraError
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
+from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
@@ -116,7 +117,7 @@ WORKER_GRACE_S = 5.0  # past --task-timeout, how long a worker may take to repor
 INTERRUPT_GRACE_S = 2.0
 
 
-class RunLocked(RuntimeError):
+class RunLocked(UsageError, RuntimeError):
     """Another runner holds this run."""
 
 
