@@ -47,7 +47,7 @@ from sopgym.core.answers import (
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.exceptions import AgentError
 from sopgym.core.tasks import Task
-from sopgym.orchestration.steps import log_step
+from sopgym.observability.steps import log_step
 
 
 class StepLimitExceeded(AgentError, RuntimeError):
