@@ -25,7 +25,8 @@ import orjson
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
-from sopgym.client import GatewayClient, connect
+from sopgym.client import connect
+from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
@@ -34,7 +35,11 @@ from sopgym.types import JSON
 
 
 def run_job(
-    agent: Agent, client: GatewayClient, job: JSON, task_timeout: float, model: str | None = None
+    agent: Agent,
+    client: GatewayClientProtocol,
+    job: JSON,
+    task_timeout: float,
+    model: str | None = None,
 ) -> JSON:
     """Work one job inside the episode's root span: one task episode is one trace."""
     task = Task.from_json(job["task"])
@@ -53,7 +58,7 @@ def run_job(
 
 
 def _run_episode(
-    agent: Agent, client: GatewayClient, job: JSON, task: Task, task_timeout: float
+    agent: Agent, client: GatewayClientProtocol, job: JSON, task: Task, task_timeout: float
 ) -> JSON:
     started = time.monotonic()
     report: JSON = {

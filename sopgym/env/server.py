@@ -25,7 +25,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from sopgym.asgi import MAX_API_BODY, read_body
-from sopgym.client import GatewayClient, GatewayError, connect
+from sopgym.client import GatewayError, connect
+from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core import dataset
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import loads_object
@@ -41,7 +42,11 @@ class EnvPool:
     """Environments by id, over one gateway client and each domain's loaded task set."""
 
     def __init__(
-        self, client: GatewayClient, domains: list[str], data_root: Path | None, **options: Any
+        self,
+        client: GatewayClientProtocol,
+        domains: list[str],
+        data_root: Path | None,
+        **options: Any,
     ) -> None:
         self.client, self.options = client, options
         self.data = {name: dataset.load(load_domain(name), data_root) for name in domains}

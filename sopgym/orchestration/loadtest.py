@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
+from sopgym.client.transports import TRANSPORTS
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
@@ -229,7 +230,7 @@ class Loadtest:
         from sopgym.orchestration.stack import embedded_stack
 
         config, logs = self.config, self.out_dir / "logs"
-        grpc = config.transport == "grpc"
+        door = TRANSPORTS[config.transport]
         with contextlib.ExitStack() as stack:
             if config.gateway is None:
                 embedded = stack.enter_context(
@@ -238,12 +239,11 @@ class Loadtest:
                         logs,
                         self.data_root,
                         model=config.model if self._scripted() else None,
-                        grpc=grpc,
+                        grpc=door.needs_grpc_door,
                     )
                 )
                 group, env = embedded.group, embedded.env
-                address = embedded.grpc_target if grpc else embedded.gateway_url
-                assert address is not None  # the embedded stack serves gRPC when asked to
+                address = door.address(embedded)
                 model_url = embedded.model_url or config.model_url
             else:
                 group, env = stack.enter_context(ProcessGroup()), {}

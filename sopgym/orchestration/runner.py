@@ -32,6 +32,7 @@ from opentelemetry import trace
 from sopgym.agents import oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, InfraError
+from sopgym.client.transports import TRANSPORTS
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.exceptions import UsageError
@@ -260,7 +261,7 @@ class Runner:
                 traces=self.paths.traces if self.config.trace else None,
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
-                grpc=self.config.transport == "grpc",
+                grpc=TRANSPORTS[self.config.transport].needs_grpc_door,
                 seed=self.config.seed,
                 faults=self.config.faults,
                 service_groups=self.config.service_groups,
@@ -413,8 +414,7 @@ class Runner:
         return job
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
-        gateway = stack.grpc_target if self.config.transport == "grpc" else stack.gateway_url
-        assert gateway is not None  # the stack serves gRPC when the run asks for it
+        gateway = TRANSPORTS[self.config.transport].address(stack)
         argv = sopgym_command(
             "agent-worker",
             "--gateway",
