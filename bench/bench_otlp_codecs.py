@@ -130,7 +130,7 @@ def protobuf_read(data: bytes) -> list[dict[str, Any]]:
                         "parent_id": span.parent_span_id.hex(), "name": span.name,
                         "kind": span.kind, "start": span.start_time_unix_nano,
                         "end": span.end_time_unix_nano,
-                        "attributes": {a.key: getattr(a.value, a.value.WhichOneof("value"))
+                        "attributes": {a.key: getattr(a.value, a.value.WhichOneof("value") or "")
                                        for a in span.attributes},
                         "status": span.status.code, "service": service,
                         "scope": scope_spans.scope.name, "events": list(span.events),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.http import trace_exporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -22,7 +22,7 @@ from sopgym.observability import protowire
 from sopgym.observability.protowire import OTLPSpanExporter
 
 
-def finished_spans(count: int = 3) -> list:  # type: ignore[type-arg]
+def finished_spans(count: int = 3) -> list[ReadableSpan]:
     memory = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
