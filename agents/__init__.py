@@ -22,13 +22,14 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from sopgym.agents.base import Agent
+from sopgym.core.exceptions import UsageError
 
 AgentFactory = Callable[..., Agent]
 DEFAULT_AGENT = "react"
 ENTRY_POINT_GROUP = "sopgym.agents"
 
 
-class UnknownAgent(ValueError):
+class UnknownAgent(UsageError, ValueError):
     """An ``--agent`` that names no registered agent and no loadable ``module:Class``."""
 
 

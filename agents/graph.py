@@ -45,20 +45,21 @@ from sopgym.core.answers import (
     message_action_spec,
 )
 from sopgym.core.dialogue import DIALOGUE
+from sopgym.core.exceptions import AgentError
 from sopgym.core.tasks import Task
 from sopgym.evaluation.maze_protocol import paper_prompt, parse_reply
-from sopgym.orchestration.steps import log_step
+from sopgym.observability.steps import log_step
 
 
-class StepLimitExceeded(RuntimeError):
+class StepLimitExceeded(AgentError, RuntimeError):
     """The agent used all its model turns without finishing."""
 
 
-class NoFinalAnswer(RuntimeError):
+class NoFinalAnswer(AgentError, RuntimeError):
     """The model stopped without an answer we could read, even after being asked again."""
 
 
-class RepeatedAction(RuntimeError):
+class RepeatedAction(AgentError, RuntimeError):
     """The model kept making the same failing call, or writing the same reply, after being
     told: the agent stops rather than burn the rest of the step budget."""
 

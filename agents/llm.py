@@ -21,6 +21,7 @@ from langchain_core.runnables.config import ensure_config
 
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
+from sopgym.core.exceptions import AgentError
 from sopgym.core.outcomes import InfraFailure
 from sopgym.observability.genai import traced_model_call
 
@@ -31,7 +32,7 @@ _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable",
 REFUSED_RETRIES = 1
 
 
-class ModelCallError(RuntimeError):
+class ModelCallError(AgentError, RuntimeError):
     """The model could not be called (after retries, or for a non-retryable reason)."""
 
 
@@ -40,7 +41,7 @@ class ModelUnreachable(ModelCallError, InfraFailure):
     endpoint failed, not the agent, so the run records an infrastructure error."""
 
 
-class DeadlineExceeded(RuntimeError):
+class DeadlineExceeded(AgentError, RuntimeError):
     """The task's wall-clock limit ran out."""
 
 

@@ -35,6 +35,15 @@ def exception_class(error: str | None) -> str | None:
     return head if head.isidentifier() else "error"
 
 
+def _failure_class(report: JSON) -> str:
+    """The class of a failed episode's error: from the worker's typed ``error_record``, or
+    parsed from the text of reports written before it existed."""
+    record = report.get("error_record")
+    if isinstance(record, dict) and record.get("type"):
+        return str(record["type"])
+    return exception_class(report.get("error")) or "failed"
+
+
 @dataclass
 class LlmCall:
     latency_s: float
@@ -64,7 +73,7 @@ def episode_facts(report: JSON, record: JSON | None = None) -> EpisodeFacts:
     facts = EpisodeFacts(
         domain=report.get("domain") or (record or {}).get("domain") or "unknown",
         status="finished" if finished else "failed",
-        error=None if finished else exception_class(report.get("error")) or "failed",
+        error=None if finished else _failure_class(report),
         elapsed_s=float(report.get("elapsed_s") or 0.0),
     )
     for usage in report.get("llm_calls") or ():

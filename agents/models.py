@@ -18,6 +18,7 @@ import httpx
 import orjson
 
 from sopgym.agents.model_http import keep_alive_mounts
+from sopgym.core.exceptions import UsageError
 from sopgym.observability.genai import inject_trace_context, traced_http_client
 
 PROVIDERS = ("scripted", "openai", "anthropic", "bedrock")
@@ -26,7 +27,7 @@ _EXTRA = "pip install 'sopgym[providers]'"
 _PACKAGES = {"anthropic": "langchain_anthropic", "bedrock": "langchain_aws"}
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(UsageError, RuntimeError):
     """A model cannot be used: bad spec, missing key or package, unreachable endpoint."""
 
 

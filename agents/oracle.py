@@ -17,13 +17,14 @@ from sopgym.agents.base import JSON, AgentContext
 from sopgym.client import Episode
 from sopgym.core import dataset
 from sopgym.core.dialogue import AGENT
+from sopgym.core.exceptions import AgentError
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Gold, Task
 
 NAME = "oracle"
 
 
-class OracleError(RuntimeError):
+class OracleError(AgentError, RuntimeError):
     pass
 
 

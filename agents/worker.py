@@ -26,7 +26,9 @@ from opentelemetry import trace
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
-from sopgym.client import GatewayClient, connect
+from sopgym.client import connect
+from sopgym.client.transports import GatewayClientProtocol
+from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing
@@ -34,7 +36,11 @@ from sopgym.types import JSON
 
 
 def run_job(
-    agent: Agent, client: GatewayClient, job: JSON, task_timeout: float, model: str | None = None
+    agent: Agent,
+    client: GatewayClientProtocol,
+    job: JSON,
+    task_timeout: float,
+    model: str | None = None,
 ) -> JSON:
     """Work one job inside the episode's root span: one task episode is one trace."""
     task = Task.from_json(job["task"])
@@ -53,7 +59,7 @@ def run_job(
 
 
 def _run_episode(
-    agent: Agent, client: GatewayClient, job: JSON, task: Task, task_timeout: float
+    agent: Agent, client: GatewayClientProtocol, job: JSON, task: Task, task_timeout: float
 ) -> JSON:
     started = time.monotonic()
     report: JSON = {
@@ -88,8 +94,10 @@ def _run_episode(
     except InfraFailure as error:  # the infrastructure's fault, not the agent's
         report["status"] = INFRA_ERROR
         report["error"] = f"{type(error).__name__}: {error}"
+        report["error_record"] = error_record(error)
     except Exception as error:  # one task's failure must not end the worker
         report["error"] = f"{type(error).__name__}: {error}"
+        report["error_record"] = error_record(error)  # typed: read without parsing the text
         report["traceback"] = traceback.format_exc(limit=5)
     report["elapsed_s"] = round(time.monotonic() - started, 4)
     report["llm_calls"] = context.usage

@@ -26,6 +26,7 @@ from sopgym.asgi import (
     respond,
 )
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import Signal
 from sopgym.core.jsonio import dumps, loads_object
 from sopgym.gateway.catalog import Catalog
 from sopgym.gateway.core import GatewayCore
@@ -198,7 +199,7 @@ class Gateway:
         raise ToolError("not_found", f"no route {method} {scope['path']}")
 
 
-class _Dropped(Exception):
+class _Dropped(Signal):
     """An injected ``drop`` fault: the connection closes with the answer unfinished."""
 
 

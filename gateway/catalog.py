@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from sopgym.core.exceptions import InfrastructureError
 from sopgym.core.tools import ToolSpec
 from sopgym.types import JSON
 
@@ -133,7 +134,7 @@ def _rank(seed: str, name: str) -> str:
     return hashlib.blake2b(f"{seed}|{name}".encode(), digest_size=8).hexdigest()
 
 
-class DiscoveryError(RuntimeError):
+class DiscoveryError(InfrastructureError, RuntimeError):
     """A tool service did not answer its catalog in time, or answered as no tool service."""
 
 

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import UsageError
 
 TIMEOUT_HOLD_S = 1.0
 
@@ -43,7 +44,7 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s)")
 _TOOL = re.compile(r"[A-Za-z_][\w.-]*")
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(UsageError, ValueError):
     """A fault spec that does not parse; the message says which item and why."""
 
 

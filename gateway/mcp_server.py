@@ -46,6 +46,15 @@ from sopgym.asgi import Receive, Scope, Send
 from sopgym.core.answers import MESSAGE_ACTION, message_action_spec
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.errors import ToolError
+from sopgym.core.wire import (
+    EPISODE_PATH,
+    FINISH_TOOL,
+    MCP,
+    OPEN_TOOL,
+    SOP_URI,
+    TASK_PROMPT,
+    TASK_URI,
+)
 from sopgym.gateway.app import MCP_PREFIX
 from sopgym.gateway.core import GatewayCore
 from sopgym.gateway.episodes import Episode
@@ -55,13 +64,6 @@ from sopgym.observability.lean import current_span, current_traceparent
 from sopgym.observability.semconv import HTTP_STATUS, SCOPE_GATEWAY
 from sopgym.types import JSON
 
-MCP = "mcp"
-FINISH_TOOL = "finish_episode"
-OPEN_TOOL = "open_episode"  # 2026-07-28: at the task's URL, opens an episode, gives its URL
-EPISODE_PATH = "_episode/"  # under the door: /mcp/_episode/<episode id>/<token>
-TASK_PROMPT = "task"
-SOP_URI = "sopgym://episode/sop"
-TASK_URI = "sopgym://episode/task"
 INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603  # JSON-RPC: the client's fault, or ours
 _T = TypeVar("_T")
 

@@ -34,6 +34,7 @@ import httptools
 
 from sopgym.asgi import MAX_API_BODY, ASGIApp, Message, Scope, header
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import InfrastructureError, Signal
 from sopgym.core.jsonio import dumps
 
 log = logging.getLogger("sopgym.gateway.server")
@@ -69,11 +70,11 @@ def _error_response(status: int, code: str, message: str) -> bytes:
     ))
 
 
-class ServerError(RuntimeError):
+class ServerError(InfrastructureError, RuntimeError):
     """The server could not start: the port is taken, or the app's lifespan startup failed."""
 
 
-class _Refusal(Exception):
+class _Refusal(Signal):
     """Raised from a parser callback to stop parsing and refuse the request with ``status``
     (httptools hands it back as the ``__context__`` of the parser error it raises)."""
 

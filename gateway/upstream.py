@@ -12,8 +12,10 @@ from collections import deque
 
 import httptools
 
+from sopgym.core.exceptions import InfrastructureError
 
-class UpstreamError(ConnectionError):
+
+class UpstreamError(InfrastructureError, ConnectionError):
     """The service could not be reached or closed the connection mid-response."""
 
 

@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from sopgym.asgi import BodyTooLarge, ClientDisconnected, Receive, Send, read_body, respond
+from sopgym.core.exceptions import MalformedRequest
 from sopgym.observability.otlp import json_to_request, request_to_json
 
 log = logging.getLogger("sopgym.collector")
@@ -37,7 +38,7 @@ JSON_HEADER, PROTOBUF_HEADER = (b"content-type", JSON_TYPE), (b"content-type", P
 MAX_BODY = 64 * 1024 * 1024
 
 
-class BadRequest(Exception):
+class BadRequest(MalformedRequest):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

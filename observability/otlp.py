@@ -24,6 +24,7 @@ import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from sopgym.core.exceptions import DataError
 from sopgym.types import JSON
 
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
@@ -371,7 +372,7 @@ def _hex_id(value: str) -> str:
     return value if not value or len(value) in (32, 16) else _b64_to_hex(value)
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(DataError, ValueError):
     """Trace data that is not OTLP JSON traces; the message says where."""
 
 

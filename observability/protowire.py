@@ -4,22 +4,30 @@ The SDK's encoder builds a protobuf message object per span, per attribute and p
 before serialising them; on the gateway and tool services that costs more CPU per span than
 handling the request did. This module writes the same ``ExportTraceServiceRequest`` bytes
 directly (the tests parse both encodings and compare the messages), and
-:class:`OTLPSpanExporter` is the SDK's OTLP/HTTP exporter with only the encoding swapped, so
-endpoint, headers, compression, timeouts and retries still follow the standard ``OTEL_*``
-variables.
+:class:`OTLPSpanExporter` posts it over OTLP/HTTP following the standard ``OTEL_*`` variables
+(endpoint, headers, compression, timeout, retries), on public APIs only: the SDK's exporter
+offers no public way to swap its encoder. ``bench/bench_otlp_codecs.py`` holds the encoder to
+the SDK's, CPU per span, side by side.
 """
 
 from __future__ import annotations
 
+import gzip
 import logging
+import os
 import struct
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
+import httpx
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import trace_exporter
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
 
 log = logging.getLogger("sopgym.observability")
@@ -194,25 +202,95 @@ def encode_request(spans: Sequence[ReadableSpan]) -> bytes:
     return b"".join(out)
 
 
-class OTLPSpanExporter(trace_exporter.OTLPSpanExporter):
-    """The SDK's OTLP/HTTP span exporter, encoding with :func:`encode_request`.
+# the OTLP exporter variables (the Python SDK's reading: the timeout in seconds)
+_ENV = "OTEL_EXPORTER_OTLP_TRACES_{0}", "OTEL_EXPORTER_OTLP_{0}"
+_TLS = ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE")
+_TRANSIENT = frozenset({408, 429, 502, 503, 504})
 
-    It reuses the SDK exporter's HTTP client (transport, retries, compression, its own
-    metrics); should a future SDK rename those internals, it falls back to the SDK's export.
+
+def _env(name: str) -> str | None:
+    return next((os.environ[k.format(name)] for k in _ENV if os.environ.get(k.format(name))), None)
+
+
+def _headers(text: str | None) -> dict[str, str]:
+    pairs = (item.split("=", 1) for item in (text or "").split(",") if "=" in item)
+    return {unquote(k).strip().lower(): unquote(v).strip() for k, v in pairs}
+
+
+class OTLPSpanExporter(SpanExporter):
+    """OTLP/HTTP protobuf span exporter over :func:`encode_request`, on public APIs only.
+
+    It follows the standard ``OTEL_EXPORTER_OTLP_[TRACES_]`` variables (endpoint, headers,
+    timeout, gzip compression) and retries a transient refusal (408, 429, 502-504, a refused
+    connection) with exponential backoff until the export's timeout, as the SDK's exporter
+    does; shutdown ends a retry wait at once. A TLS client setting (certificate, client key)
+    hands the whole export to the SDK's exporter, which supports them.
     """
 
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        compression: str | None = None,
+    ) -> None:
+        self._sdk: SpanExporter | None = None
+        if any(_env(name) for name in _TLS):
+            self._sdk = trace_exporter.OTLPSpanExporter(endpoint=endpoint, headers=headers)
+        base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4318")
+        self.endpoint = (
+            endpoint
+            or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            or f"{base.rstrip('/')}/v1/traces"
+        )
+        self.headers = {
+            **_headers(_env("HEADERS")),
+            **(headers or {}),
+            "content-type": "application/x-protobuf",
+        }
+        self.timeout = timeout if timeout is not None else float(_env("TIMEOUT") or 10)
+        self.gzip = (compression or _env("COMPRESSION") or "none").lower() == "gzip"
+        if self.gzip:
+            self.headers["content-encoding"] = "gzip"
+        self._http = httpx.Client(timeout=self.timeout)
+        self._stopping = threading.Event()
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        client, metrics = getattr(self, "_client", None), getattr(self, "_metrics", None)
-        if client is None or metrics is None or getattr(self, "_shutdown", True):
-            return super().export(spans)
-        with metrics.export_operation(len(spans)) as result:
+        if self._sdk is not None:
+            return self._sdk.export(spans)
+        if self._stopping.is_set():
+            return SpanExportResult.FAILURE
+        try:
+            payload = encode_request(spans)
+        except Exception as error:  # one bad attribute must not lose the whole batch
+            log.warning("fast OTLP encoding failed (%s); using the SDK encoder", error)
+            payload = encode_spans(spans).SerializePartialToString()
+        if self.gzip:
+            payload = gzip.compress(payload)
+        deadline, delay = time.monotonic() + self.timeout, 1.0
+        while True:
+            left = deadline - time.monotonic()
             try:
-                payload = encode_request(spans)
-            except Exception as error:  # one bad attribute must not lose the whole batch
-                log.warning("fast OTLP encoding failed (%s); using the SDK encoder", error)
-                return super().export(spans)
-            outcome = client.export(payload)
-            if not outcome.success:
-                result.error = outcome.error
+                response = self._http.post(
+                    self.endpoint, content=payload, headers=self.headers, timeout=max(left, 0.01)
+                )
+            except httpx.TransportError as error:
+                status, why = None, str(error)
+            else:
+                if response.is_success:
+                    return SpanExportResult.SUCCESS
+                status, why = response.status_code, response.text[:200]
+            retry = status is None or status in _TRANSIENT
+            if not retry or delay > deadline - time.monotonic() or self._stopping.wait(delay):
+                log.warning("OTLP export to %s failed: %s %s", self.endpoint, status, why)
                 return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+            delay *= 2
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True  # nothing is buffered here (the span processor holds the batches)
+
+    def shutdown(self) -> None:
+        if self._sdk is not None:
+            self._sdk.shutdown()
+        self._stopping.set()
+        self._http.close()

@@ -6,6 +6,7 @@ dependency machinery cost more than the work itself; these helpers are all they 
 
 from __future__ import annotations
 
+from sopgym.core.exceptions import InfrastructureError, MalformedRequest
 from sopgym.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send"]
@@ -16,11 +17,11 @@ JSON_TYPE = (b"content-type", b"application/json")
 MAX_API_BODY = 16 * 1024 * 1024
 
 
-class BodyTooLarge(ValueError):
+class BodyTooLarge(MalformedRequest, ValueError):
     """A request body passed the limit :func:`read_body` was given."""
 
 
-class ClientDisconnected(ConnectionError):
+class ClientDisconnected(InfrastructureError, ConnectionError):
     """The client left before its request body was complete: what came is a prefix, and
     acting on it (a protobuf prefix parses; so may a JSON one) would act on a request never
     made. There is no one left to answer either."""

@@ -17,6 +17,7 @@ from rich.table import Column, Table
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable, is_scripted
 from sopgym.agents.options import agent_option_flags, collect_agent_options
+from sopgym.client.transports import TRANSPORTS
 from sopgym.core.registry import (
     UnknownDomainError,
     domain_names,
@@ -263,7 +264,7 @@ def field_distribution(schema: dict[str, Any], values: list[Any]) -> str:
 )
 @click.option(
     "--transport",
-    type=click.Choice(["http", "grpc", "mcp"]),
+    type=click.Choice(list(TRANSPORTS)),
     default="http",
     show_default=True,
     help="How the agent workers reach the gateway (the mcp agent always uses MCP).",
@@ -898,7 +899,7 @@ def env_serve(
 )
 @click.option(
     "--transport",
-    type=click.Choice(["http", "grpc", "mcp"]),
+    type=click.Choice(list(TRANSPORTS)),
     default="http",
     show_default=True,
     help="How the worker reaches the gateway (the mcp agent always uses MCP).",

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Final
 
+from sopgym.core.exceptions import Signal
 from sopgym.types import JSON
 
 from . import language
@@ -53,7 +54,7 @@ class Close:
 Step = Ask | Act | Close
 
 
-class _Unknown(Exception):
+class _Unknown(Signal):
     def __init__(self, fact: str) -> None:
         self.fact = fact
 

@@ -6,6 +6,8 @@ disagree about the code tables; the images themselves are the only thing that tr
 
 from __future__ import annotations
 
+from sopgym.core.exceptions import DataError
+
 MODULES = 95  # 3 start guard + 6x7 left digits + 5 centre guard + 6x7 right digits + 3 end guard
 START_END = "101"
 CENTRE = "01010"
@@ -24,7 +26,7 @@ _LEFT = {code: (str(d), "L") for d, code in enumerate(L_CODES)} | {
 _RIGHT = {code: str(d) for d, code in enumerate(R_CODES)}
 
 
-class SymbolError(ValueError):
+class SymbolError(DataError, ValueError):
     """The module string is not a well-formed EAN-13 symbol; the message says where."""
 
 

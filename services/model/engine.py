@@ -26,6 +26,7 @@ from typing import IO, Any
 import orjson
 
 from sopgym.core.dataset import DomainData
+from sopgym.core.exceptions import MalformedRequest
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task, ToolCall
 from sopgym.evaluation.maze_protocol import paper_prompt
 from sopgym.importers.policy import Answer, Step, next_action, spec_parts
@@ -44,7 +45,7 @@ _UNKNOWN_CASE = (
 )
 
 
-class BadRequest(ValueError):
+class BadRequest(MalformedRequest, ValueError):
     """A request the OpenAI API would refuse with 400; ``param``: the parameter at fault, for
     the error body's ``param`` field (as OpenAI names it there)."""
 

@@ -27,6 +27,7 @@ import orjson
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.domain import PolicyRun
 from sopgym.core.errors import DOWN_CODE, FAULT_CODES, TOOL_FAILURES, ToolError
+from sopgym.core.exceptions import Signal
 from sopgym.core.tables import Tables
 from sopgym.core.tasks import ToolCall
 from sopgym.core.tools import ToolContext
@@ -40,7 +41,7 @@ RETRIED_CODES = FAULT_CODES | TOOL_FAILURES | {"upstream_unavailable", "invalid_
 UNREADABLE = "unreadable_result"  # a failed result with no error code to read
 
 
-class Pending(Exception):
+class Pending(Signal):
     """The policy reached an action the conversation has not made yet: the model's next."""
 
     def __init__(self, call: ToolCall) -> None:
@@ -48,7 +49,7 @@ class Pending(Exception):
         self.call = call
 
 
-class GaveUp(Exception):
+class GaveUp(Signal):
     """The model stops without an answer: a call kept failing, or the tool refused it."""
 
     def __init__(self, call: ToolCall, code: str, attempts: int) -> None:

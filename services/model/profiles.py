@@ -45,6 +45,8 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from sopgym.core.exceptions import UsageError
+
 STEP_KINDS = (
     "wrong_tool",
     "missing_arg",
@@ -81,7 +83,7 @@ PRESETS: dict[str, dict[str, float]] = {
 }
 
 
-class ProfileError(ValueError):
+class ProfileError(UsageError, ValueError):
     pass
 
 

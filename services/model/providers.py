@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 
 from sopgym.asgi import MAX_API_BODY, BodyTooLarge, ClientDisconnected, read_body
+from sopgym.core.exceptions import MalformedRequest
 from sopgym.core.jsonio import MAX_DEPTH, json_depth
 from sopgym.services.model.engine import BadRequest
 from sopgym.types import JSON
@@ -35,7 +36,7 @@ from sopgym.types import JSON
 Answer = Callable[[JSON, int], JSON]  # a Chat Completions body (and its size) → its reply
 
 
-class ProtocolError(ValueError):
+class ProtocolError(MalformedRequest, ValueError):
     """A request its API would refuse with 400."""
 
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from sopgym.core import dataset
 from sopgym.core.dialogue import AGENT, MAX_MESSAGE_CHARS, USER, UserBehaviour, UserTurn, user_turn
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import UsageError
 from sopgym.core.registry import load_domain
 from sopgym.types import JSON
 
@@ -35,7 +36,7 @@ class Persona:
     seed: int
 
 
-class NotADialogueDomain(ValueError):
+class NotADialogueDomain(UsageError, ValueError):
     """A domain given to the simulator has no simulated user."""
 
 

@@ -16,7 +16,6 @@ infrastructure error instead of an agent mistake.
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,8 +25,13 @@ from urllib.parse import quote
 from opentelemetry.propagate import inject
 
 from sopgym.client.keepalive import HttpTransport, Reply, TransportError
+from sopgym.client.retry import RetryPolicy
+from sopgym.client.transports import TRANSPORTS as TRANSPORTS
+from sopgym.client.transports import GatewayClientProtocol
+from sopgym.client.transports import transport as transport_named
 from sopgym.core.answers import MESSAGE_ACTION
-from sopgym.core.errors import DOWN_CODE, TOOL_FAILURES
+from sopgym.core.errors import TOOL_FAILURES
+from sopgym.core.exceptions import SopgymError
 from sopgym.core.outcomes import InfraFailure
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
@@ -37,7 +41,7 @@ REFUSED_RETRIES = 1  # after a refused connection: a restarting gateway gets one
 REMEMBERED_EPISODES = 10_000  # episodes whose replica a client remembers, for their records
 
 
-class GatewayError(RuntimeError):
+class GatewayError(SopgymError, RuntimeError):
     """The gateway could not be reached, or refused to open/finish an episode."""
 
 
@@ -101,7 +105,7 @@ class GatewayClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._http = HttpTransport(self.base_url, timeout)
-        self._retries, self._backoff = retries, backoff
+        self._policy = RetryPolicy(retries, backoff)
         self.replicas: Replicas[GatewayClient] = Replicas(
             self, self.base_url, lambda url: GatewayClient(url, timeout, retries, backoff)
         )
@@ -109,24 +113,23 @@ class GatewayClient:
     def request(self, method: str, path: str, token: str | None = None, json: Any = None) -> Reply:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         inject(headers)  # W3C trace context: the gateway's span joins the caller's trace
-        for attempt in range(self._retries + 1):
+        for attempt in self._policy.attempts():
             try:
                 response = self._http.request(method, path, headers, json)
             except TransportError as error:
                 # a refused connection is a gateway that is down, not slow: one retry only
                 down = isinstance(error, ConnectionRefusedError) and attempt >= REFUSED_RETRIES
-                if down or attempt == self._retries:
+                if down or self._policy.gives_up(attempt, None):
                     raise InfraError(f"gateway {self.base_url} unreachable: {error}") from error
             else:
                 code = _error_code(response) if response.status in RETRY_STATUSES else None
                 if response.status not in RETRY_STATUSES or code in TOOL_FAILURES:
                     return response  # a tool that hung (504 tool_timeout) would hang again
-                if code == DOWN_CODE or attempt == self._retries:
+                if self._policy.gives_up(attempt, code):
                     raise InfraError(
                         f"{method} {path}: {response.status} {code or 'no error code'} "
                         f"after {attempt + 1} attempt(s): {response.text[:200]}"
                     )
-            time.sleep(self._backoff * 2**attempt)
         raise AssertionError("unreachable")
 
     def open(
@@ -245,21 +248,8 @@ def _body(response: Reply) -> JSON:
         return {"error": {"code": "invalid_response", "message": response.text[:200]}}
 
 
-TRANSPORTS = ("http", "grpc", "mcp")
-
-
-def connect(address: str, transport: str = "http", **options: Any) -> GatewayClient:
-    """A gateway client for ``transport``: ``http`` or ``mcp`` (``address`` is the base URL)
-    or ``grpc`` (``address`` is ``host:port`` or ``grpc://host:port``); all give the same
-    episodes."""
-    if transport == "grpc":
-        from sopgym.client.over_grpc import GrpcGatewayClient
-
-        return GrpcGatewayClient(address, **options)  # type: ignore[return-value]
-    if transport == "mcp":
-        from sopgym.client.over_mcp import McpGatewayClient
-
-        return McpGatewayClient(address, **options)
-    if transport != "http":
-        raise ValueError(f"unknown transport {transport!r} (known: {', '.join(TRANSPORTS)})")
-    return GatewayClient(address, **options)
+def connect(address: str, transport: str = "http", **options: Any) -> GatewayClientProtocol:
+    """A gateway client for ``transport``, a name in :data:`TRANSPORTS`: ``http`` or ``mcp``
+    (``address`` is the base URL) or ``grpc`` (``address`` is ``host:port`` or
+    ``grpc://host:port``); all give the same episodes."""
+    return transport_named(transport).connect(address, **options)

@@ -11,7 +11,6 @@ same backoff.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import grpc
@@ -19,7 +18,8 @@ import orjson
 from opentelemetry.propagate import inject
 
 from sopgym.client import Episode, GatewayError, InfraError, Replicas
-from sopgym.core.errors import DOWN_CODE, ToolError
+from sopgym.client.retry import RetryPolicy
+from sopgym.core.errors import ToolError
 from sopgym.proto import gateway_v1
 from sopgym.types import JSON
 
@@ -76,7 +76,7 @@ class GrpcGatewayClient:
             ],
         )
         self._stub = stubs.GatewayStub(self._channel)
-        self._timeout, self._retries, self._backoff = timeout, retries, backoff
+        self._timeout, self._policy = timeout, RetryPolicy(retries, backoff)
         self.replicas: Replicas[GrpcGatewayClient] = Replicas(
             self,
             grpc_target(address),
@@ -90,19 +90,18 @@ class GrpcGatewayClient:
         inject(carrier)  # W3C trace context: the gateway's span joins the caller's trace
         metadata = tuple(carrier.items())
         rpc = getattr(self._stub, method)
-        for attempt in range(self._retries + 1):
+        for attempt in self._policy.attempts():
             try:
                 return rpc(request, timeout=self._timeout, metadata=metadata)
             except grpc.RpcError as error:
                 if error.code() not in RETRY_CODES:
                     raise
                 code = trailing_metadata(error).get("sopgym-error-code")
-                if code == DOWN_CODE or attempt == self._retries:  # as the HTTP client does
+                if self._policy.gives_up(attempt, code):  # the HTTP client's policy
                     raise InfraError(
                         f"{method}: {error.code().name} {code or 'no error code'} after "
                         f"{attempt + 1} attempt(s): {error.details()}"
                     ) from error
-            time.sleep(self._backoff * 2**attempt)
         raise AssertionError("unreachable")
 
     def open(

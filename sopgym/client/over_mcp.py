@@ -33,7 +33,7 @@ from mcp import Client
 from sopgym.client import Episode, GatewayClient, GatewayError
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.errors import ToolError
-from sopgym.gateway.mcp_server import FINISH_TOOL, OPEN_TOOL, SOP_URI, TASK_URI
+from sopgym.core.wire import FINISH_TOOL, OPEN_TOOL, SOP_URI, TASK_URI
 from sopgym.types import JSON
 
 _T = TypeVar("_T")

@@ -28,7 +28,8 @@ from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
-    from sopgym.client import Episode, GatewayClient
+    from sopgym.client import Episode
+    from sopgym.client.transports import GatewayClientProtocol
     from sopgym.core.tasks import Task
 
 
@@ -69,7 +70,7 @@ class RunRecorder:
 
     def record(
         self,
-        client: GatewayClient,
+        client: GatewayClientProtocol,
         episode: Episode | str,
         token: str | None = None,
         *,

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from sopgym.core.exceptions import DataError
 from sopgym.types import JSON
 
 DIALOGUE: Final = "dialogue"  # the task kind (sopgym.core.tasks.TASK_KINDS) with a user
@@ -49,7 +50,7 @@ def user_turn(
     return turn
 
 
-class ConversationOver(RuntimeError):
+class ConversationOver(DataError, RuntimeError):
     """The reference policy spoke after the user had ended the conversation."""
 
 

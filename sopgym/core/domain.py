@@ -21,7 +21,7 @@ from sopgym.core.tools import EpisodeStore, Tool, ToolContext
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
-    from sopgym.evaluation.scorers import Scorer
+    from sopgym.core.scorer import Scorer
 
 
 @dataclass

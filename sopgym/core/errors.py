@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sopgym.core.exceptions import SopgymError, UsageError
+
 # code -> HTTP status. Validation failures are 422 so agents can tell "you called me wrong"
 # from "this thing does not exist" (404) and "you may not" (401/403).
 STATUS_BY_CODE: dict[str, int] = {
@@ -69,7 +71,7 @@ HUNG_CODE = "tool_timeout"
 
 
 @dataclass
-class ToolError(Exception):
+class ToolError(SopgymError):
     """A call that a tool, a service or the gateway refuses, with a stable error code."""
 
     code: str
@@ -87,7 +89,7 @@ class ToolError(Exception):
         return {"error": {"code": self.code, "message": self.message, "field": self.field}}
 
 
-class UnknownDomainError(KeyError):
+class UnknownDomainError(UsageError, KeyError):
     """A domain name that no pack (and no imported benchmark) answers to; the message says
     which names exist, or why an imported one cannot load."""
 

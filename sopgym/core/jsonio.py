@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import DataError
 
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
@@ -88,7 +89,7 @@ class JsonlAppender:
         os.close(self._fd)
 
 
-class CorruptRow(ValueError):
+class CorruptRow(DataError, ValueError):
     """A whole line of a JSONL file that is not a JSON object: names the file and line."""
 
     def __init__(self, path: Path, line: int, why: str) -> None:

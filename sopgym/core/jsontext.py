@@ -14,12 +14,14 @@ from typing import Any
 
 import orjson
 
+from sopgym.core.exceptions import DataError
+
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 _JSON_WORDS = {"true": "True", "false": "False", "null": "None"}
 
 
-class LooseJSONError(ValueError):
+class LooseJSONError(DataError, ValueError):
     """The text holds no object we could read; the message says why, for the model to see."""
 
 

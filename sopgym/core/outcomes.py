@@ -8,10 +8,12 @@ it out (:mod:`sopgym.evaluation.scoring`) instead of calling it an agent mistake
 
 from __future__ import annotations
 
+from sopgym.core.exceptions import InfrastructureError
+
 INFRA_ERROR = "infra_error"
 
 
-class InfraFailure(RuntimeError):
+class InfraFailure(InfrastructureError, RuntimeError):
     """Raised agent-side when the infrastructure, not the agent, ended an episode."""
 
 

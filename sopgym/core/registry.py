@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
-from sopgym.importers import PREFIXES as IMPORTED_PREFIXES
+from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
 
 # Extra packages of domain packs (comma-separated importable names), laid out like
 # ``sopgym.domains``: the test suite's small test domains use this, and so can a user's own

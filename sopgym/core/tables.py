@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sopgym.core.exceptions import DataError
+
 if TYPE_CHECKING:  # pandas loads on first use: most sopgym processes never hold a table
     import pandas as pd
 
 
-class DuplicateKeyError(ValueError):
+class DuplicateKeyError(DataError, ValueError):
     """A table's key column holds the same value twice."""
 
 

@@ -29,8 +29,9 @@ from typing import Any, SupportsFloat
 import gymnasium
 import orjson
 
-from sopgym.client import Episode, GatewayClient, ToolResult
+from sopgym.client import Episode, ToolResult
 from sopgym.client.recorder import RunRecorder
+from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
@@ -73,7 +74,7 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
 
     def __init__(
         self,
-        client: GatewayClient,
+        client: GatewayClientProtocol,
         data: DomainData,
         *,
         distractors: int | None = None,

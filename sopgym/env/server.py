@@ -27,7 +27,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
 from sopgym.asgi import MAX_API_BODY, read_body
-from sopgym.client import GatewayClient, GatewayError, connect
+from sopgym.client import GatewayError, connect
+from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core import dataset
 from sopgym.core.errors import ToolError
 from sopgym.core.jsonio import loads_object
@@ -55,7 +56,7 @@ class EnvPool:
 
     def __init__(
         self,
-        client: GatewayClient,
+        client: GatewayClientProtocol,
         domains: list[str],
         data_root: Path | None,
         score_detail: bool = False,

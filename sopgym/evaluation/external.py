@@ -33,6 +33,7 @@ from typing import Any, Protocol
 import orjson
 
 from sopgym.core.answers import extract_final_answer
+from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import dumps, write_atomic
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
@@ -398,7 +399,7 @@ def source_of(path: Path, reader: str) -> JSON:
     }
 
 
-class ScoreRefused(ValueError):
+class ScoreRefused(UsageError, ValueError):
     """The user's mistake (an unknown format, an unreadable path, a folder that exists): one
     line, nothing written."""
 

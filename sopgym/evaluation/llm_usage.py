@@ -19,13 +19,14 @@ from pathlib import Path
 
 import orjson
 
+from sopgym.core.exceptions import UsageError
 from sopgym.evaluation.stats import percentiles
 from sopgym.types import JSON
 
 PER_MILLION = 1_000_000
 
 
-class PriceTableError(ValueError):
+class PriceTableError(UsageError, ValueError):
     """A price table that cannot be used, with the reason."""
 
 

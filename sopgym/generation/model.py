@@ -23,12 +23,13 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from sopgym.agents.base import AgentContext
 from sopgym.agents.llm import LLM, invoke_model
 from sopgym.agents.models import ModelSpec
+from sopgym.core.exceptions import DataError
 
 REPLAY = "replay:"
 USAGE_FILE = "usage.json"
 
 
-class CassetteMissing(LookupError):
+class CassetteMissing(DataError, LookupError):
     """The cassette has no recorded response for this stage and attempt."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.llm import ModelCallError
+from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import write_atomic
 from sopgym.generation.model import GenerationModel
 from sopgym.generation.pack import pack_name_for, write_scaffold
@@ -41,7 +42,7 @@ CONTEXT_INPUT = "context-input"
 GENERATION_SCOPE = "sopgym.generation"
 
 
-class GenerationError(RuntimeError):
+class GenerationError(UsageError, RuntimeError):
     """The run cannot start (a bad stage name, an output folder holding another request)."""
 
 

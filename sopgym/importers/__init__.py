@@ -7,9 +7,6 @@ files: the import registry remembers where each benchmark folder lives, and ever
 needs it (the runner, the tool service, the audit) reads the folder in place.
 """
 
-PREFIX = "sopbench/"
-MAZE_PREFIX = "sopmaze/"
-ABCD_PREFIX = "abcd/"
-GENERATED_PREFIX = "generated/"  # packs written by `sopgym generate` (sopgym.generation)
-# every imported domain's name starts with one
-PREFIXES = (PREFIX, MAZE_PREFIX, ABCD_PREFIX, GENERATED_PREFIX)
+from sopgym.core.imported import ABCD_PREFIX, GENERATED_PREFIX, MAZE_PREFIX, PREFIX, PREFIXES
+
+__all__ = ["ABCD_PREFIX", "GENERATED_PREFIX", "MAZE_PREFIX", "PREFIX", "PREFIXES"]

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
+from sopgym.core.exceptions import DataError
 from sopgym.core.tasks import Solution, Task
 from sopgym.domains.tod.scoring import section_top1, section_top2
 from sopgym.evaluation.scorers import Case, Score, Scorer, schema_valid
@@ -79,7 +80,7 @@ Answer three things:
 """
 
 
-class AbcdError(ValueError):
+class AbcdError(DataError, ValueError):
     """The folder cannot be imported; the message says where and why, in one line."""
 
 

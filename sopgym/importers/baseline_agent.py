@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from sopgym.core.exceptions import AgentError
 from sopgym.importers.policy import Answer, Step, next_action
 from sopgym.types import JSON
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 
-class BaselineTimeout(RuntimeError):
+class BaselineTimeout(AgentError, RuntimeError):
     """The task's deadline passed before the policy answered."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import DataError
 from sopgym.importers.layout import TOOLS
 from sopgym.types import JSON
 
@@ -42,7 +43,7 @@ _UNEXPECTED = re.compile(r"unexpected keyword argument '([^']+)'")
 _MISSING = re.compile(r"missing (?:\d+|a) required (?:\w+ )?arguments?: '([^']+)'")
 
 
-class ToolsLoadError(RuntimeError):
+class ToolsLoadError(DataError, RuntimeError):
     """``tools.py`` cannot be imported, or offers no object to call tools on."""
 
 

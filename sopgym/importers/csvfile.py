@@ -19,8 +19,10 @@ from typing import Any
 
 import pandas as pd
 
+from sopgym.core.exceptions import DataError
 
-class CsvError(ValueError):
+
+class CsvError(DataError, ValueError):
     """The file cannot be read as CSV at all (encoding, quoting, no header)."""
 
 

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sopgym.core.exceptions import DataError
 from sopgym.core.jsonio import write_atomic
 
 HOME_ENV = "SOPGYM_HOME"
 INDEX_FILE = "imports.json"
 
 
-class ImportIndexError(RuntimeError):
+class ImportIndexError(DataError, RuntimeError):
     """The registry file exists but cannot be read."""
 
 

@@ -40,6 +40,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from sopgym.core.exceptions import InfrastructureError
+
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 600.0
 MAX_FILE_BYTES = 64 * 2**20
@@ -50,7 +52,7 @@ CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
 
 
-class IsolatedTimeout(TimeoutError):
+class IsolatedTimeout(InfrastructureError, TimeoutError):
     """The child did not finish in time (and was killed)."""
 
 

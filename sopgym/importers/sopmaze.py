@@ -27,6 +27,7 @@ from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError
 
 from sopgym.core.domain import GeneratedData, PolicyRun
+from sopgym.core.exceptions import DataError
 from sopgym.core.tasks import Solution, Task
 from sopgym.evaluation.scorers.answers import schema_errors
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
@@ -56,7 +57,7 @@ _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "definitions", "dep
 _COUNT = re.compile(r"_?(\d+)$")
 
 
-class MazeInputError(ValueError):
+class MazeInputError(DataError, ValueError):
     """A file or record that cannot be imported; the message names file and record."""
 
 

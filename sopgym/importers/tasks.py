@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sopgym.core.exceptions import DataError
 from sopgym.core.tasks import Task
 from sopgym.importers.layout import METADATA, WITHOUT_OUTPUTS, Benchmark
 from sopgym.types import JSON
 
 
-class InputColumnsError(ValueError):
+class InputColumnsError(DataError, ValueError):
     """The task inputs cannot be determined safely."""
 
 

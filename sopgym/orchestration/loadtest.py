@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
+from sopgym.client.transports import TRANSPORTS
+from sopgym.core.exceptions import InfrastructureError
 from sopgym.evaluation.stats import percentiles
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
@@ -41,7 +43,7 @@ WINDOWS = 12  # the measured phase cut into this many windows for the figures ov
 EPISODES_FILE = "episodes.jsonl"  # every measured episode's facts, for gathering parts
 
 
-class LoadtestError(RuntimeError):
+class LoadtestError(InfrastructureError, RuntimeError):
     """The load could not be driven (a worker died or hung in its warm-up)."""
 
 
@@ -209,7 +211,7 @@ class Loadtest:
         from sopgym.orchestration.stack import embedded_stack
 
         config, logs = self.config, self.out_dir / "logs"
-        grpc = config.transport == "grpc"
+        door = TRANSPORTS[config.transport]
         with contextlib.ExitStack() as stack:
             if config.gateway is None:
                 embedded = stack.enter_context(
@@ -218,12 +220,11 @@ class Loadtest:
                         logs,
                         self.data_root,
                         model=config.model if self._scripted() else None,
-                        grpc=grpc,
+                        grpc=door.needs_grpc_door,
                     )
                 )
                 group, env = embedded.group, embedded.env
-                address = embedded.grpc_target if grpc else embedded.gateway_url
-                assert address is not None  # the embedded stack serves gRPC when asked to
+                address = door.address(embedded)
                 model_url = embedded.model_url or config.model_url
             else:
                 group, env = stack.enter_context(ProcessGroup()), {}

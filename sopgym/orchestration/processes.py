@@ -22,9 +22,10 @@ import httpx
 import orjson
 
 from sopgym.core.access import hand_over
+from sopgym.core.exceptions import InfrastructureError
 
 
-class StartupError(RuntimeError):
+class StartupError(InfrastructureError, RuntimeError):
     """A child process exited or never became ready; carries the tail of its log."""
 
 

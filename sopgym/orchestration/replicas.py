@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
+from sopgym.core.exceptions import UsageError
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 from sopgym.orchestration.stack import ADMIN_TOKEN_ENV, Stack, start_model_server
 
@@ -50,7 +51,7 @@ backend gateway_grpc_replicas
 """
 
 
-class ProxyMissing(RuntimeError):
+class ProxyMissing(UsageError, RuntimeError):
     """HAProxy is not installed (Debian: ``apt-get install haproxy``)."""
 
 

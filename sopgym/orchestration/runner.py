@@ -36,8 +36,10 @@ from opentelemetry import trace
 from sopgym.agents import oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, InfraError
+from sopgym.client.transports import TRANSPORTS
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
+from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.registry import load_domain
@@ -124,7 +126,7 @@ WORKER_GRACE_S = 5.0  # past --task-timeout, how long a worker may take to repor
 INTERRUPT_GRACE_S = 2.0
 
 
-class RunLocked(RuntimeError):
+class RunLocked(UsageError, RuntimeError):
     """Another runner holds this run."""
 
 
@@ -283,7 +285,7 @@ class Runner:
                 traces=self.paths.traces if self.config.trace else None,
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
-                grpc=self.config.transport == "grpc",
+                grpc=TRANSPORTS[self.config.transport].needs_grpc_door,
                 seed=self.config.seed,
                 faults=self.config.faults,
                 service_groups=self.config.service_groups,
@@ -437,8 +439,7 @@ class Runner:
         return job
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
-        gateway = stack.grpc_target if self.config.transport == "grpc" else stack.gateway_url
-        assert gateway is not None  # the stack serves gRPC when the run asks for it
+        gateway = TRANSPORTS[self.config.transport].address(stack)
         argv = sopgym_command(
             "agent-worker",
             "--gateway",

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import orjson
 
 from sopgym.agents import uses_model
+from sopgym.core.exceptions import UsageError
 from sopgym.core.outcomes import outcome as episode_outcome
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.orchestration.runner import RunConfig, RunPaths
@@ -34,7 +35,7 @@ SUMMARY_KEYS = frozenset({"tasks", "completed", "ecr", "c_tsr", "tsr", "tool_f1"
                           "domains"})  # fmt: skip
 
 
-class RunFolderError(ValueError):
+class RunFolderError(UsageError, ValueError):
     """A folder that is not a readable run: says which and why."""
 
 

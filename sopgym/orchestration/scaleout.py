@@ -18,6 +18,7 @@ import click
 from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
+from sopgym.client.transports import TRANSPORTS
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
 from sopgym.validation import AGENT_HELP, DATA_ROOT, MODEL_HELP, SECONDS
@@ -255,7 +256,7 @@ def default_out(name: str) -> Path:
 )
 @click.option(
     "--transport",
-    type=click.Choice(["http", "grpc"]),
+    type=click.Choice([t.name for t in TRANSPORTS.values() if t.replicable]),
     default="http",
     show_default=True,
     help="How the agent workers reach the gateway.",

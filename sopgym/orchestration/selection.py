@@ -10,10 +10,11 @@ from __future__ import annotations
 import random
 from fnmatch import fnmatchcase
 
+from sopgym.core.exceptions import UsageError
 from sopgym.core.tasks import Task
 
 
-class SelectionError(ValueError):
+class SelectionError(UsageError, ValueError):
     """The options name tasks the run's domains do not have, or select none at all."""
 
 

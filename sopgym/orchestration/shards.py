@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sopgym.core.exceptions import InfrastructureError
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.types import JSON
@@ -43,7 +44,7 @@ PROGRESS_S = 15.0  # how often a wait says what it is waiting for
 POLL_S = 2.0  # how often a wait tries again
 
 
-class ShardError(RuntimeError):
+class ShardError(InfrastructureError, RuntimeError):
     """Bad shard arguments, an unreachable stack, or shards that cannot be merged."""
 
 

@@ -77,7 +77,7 @@ def embedded_stack(
             service_secret=new_secret(),
         )
         if traces is not None:
-            from sopgym.observability.embedded import start_collector
+            from sopgym.orchestration.embedded import start_collector
 
             stack.env = start_collector(group, traces, logs)
         data_args = ["--data-root", str(data_root)] if data_root else []

@@ -6,29 +6,13 @@ this a run shows nothing until a task ends."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from sopgym.types import JSON
+from sopgym.observability.steps import STEP_PREFIX, log_step, step_line
 
-STEP_PREFIX = "step "
-
-
-def step_line(task_id: str, step: int, usage: JSON) -> str:
-    """One model turn as a log line, from its usage record (:func:`sopgym.agents.llm`)."""
-    error = f" error={usage['error']!r}" if usage.get("error") else ""
-    return (
-        f"{STEP_PREFIX}task={task_id} n={step} purpose={usage.get('purpose')} "
-        f"latency={usage.get('latency_s', 0):.2f}s in={usage.get('input_tokens', 0)} "
-        f"out={usage.get('output_tokens', 0)}{error}"
-    )
-
-
-def log_step(task_id: str, step: int, usage: JSON) -> None:
-    """Write the step's line to stderr (a worker's stderr is its log)."""
-    print(step_line(task_id, step, usage), file=sys.stderr, flush=True)
+__all__ = ["STEP_PREFIX", "StepFollower", "log_step", "step_line"]
 
 
 class StepFollower:

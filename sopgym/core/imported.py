@@ -1,0 +1,10 @@
+"""The name prefixes of imported domains (``sopbench/<name>``, ...). The registry in core
+tells an imported domain from a pack by them, so they live in core; :mod:`sopgym.importers`
+re-exports them."""
+
+PREFIX = "sopbench/"
+MAZE_PREFIX = "sopmaze/"
+ABCD_PREFIX = "abcd/"
+GENERATED_PREFIX = "generated/"  # packs written by `sopgym generate` (sopgym.generation)
+# every imported domain's name starts with one
+PREFIXES = (PREFIX, MAZE_PREFIX, ABCD_PREFIX, GENERATED_PREFIX)
