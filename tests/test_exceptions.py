@@ -132,6 +132,7 @@ def test_a_worker_report_carries_its_error_as_a_typed_record() -> None:
 
     class Episode:
         id, token, replica = "e1", "t", "http://gw"
+        tools = ()
 
     class Client:
         base_url = "http://gw"

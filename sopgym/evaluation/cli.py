@@ -83,8 +83,8 @@ def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dic
     is there, exit 1 when what is there is not trace data)."""
     from sopgym.core.jsonio import CorruptRow
     from sopgym.evaluation.evaluator import evaluate_path
+    from sopgym.evaluation.records import UnreadableConfig
     from sopgym.observability.otlp import TraceFormatError
-    from sopgym.records import UnreadableConfig
 
     try:
         return evaluate_path(path, data_root, run_id)

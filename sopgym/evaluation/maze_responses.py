@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sopgym.core.imported import MAZE_PREFIX
 from sopgym.evaluation.external import (
     TEXT_PROTOCOLS,
     Response,
@@ -33,8 +34,6 @@ from sopgym.evaluation.external import (
     register_reader,
 )
 from sopgym.evaluation.maze_protocol import parse_reply
-from sopgym.importers import MAZE_PREFIX
-from sopgym.importers.index import ImportIndexError, read_index
 from sopgym.types import JSON
 
 MODEL_RESPONSE = "model_response"
@@ -49,6 +48,9 @@ def _same_name(name: str) -> str:
 
 def imported_files() -> dict[str, list[tuple[str, Path]]]:
     """The imported SOP-Maze domains by the name of the file each was imported from."""
+    # imported when read: the importers build on evaluation's scorers, not the reverse
+    from sopgym.importers.index import ImportIndexError, read_index
+
     try:
         index = read_index()
     except ImportIndexError as error:

@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from sopgym.core.exceptions import InfrastructureError
+from sopgym.core.exceptions import DataError, InfrastructureError
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 600.0
@@ -56,7 +56,7 @@ class IsolatedTimeout(InfrastructureError, TimeoutError):
     """The child did not finish in time (and was killed)."""
 
 
-class IsolatedCrash(RuntimeError):
+class IsolatedCrash(DataError, RuntimeError):
     """The child died before answering (it exited, or a signal or a limit killed it)."""
 
 

@@ -48,6 +48,7 @@ from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.breakdown import tags
 from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.paper_figures import summary_figures
+from sopgym.evaluation.records import read_results
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.stats import tsr_intervals
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
@@ -58,7 +59,6 @@ from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.selection import select_tasks
 from sopgym.orchestration.stack import Stack, embedded_stack
-from sopgym.records import read_results
 from sopgym.types import JSON
 
 
@@ -177,7 +177,7 @@ class Runner:
         # wall seconds of the last execute() by phase; "scoring" is spent within "tasks"
         self.phases: dict[str, float] = {}
         # every (domain, task, trial) the run selected, once prepared: a row for another is
-        # refused by the readers (sopgym.records)
+        # refused by the readers (sopgym.evaluation.records)
         self.planned: set[tuple[str, str, int]] | None = None
 
     # ---- preparation ----

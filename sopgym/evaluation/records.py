@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from sopgym.core.exceptions import DataError
 from sopgym.core.jsonio import read_jsonl_prefix
 from sopgym.evaluation.scoring import TaskScore
 
@@ -91,7 +92,7 @@ def read_results(
     return read_jsonl_prefix(path, repair, drop_corrupt, check=RowCheck(planned))
 
 
-class UnreadableConfig(ValueError):
+class UnreadableConfig(DataError, ValueError):
     """A run folder's ``config.json`` that cannot be read as one: names the file and why."""
 
 
