@@ -343,10 +343,10 @@ def run_shard(
     else:
         shard = Shard(index, count)
         claim_index(run_dir, shard)
-    log(f"{shard.stem}: claimed by {owner}")
     folder = shard_dir(run_dir)
     finished = False
     try:
+        log(f"{shard.stem}: claimed by {owner}")
         with Heartbeat(folder / f"{shard.stem}.claim"):
             worked = _work_shard(
                 settings, shard, owner, run_dir, data_root, wait_s, observe, log, retry_infra
@@ -486,8 +486,17 @@ def model_ready(model: str, base_url: str | None) -> None:
 
 
 # ---- merge ----
-_SAME = ("domains", "agent", "model", "distractors", "sop_variant", "limit", "count", "trials",
-         "seed")
+_SAME = (
+    "domains",
+    "agent",
+    "model",
+    "distractors",
+    "sop_variant",
+    "limit",
+    "count",
+    "trials",
+    "seed",
+)
 
 
 def shard_metas(run_dir: Path) -> list[JSON]:
