@@ -345,3 +345,32 @@ def test_the_table_says_n_a_when_every_episode_was_an_infrastructure_error(
     table = capsys.readouterr().out
     assert "0.0%" not in table
     assert table.count("n/a") >= 6, table  # ECR, C-TSR, TSR, tool F1 in the domain and all rows
+
+
+# ---- a tool service that restarted has lost its episodes: an infrastructure error ----
+def test_a_call_on_an_episode_its_restarted_service_lost_is_service_unavailable(
+    tmp_path: Path,
+) -> None:
+    import httpx
+
+    from sopgym.core.access import SECRET_HEADER
+    from sopgym.orchestration.stack import embedded_stack
+
+    with embedded_stack([DOMAIN], tmp_path / "logs", DATA_ROOT) as stack:
+        client = GatewayClient(stack.gateway_url, backoff=0.0)
+        try:
+            episode = client.open(domain_data(DOMAIN).tasks[0].id, DOMAIN)
+            # what a restart does to the service: it no longer holds the episode
+            forgotten = httpx.delete(
+                f"{stack.services[DOMAIN]}/v1/episodes/{episode.id}",
+                headers={SECRET_HEADER.decode(): stack.service_secret},
+            )
+            assert forgotten.status_code < 300, forgotten.text
+            with pytest.raises(InfraError, match="service_unavailable"):
+                episode.call("validate_insurance", {})
+            record = client.record(episode.id, episode.token)
+        finally:
+            client.close()
+    (call,) = record["calls"]
+    assert call["error_code"] == "service_unavailable", "never the agent's unknown_episode"
+    assert shard_mode.is_outage({"status": "failed"}, record) is not None, "the shard re-runs it"
