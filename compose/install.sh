@@ -1,8 +1,9 @@
 #!/bin/sh
 # Shared by every sopgym Dockerfile, in two layers (sopgym/orchestration/images.py says what
 # each role carries):
-#   install.sh deps ROLE    the non-root user and ROLE's dependencies only, pinned as
-#                           pyproject.toml pins them: a layer rebuilt only when they change;
+#   install.sh deps ROLE    the non-root user and ROLE's dependencies only
+#                           (compose/requirements/ROLE.txt, written from pyproject.toml): a
+#                           layer rebuilt only when they change;
 #   install.sh source ROLE  sopgym itself (--no-deps) from the bind-mounted context at /src,
 #                           minus what ROLE's image must not carry, and the health probe:
 #                           the only layer a source edit rebuilds.
@@ -19,10 +20,7 @@ deps)
         --shell /usr/sbin/nologin sopgym
     mkdir -p /data /runs
     chown sopgym:sopgym /data /runs
-    python /src/sopgym/orchestration/images.py requirements "$role" /src/pyproject.toml \
-        > /tmp/requirements.txt
-    $PIP -r /tmp/requirements.txt
-    rm /tmp/requirements.txt
+    $PIP -r "/src/compose/requirements/$role.txt"
     ;;
 source)
     # the rw bind mount lets the in-tree build write its scratch files; they are discarded

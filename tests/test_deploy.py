@@ -60,11 +60,11 @@ def test_dockerfile_is_small_non_root_healthchecked_and_runs_the_cli(kind: str) 
     steps = dockerfile(DOCKERFILES[kind])
     assert [v for _, v in steps["FROM"]] == [("python:3.11-slim",)], "one slim stage"
     # two layers from bind mounts (no source layer, no build tools): the role's dependencies,
-    # keyed on the three files that decide them only, then sopgym itself
+    # keyed on the two files that decide them only, then sopgym itself
     (deps_flags, deps), (source_flags, source) = steps["RUN"]
     assert deps[0].endswith(f"compose/install.sh deps {kind}"), deps
     mounted = sorted(f.split("source=")[1].split(",")[0] for f in deps_flags)
-    assert mounted == ["compose/install.sh", "pyproject.toml", "sopgym/orchestration/images.py"]
+    assert mounted == ["compose/install.sh", f"compose/requirements/{kind}.txt"]
     assert source[0].endswith(f"compose/install.sh source {kind}"), source
     assert list(source_flags) == ["--mount=type=bind,target=/src,rw"]
     ((_, (user,)),) = steps["USER"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -159,6 +160,51 @@ def test_each_role_installs_a_subset_of_the_projects_dependencies_as_pinned() ->
     assert _declared() - covered == {"gymnasium"}
     assert "pandas" not in images.ROLES["agents"]
     assert not {"langgraph", "langchain-core", "langchain-openai"} & set(images.ROLES["gateway"])
+
+
+def test_the_requirement_files_the_images_install_are_current(tmp_path: Path) -> None:
+    written = images.lock(tmp_path, ROOT / "pyproject.toml")
+    for path in written:
+        committed = ROOT / "compose" / "requirements" / path.name
+        assert committed.read_text() == path.read_text(), (
+            f"{committed} is stale: python sopgym/orchestration/images.py lock "
+            "compose/requirements pyproject.toml"
+        )
+
+
+# import names of the dependencies a role may lack (their own top-level modules)
+_MODULES = {
+    "fastapi": ["fastapi"], "pandas": ["pandas"], "pillow": ["PIL"], "grpcio": ["grpc"],
+    "googleapis-common-protos": ["google.rpc"], "mcp": ["mcp"], "langgraph": ["langgraph"],
+    "langchain-core": ["langchain_core"], "langchain-openai": ["langchain_openai"],
+    "gymnasium": ["gymnasium"],
+}  # fmt: skip
+_BLOCKED_RUN = r"""
+import importlib.abc, sys
+blocked = set(sys.argv[2].split())
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in blocked):
+            raise ModuleNotFoundError(f"No module named {name!r} (not in this role's image)")
+sys.meta_path.insert(0, Block())
+from sopgym.orchestration import images
+problems = [p for p in images.check(sys.argv[1]) if "does not import" in p]
+print("\n".join(problems))
+sys.exit(1 if problems else 0)
+"""
+
+
+@pytest.mark.parametrize("role", sorted(images.ROLES))
+def test_each_role_imports_what_it_runs_without_the_dependencies_it_leaves_out(role: str) -> None:
+    left_out = {images._canonical(n) for n in _MODULES} - {
+        images._canonical(n) for n in images.ROLES[role]
+    }
+    blocked = [module for name in left_out for module in _MODULES[name]]
+    result = subprocess.run(
+        [sys.executable, "-c", _BLOCKED_RUN, role, " ".join(blocked)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_agents_image_is_pruned_of_everything_that_builds_gold(tmp_path: Path) -> None:

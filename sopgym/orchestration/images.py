@@ -1,16 +1,17 @@
 """What each container image carries: its role's dependencies, and what it must not carry.
 
 Every Dockerfile installs in two layers (compose/install.sh): first the role's dependencies,
-read from ``pyproject.toml`` by name here (so versions never drift from the package's), a layer
-that only changes when those requirements do; then sopgym itself with ``--no-deps``, the only
-layer a source edit rebuilds. A role gets only what its commands import: the gateway no
+from ``compose/requirements/<role>.txt``, a layer whose cache key is that file (and
+install.sh) alone, so it changes only when the role's requirements do; then sopgym itself with
+``--no-deps``, the only layer a source edit rebuilds. The requirement files are written here
+from ``pyproject.toml`` by name (``python images.py lock``), so versions never drift from the
+package's; a test checks they are current. A role gets only what its commands import: the gateway no
 LangGraph, the agents no pandas; and the agents image drops the domain packs' generators,
 solvers and tool implementations, so nothing in it can rebuild the gold.
 
-Stand-alone on purpose (standard library only): the dependency layer runs it from a bind mount
-before sopgym is installed::
+Stand-alone on purpose (standard library only), so it runs before sopgym is installed::
 
-    python images.py requirements agents pyproject.toml   # the role's requirement lines
+    python sopgym/orchestration/images.py lock compose/requirements pyproject.toml
     python images.py prune agents /usr/local/lib/python3.11/site-packages/sopgym
     python images.py check agents    # after the install: imports what it runs, not the gold
 """
@@ -46,8 +47,9 @@ ROLES: dict[str, tuple[str, ...]] = {
     ),
     # the scripted model server generates its domains' tasks
     "model": (*_COMMON, "fastapi", "pandas", "pillow"),
-    # the user simulator: rule-based users, or a language model (--model) through LangChain
-    "user": (*_COMMON, "fastapi", "pandas", "langchain-core", "langchain-openai"),
+    # the user simulator: rule-based users, or a language model (--model) through the agents'
+    # model clients (LangChain; langgraph for their message types)
+    "user": (*_COMMON, "fastapi", "pandas", "langgraph", "langchain-core", "langchain-openai"),
     # trace receiver, merge, eval and report: the runner's scoring over regenerated gold
     "observability": (*_COMMON, "fastapi", "pandas", "pillow"),
 }
@@ -127,6 +129,20 @@ def requirements(role: str, pyproject: Path) -> list[str]:
     return [declared[_canonical(n)] for n in wanted]
 
 
+HEADER = "# written by sopgym/orchestration/images.py lock from pyproject.toml: do not edit\n"
+
+
+def lock(folder: Path, pyproject: Path) -> list[Path]:
+    """Write ``<folder>/<role>.txt`` for every role; the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for role in ROLES:
+        path = folder / f"{role}.txt"
+        path.write_text(HEADER + "\n".join(requirements(role, pyproject)) + "\n")
+        written.append(path)
+    return written
+
+
 def prune(role: str, package: Path) -> list[Path]:
     """Delete what ``role``'s image leaves out of the installed package; what was deleted."""
     gone = []
@@ -161,8 +177,9 @@ def check(role: str) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 3 and argv[0] == "requirements":
-        print("\n".join(requirements(argv[1], Path(argv[2]))))
+    if len(argv) == 3 and argv[0] == "lock":
+        for path in lock(Path(argv[1]), Path(argv[2])):
+            print(f"wrote {path}")
         return 0
     if len(argv) == 3 and argv[0] == "prune":
         print(f"pruned {len(prune(argv[1], Path(argv[2])))} path(s) for the {argv[1]} image")
