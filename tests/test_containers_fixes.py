@@ -250,7 +250,8 @@ def _stop_within(process: subprocess.Popen[str], ready: str) -> tuple[int, float
         seen += line
     assert ready in seen, seen
     target = process.pid
-    if os.path.basename(process.args[0]) == "unshare":  # type: ignore[index]
+    args = process.args
+    if isinstance(args, list) and os.path.basename(str(args[0])) == "unshare":
         child = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
         target = int(child[0])  # PID 1 inside: signalled from outside, as the runtime does
     sent = time.monotonic()

@@ -624,11 +624,11 @@ def merge(
             if task is None:
                 unknown += 1
                 continue
-            key = (task.id, report.get("trial", 0))
-            if key in rows:  # the first line stands: merged once
+            slot = (task.id, int(report.get("trial", 0)))
+            if slot in rows:  # the first line stands: merged once
                 duplicates += 1
                 continue
-            rows[key] = runner.result_row(task, report, line.get("record"), key[1])
+            rows[slot] = runner.result_row(task, report, line.get("record"), slot[1])
     ordered = [
         rows[(t.id, trial)]
         for trial in range(config.trials)
