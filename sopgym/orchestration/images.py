@@ -48,8 +48,17 @@ ROLES: dict[str, tuple[str, ...]] = {
     # the scripted model server generates its domains' tasks
     "model": (*_COMMON, "fastapi", "pandas", "pillow"),
     # the user simulator: rule-based users, or a language model (--model) through the agents'
-    # model clients (LangChain; langgraph for their message types)
-    "user": (*_COMMON, "fastapi", "pandas", "langgraph", "langchain-core", "langchain-openai"),
+    # model clients (LangChain; langgraph for their message types); it loads every pack to
+    # find the dialogue ones (warehouse's imports pillow)
+    "user": (
+        *_COMMON,
+        "fastapi",
+        "pandas",
+        "pillow",
+        "langgraph",
+        "langchain-core",
+        "langchain-openai",
+    ),
     # trace receiver, merge, eval and report: the runner's scoring over regenerated gold
     "observability": (*_COMMON, "fastapi", "pandas", "pillow"),
 }
@@ -97,6 +106,15 @@ IMPORTS: dict[str, tuple[str, ...]] = {
         "sopgym.evaluation.cli",
         "sopgym.orchestration.runner",
     ),
+}
+# Which domain packs each image loads (every pack is imported, as its commands do when they
+# list domains): all of them, or the gateway's tool-free packs it serves itself.
+PACKS: dict[str, str] = {
+    "tools": "all",
+    "model": "all",
+    "user": "all",
+    "observability": "all",
+    "gateway": "maze maze_ablation tod/compliance tod/response banking/*_graph",
 }
 # ... and what it must not (the agents image: nothing that rebuilds gold)
 ABSENT: dict[str, tuple[str, ...]] = {
@@ -173,6 +191,14 @@ def check(role: str) -> list[str]:
         except ImportError:
             continue
         problems.append(f"{module} is in the {role} image")
+    if role in PACKS and not problems:
+        from sopgym.core.registry import load_domain, select_domains
+
+        for name in select_domains(PACKS[role].split()):
+            try:
+                load_domain(name)
+            except ImportError as error:
+                problems.append(f"domain pack {name} does not import: {error}")
     return problems
 
 
