@@ -219,6 +219,22 @@ def test_the_agents_image_is_pruned_of_everything_that_builds_gold(tmp_path: Pat
     assert (package / "domains" / "patient_intake" / "sop.md").exists()
 
 
+def test_shard_mode_names_its_domains_without_importing_their_packs() -> None:
+    script = (
+        "import importlib.abc, sys\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.startswith('sopgym.domains.'):\n"
+        "            raise ModuleNotFoundError(name + ' (pruned)')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from sopgym.orchestration.scaleout import domain_list\n"
+        "print(domain_list(('patient_intake tod/live banking',), '--domain'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "'patient_intake', 'tod/live', 'banking/account_management'" in result.stdout
+
+
 def test_a_role_import_check_names_what_is_missing_or_must_not_be_there() -> None:
     assert images.check("gateway") == []
     problems = images.check("agents")  # in this full install, the gold builders are present

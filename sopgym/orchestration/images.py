@@ -191,6 +191,13 @@ def check(role: str) -> list[str]:
         except ImportError:
             continue
         problems.append(f"{module} is in the {role} image")
+    if role == "agents" and not problems:  # shard mode names its domains, imports none
+        from sopgym.core.registry import domain_names, select_domains
+
+        try:
+            select_domains(domain_names(extra=""))
+        except ImportError as error:
+            problems.append(f"domains cannot be named without their packs: {error}")
     if role in PACKS and not problems:
         from sopgym.core.registry import load_domain, select_domains
 
