@@ -10,7 +10,7 @@
 #
 # Settings (environment): DOCKER (the client that runs containers, default docker),
 # BUILD_DOCKER (one that builds with BuildKit, default $DOCKER), SOPGYM_TAG (default smoke),
-# DOMAINS (default "patient_intake dangerous_goods tod/live"), LIMIT (tasks per domain, 16),
+# DOMAINS (default "patient_intake dangerous_goods tod/live"), LIMIT (tasks per domain, 40),
 # PORT_BASE (18100: the loopback ports used are PORT_BASE..PORT_BASE+30), WORK (a scratch
 # folder; default a new one under /tmp), PYTHON (a Python with sopgym, for the local run).
 # Containers bind 127.0.0.1 only; no bridge network is created or used.
@@ -21,7 +21,7 @@ DOCKER=${DOCKER:-docker}
 BUILD_DOCKER=${BUILD_DOCKER:-$DOCKER}
 TAG=${SOPGYM_TAG:-smoke}
 DOMAINS=${DOMAINS:-"patient_intake dangerous_goods tod/live"}
-LIMIT=${LIMIT:-16}
+LIMIT=${LIMIT:-40}
 BASE=${PORT_BASE:-18100}
 PYTHON=${PYTHON:-python3}
 WORK=${WORK:-$(mktemp -d /tmp/sopgym-smoke.XXXXXX)}
@@ -148,9 +148,10 @@ run_started=$(now)
 worker 1
 worker 2
 
-# a tool service restarts mid-run (as a pod does): its tasks must wait and finish
-wait_lines $((total / 4))
-victim="tools-$(slug "${DOMAIN_LIST[0]}")"
+# a tool service restarts mid-run (as a pod does): its tasks must wait and finish. Each shard
+# works the domains in order, so the second domain's service is restarted a few tasks into it.
+wait_lines $((total / ${#DOMAIN_LIST[@]} + 4))
+victim="tools-$(slug "${DOMAIN_LIST[1]:-${DOMAIN_LIST[0]}}")"
 say "restarting $victim at $(lines) of $total lines"
 restarted=$(now)
 $DOCKER restart -t 10 "$PREFIX-$victim" > /dev/null
@@ -158,7 +159,7 @@ healthy "$victim"
 figure tool_restart_down_s "$(since "$restarted")"
 
 # a worker is told to stop (a pod deleted, a node drained): it must stop within 5 s
-wait_lines $((total / 2))
+wait_lines $((total * 2 / 3 + 6))
 say "SIGTERM to worker-1 at $(lines) of $total lines"
 stopping=$(now)
 $DOCKER kill -s TERM "$PREFIX-worker-1" > /dev/null
