@@ -159,7 +159,7 @@ def run_shard_command(
     outage_wait: float,
     data_root: Path | None,
 ) -> None:
-    from sopgym.core.stopping import exit_on_sigterm
+    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
 
     if not domains or run_dir is None:
@@ -188,6 +188,14 @@ def run_shard_command(
     except ShardError as error:
         console.print(f"[red]shard failed[/]: {escape(str(error))}")
         sys.exit(1)
+    except SystemExit as stop:
+        if stop.code != SIGTERM_STATUS:
+            raise
+        # the shard's file is closed and its claim given back (run_shard's finally); leave now,
+        # not after the agent's worker threads end their calls: the task is not recorded anyway
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(SIGTERM_STATUS)
     console.print(f"shard done: {worked} tasks worked")
 
 
