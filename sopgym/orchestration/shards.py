@@ -412,7 +412,13 @@ def _work_shard(
         if model_based and todo:
             wait_until(deadline, lambda: _model_ready(settings), "model endpoint", log)
         agent = make_agent(settings.agent, **options)
-        replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
+        try:
+            replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
+        except ImportError as error:  # the agents image carries no generator (images.py)
+            raise ShardError(
+                f"the {NAME} agent replays gold, which this installation cannot build ({error}): "
+                "use a model agent in the agents image, or run the oracle from a full install"
+            ) from None
         outage = Outage(settings.outage_wait, log)
         appender = JsonlAppender(results)
         try:
