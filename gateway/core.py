@@ -42,6 +42,9 @@ from sopgym.gateway.upstream import UpstreamError, UpstreamPool
 from sopgym.observability import episode_spans, tracing
 from sopgym.types import JSON
 
+# a tool service's answer for an episode it does not hold
+LOST_CODE = "unknown_episode"
+
 
 @dataclass
 class CallOutcome:
@@ -235,6 +238,11 @@ class GatewayCore:
         except ToolError as failure:
             return self._refused(episode, name, arguments, started, failure, transport)
         refused = _service_error(response) if status >= 400 else None
+        if refused is not None and refused.code == LOST_CODE and ref.domain in episode.services:
+            # registered there, yet unknown: the service restarted (or expired it) and lost the
+            # episode's state; the infrastructure's failure, never a refusal the agent earned
+            lost = ToolError(DOWN_CODE, f"tool service {ref.domain} lost the episode: {refused}")
+            return self._refused(episode, name, arguments, started, lost, transport)
         result = response.get("result")
         self._record(
             episode,

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import NonRecordingSpan
 
 import sopgym
+from sopgym.core.stopping import terminate
 from sopgym.observability.lean import LeanTracer, current_traceparent, remote_parent
 
 log = logging.getLogger("sopgym.observability")
@@ -100,6 +101,7 @@ def _flush_on_sigterm(provider: TracerProvider) -> None:
     Stopping a server is a SIGTERM; uvicorn shuts down gracefully and then re-raises the
     signal, whose default action ends the process before ``atexit`` (where the SDK would
     flush) runs, losing the last batch. Only installed where nobody else handles SIGTERM.
+    After the flush the process exits (:func:`sopgym.core.stopping.terminate`), PID 1 too.
     """
     if threading.current_thread() is not threading.main_thread():
         return
@@ -113,8 +115,8 @@ def _flush_on_sigterm(provider: TracerProvider) -> None:
         flushing = threading.Thread(target=provider.shutdown, daemon=True)
         flushing.start()
         flushing.join(SIGTERM_FLUSH_S)
-        signal.signal(signum, signal.SIG_DFL)
-        signal.raise_signal(signum)
+        # not re-raised with the default action: as a container's PID 1 the kernel drops it
+        terminate(signum, frame)
 
     signal.signal(signal.SIGTERM, flush_then_terminate)
 

@@ -728,6 +728,15 @@ def serve_tools(
     help="Inject latency and failures into tool calls (docs/reliability.md), drawn from --seed.",
 )
 @click.option(
+    "--discover-wait",
+    default=30.0,
+    show_default=True,
+    envvar="SOPGYM_GATEWAY_DISCOVER_WAIT",
+    type=click.FloatRange(0),
+    help="Seconds to wait, all services together, for the tool services to list their tools "
+    "at start-up ($SOPGYM_GATEWAY_DISCOVER_WAIT; compose and k8s start them together).",
+)
+@click.option(
     "--keep-episodes",
     default=100_000,
     show_default=True,
@@ -754,6 +763,7 @@ def gateway(
     grpc_port: int | None,
     user_sim: str | None,
     faults: str | None,
+    discover_wait: float,
     keep_episodes: int,
     keep_mib: int,
     advertise_url: str | None,
@@ -789,7 +799,8 @@ def gateway(
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
     try:
-        catalog = with_local_domains(discover(urls, on_wait=waiting), local, data_root)
+        discovered = discover(urls, discover_wait, on_wait=waiting)
+        catalog = with_local_domains(discovered, local, data_root)
     except (DiscoveryError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if user_sim is not None and not user_sim.startswith("http"):
@@ -991,7 +1002,9 @@ def agent_worker(
     "--domain",
     "domains",
     multiple=True,
-    help="Domain whose tasks the model knows; repeat (default: every domain).",
+    envvar="SOPGYM_MODEL_DOMAINS",
+    help="Domain whose tasks the model knows (a name, a family or a glob); repeat (default: "
+    "every domain; $SOPGYM_MODEL_DOMAINS: space-separated). Start-up generates only these.",
 )
 @click.option(
     "--profile",
@@ -1023,8 +1036,10 @@ def model_server(
         parse_profile(profile)
     except ProfileError as error:
         raise click.UsageError(f"--profile: {error}") from None
-    for name in domains:
-        _domain(name)
+    try:
+        domains = tuple(select_domains(domains)) if domains else ()
+    except UnknownDomainError as error:
+        raise click.UsageError(str(error)) from None
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
     from sopgym.serving import serve

@@ -40,15 +40,17 @@ def print_summary(summary: dict) -> None:
     rows = [*summary["domains"].items(), ("all", summary)]
     for name, s in rows:
         errors = ", ".join(f"{k}={v}" for k, v in s["errors"].items()) or "-"
+        # every episode an infrastructure error: no rate has a denominator, none is 0%
+        played = s.get("scored", s["tasks"] - s.get("infra_errors", 0)) > 0
         table.add_row(
             name,
             str(s["tasks"]),
             str(s.get("infra_errors", 0)),
             str(s["completed"]),
-            f"{s['ecr']:.1%}",
-            f"{s['c_tsr']:.1%}",
-            f"{s['tsr']:.1%}",
-            "n/a" if s["tool_f1"] is None else f"{s['tool_f1']:.3f}",
+            f"{s['ecr']:.1%}" if played else "n/a",
+            f"{s['c_tsr']:.1%}" if played else "n/a",
+            f"{s['tsr']:.1%}" if played else "n/a",
+            "n/a" if s["tool_f1"] is None or not played else f"{s['tool_f1']:.3f}",
             errors,
         )
     stdout().print(table)

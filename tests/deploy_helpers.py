@@ -3,10 +3,12 @@ container commands, rendering kustomize overlays."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -20,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose" / "docker-compose.yml"
 ENV_FILES = {"scripted": ROOT / "compose" / ".env", "gpu": ROOT / "compose" / "gpu.env"}
 OVERLAYS = ("local", "gpu")
+ALL_OVERLAYS = ("local", "gpu", "loadtest")
+SECRET_OVERLAYS = ("local", "gpu")  # those with a secretGenerator (loadtest builds on local)
 DOCKERFILES = {
     "tools": ROOT / "services" / "tools" / "Dockerfile",
     "gateway": ROOT / "gateway" / "Dockerfile",
@@ -107,9 +111,23 @@ def parse_cli(argv: list[str], env: dict[str, str] | None = None) -> click.Conte
 
 
 @cache
+def deployed_k8s() -> Path:
+    """A copy of ``k8s/`` as an operator prepares it: every overlay given its own service
+    secret by ``k8s/make-secret.sh`` (the files are never committed, so the checkout has none)."""
+    copy = Path(tempfile.mkdtemp(prefix="sopgym-k8s-")) / "k8s"
+    atexit.register(shutil.rmtree, copy.parent, ignore_errors=True)
+    shutil.copytree(ROOT / "k8s", copy, ignore=shutil.ignore_patterns("service-secret.env"))
+    for overlay in SECRET_OVERLAYS:
+        subprocess.run(["sh", str(copy / "make-secret.sh"), str(copy / "overlays" / overlay)],
+                       check=True, capture_output=True)  # fmt: skip
+    return copy
+
+
+@cache
 def render(overlay: str) -> list[dict[str, Any]]:
-    """The overlay's manifests as ``kubectl kustomize`` renders them (once per session)."""
-    return kustomize(ROOT / "k8s" / "overlays" / overlay)
+    """The overlay's manifests as ``kubectl kustomize`` renders them (once per session), after
+    the operator's one preparation step (``k8s/make-secret.sh``)."""
+    return kustomize(deployed_k8s() / "overlays" / overlay)
 
 
 def kustomize(folder: Path) -> list[dict[str, Any]]:

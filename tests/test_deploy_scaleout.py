@@ -25,6 +25,7 @@ from tests.deploy_helpers import (
     ROOT,
     by_kind,
     container_env,
+    deployed_k8s,
     expand,
     have,
     kustomize,
@@ -76,7 +77,7 @@ def test_the_loadtest_overlay_runs_loadtest_pods_and_gathers_every_part() -> Non
 def _with_components(*names: str) -> list[dict]:
     """The local overlay plus ``names`` components, as a user's overlay would list them."""
     with tempfile.TemporaryDirectory() as scratch:
-        k8s = os.path.relpath(ROOT / "k8s", scratch)  # kustomize takes relative paths only
+        k8s = os.path.relpath(deployed_k8s(), scratch)  # kustomize takes relative paths only
         listed = ", ".join(f"{k8s}/components/{n}" for n in names)
         (Path(scratch) / "kustomization.yaml").write_text(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"

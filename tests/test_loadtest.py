@@ -93,7 +93,7 @@ def test_job_feed_cycles_the_tasks_up_to_the_limit_and_stops() -> None:
     jobs = [feed.next() for _ in range(6)]
     assert [j["task"]["id"] for j in jobs[:5] if j] == ["a", "b", "a", "b", "a"] and jobs[5] is None
     assert jobs[0] is not None and jobs[0]["replay"] == {"calls": []}
-    assert jobs[1] is not None and jobs[1]["replay"] is None  # no replay for task b
+    assert jobs[1] is not None and jobs[1].get("replay") is None  # no replay for task b
     stopped = JobFeed(tasks, 100, {})
     stopped.stop()
     assert stopped.next() is None

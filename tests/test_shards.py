@@ -56,7 +56,7 @@ def test_merge_refuses_another_shard_count_and_says_what_it_waits_for(
     heard: list[str] = []
     summary = merge(tmp_path, shards=2, wait_s=0.3, data_root=DATA_ROOT, log=heard.append)
     assert summary["unfinished_shards"] == [1]
-    assert heard and "1 of 2 shards finished" in heard[0] and "[1]" in heard[0]
+    assert heard and "1 of 2 shards finished" in heard[0] and "shard 1 unclaimed" in heard[0]
 
 
 def test_all_is_a_domain_list_in_shard_mode_and_the_loadtest() -> None:

@@ -9,9 +9,12 @@ agent never knows which one it was given. See the README for a complete example.
 Tool refusals (4xx) are returned, not raised: an agent shows them to its model as the tool's
 result, exactly as a real API would answer. Transport failures, 429 and 502/503/504 are
 retried with exponential backoff; when the retries are spent, or the gateway says a service is
-down (``service_unavailable``: nothing to wait for), or the gateway itself refuses connections
+down (``service_unavailable``) during an episode, or the gateway itself refuses connections
 again after one retry, :class:`InfraError` ends the episode, so the run records an
-infrastructure error instead of an agent mistake.
+infrastructure error instead of an agent mistake. Opening an episode and listing tasks retry
+``service_unavailable`` too (a restarting service): they leave nothing in any episode's record,
+where a tool call answered ``service_unavailable`` already makes its episode an
+infrastructure error (the driver works such a task again in a fresh episode).
 """
 
 from __future__ import annotations
@@ -110,7 +113,16 @@ class GatewayClient:
             self, self.base_url, lambda url: GatewayClient(url, timeout, retries, backoff)
         )
 
-    def request(self, method: str, path: str, token: str | None = None, json: Any = None) -> Reply:
+    def request(
+        self,
+        method: str,
+        path: str,
+        token: str | None = None,
+        json: Any = None,
+        retry_down: bool = False,
+    ) -> Reply:
+        """One request, retried as the module says; ``retry_down``: ``service_unavailable``
+        is retried too (requests that record nothing in an episode)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         inject(headers)  # W3C trace context: the gateway's span joins the caller's trace
         for attempt in self._policy.attempts():
@@ -125,7 +137,7 @@ class GatewayClient:
                 code = _error_code(response) if response.status in RETRY_STATUSES else None
                 if response.status not in RETRY_STATUSES or code in TOOL_FAILURES:
                     return response  # a tool that hung (504 tool_timeout) would hang again
-                if self._policy.gives_up(attempt, code):
+                if self._policy.gives_up(attempt, code, retry_down):
                     raise InfraError(
                         f"{method} {path}: {response.status} {code or 'no error code'} "
                         f"after {attempt + 1} attempt(s): {response.text[:200]}"
@@ -149,7 +161,7 @@ class GatewayClient:
         }
         if distractors is not None:
             payload["distractors"] = distractors
-        response = self.request("POST", "/v1/episodes", json=payload)
+        response = self.request("POST", "/v1/episodes", json=payload, retry_down=True)
         if response.status != 201:
             raise GatewayError(f"cannot open episode: {response.status} {response.text}")
         opened = response.json()
@@ -169,7 +181,9 @@ class GatewayClient:
 
     def tasks(self, domain: str) -> list[JSON]:
         """A domain's task inputs (never its gold): sharded workers take their tasks here."""
-        response = self.request("GET", f"/v1/tasks?domain={quote(domain, safe='')}")
+        response = self.request(
+            "GET", f"/v1/tasks?domain={quote(domain, safe='')}", retry_down=True
+        )
         if response.status != 200:
             raise GatewayError(f"cannot list tasks of {domain}: {response.text}")
         return response.json()["tasks"]

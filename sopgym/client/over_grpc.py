@@ -83,9 +83,12 @@ class GrpcGatewayClient:
             lambda target: GrpcGatewayClient(target, timeout, retries, backoff),
         )
 
-    def invoke(self, method: str, request: Any, token: str | None = None) -> Any:
+    def invoke(
+        self, method: str, request: Any, token: str | None = None, retry_down: bool = False
+    ) -> Any:
         """Call ``method`` with retries; raises the :class:`grpc.RpcError` of a refusal, and
-        :class:`InfraError` for a service down or transient failures beyond the retries."""
+        :class:`InfraError` for a service down or transient failures beyond the retries
+        (``retry_down``: a service down is retried too, as the HTTP client does)."""
         carrier: dict[str, str] = {"authorization": f"Bearer {token}"} if token else {}
         inject(carrier)  # W3C trace context: the gateway's span joins the caller's trace
         metadata = tuple(carrier.items())
@@ -97,7 +100,7 @@ class GrpcGatewayClient:
                 if error.code() not in RETRY_CODES:
                     raise
                 code = trailing_metadata(error).get("sopgym-error-code")
-                if self._policy.gives_up(attempt, code):  # the HTTP client's policy
+                if self._policy.gives_up(attempt, code, retry_down):  # as HTTP does
                     raise InfraError(
                         f"{method}: {error.code().name} {code or 'no error code'} after "
                         f"{attempt + 1} attempt(s): {error.details()}"
@@ -122,7 +125,7 @@ class GrpcGatewayClient:
         if distractors is not None:
             request.distractors = distractors
         try:
-            reply = self.invoke("OpenEpisode", request)
+            reply = self.invoke("OpenEpisode", request, retry_down=True)
         except grpc.RpcError as error:
             raise GatewayError(f"cannot open episode: {_describe(error)}") from None
         return GrpcEpisode(self.replicas.home(reply.episode_id, reply.replica_target), reply)
@@ -139,7 +142,9 @@ class GrpcGatewayClient:
 
     def tasks(self, domain: str) -> list[JSON]:
         try:
-            reply = self.invoke("ListTasks", self.pb2.ListTasksRequest(domain=domain))
+            reply = self.invoke(
+                "ListTasks", self.pb2.ListTasksRequest(domain=domain), retry_down=True
+            )
         except grpc.RpcError as error:
             raise GatewayError(f"cannot list tasks of {domain}: {_describe(error)}") from None
         return orjson.loads(reply.tasks_json)

@@ -27,6 +27,8 @@ class RetryPolicy:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             yield attempt
 
-    def gives_up(self, attempt: int, code: str | None) -> bool:
-        """After a transient refusal carrying ``code`` at ``attempt``: stop retrying?"""
-        return code == DOWN_CODE or attempt >= self.retries
+    def gives_up(self, attempt: int, code: str | None, retry_down: bool = False) -> bool:
+        """After a transient refusal carrying ``code`` at ``attempt``: stop retrying?
+        ``retry_down``: a service that is down is waited for too (requests that record
+        nothing in an episode: opening one, listing tasks; a restarting service comes back)."""
+        return (code == DOWN_CODE and not retry_down) or attempt >= self.retries

@@ -128,6 +128,8 @@ def select_domains(patterns: Iterable[str]) -> list[str]:
             )
         elif any(ch in pattern for ch in "*?["):
             selected = [n for n in names + imported if fnmatch.fnmatchcase(n, pattern)]
+        elif pattern in names:  # a registered pack, named without importing it (the agents
+            selected = [pattern]  # image lists packs whose generators it does not carry)
         else:
             load_domain(pattern)  # an unknown name fails here, saying which names exist
             selected = [pattern]

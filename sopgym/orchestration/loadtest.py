@@ -35,6 +35,7 @@ from sopgym.agents.metrics import EpisodeFacts, episode_facts
 from sopgym.client.transports import TRANSPORTS
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.evaluation.stats import percentiles
+from sopgym.orchestration.jobs import Job
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
 
@@ -173,7 +174,7 @@ class JobFeed:
         if task is None:
             return None
         replay = self._replays.get((task["domain"], task["id"]))
-        return {"task": task, "replay": replay, "run_id": "loadtest"}
+        return Job(task, "loadtest", replay=replay).to_json()
 
     def stop(self) -> None:
         with self._lock:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import fcntl
 import functools
-import hashlib
 import os
 import queue
 import secrets
@@ -54,6 +53,7 @@ from sopgym.evaluation.stats import tsr_intervals
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
 from sopgym.observability.task_spans import TaskSpans, set_outcome
+from sopgym.orchestration.jobs import Job, trial_seed  # noqa: F401 - trial_seed: re-exported
 from sopgym.orchestration.liveness import EndpointWatch
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
 from sopgym.orchestration.provenance import provenance
@@ -108,15 +108,6 @@ class RunConfig:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-
-
-def trial_seed(seed: int, trial: int) -> int:
-    """The seed of one trial: the run's own for the first, one derived from it for each
-    other, so trials draw differently and the same run seed replays them all."""
-    if trial == 0:
-        return seed
-    digest = hashlib.blake2b(f"{seed}|trial|{trial}".encode(), digest_size=4).digest()
-    return int.from_bytes(digest, "big")
 
 
 Attempt = tuple[Task, int]  # a task and which trial of it
@@ -424,19 +415,13 @@ class Runner:
     def job(self, task: Task, trial: int, traceparent: str | None = None) -> JSON:
         """An agent worker's job: the task's inputs, never where its gold lives; the oracle
         alone gets what it replays; ``traceparent``: the task's root span (its trace)."""
-        job = {
-            "task": task.to_json(),
-            "distractors": self.config.distractors,
-            "sop_variant": self.config.sop_variant,
-            "run_id": self.paths.root.name,
-            "trial": trial,
-            "seed": trial_seed(self.config.seed, trial),
-        }
-        if traceparent:
-            job["traceparent"] = traceparent
+        replay = None
         if self.config.agent == oracle.NAME:
-            job["replay"] = oracle.replay_of(self.data[task.domain].gold[task.id])
-        return job
+            replay = oracle.replay_of(self.data[task.domain].gold[task.id])
+        return Job(
+            task.to_json(), self.paths.root.name, trial, self.config.seed,
+            self.config.distractors, self.config.sop_variant, replay, traceparent,
+        ).to_json()  # fmt: skip
 
     def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
         gateway = TRANSPORTS[self.config.transport].address(stack)

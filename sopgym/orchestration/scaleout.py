@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.client.transports import TRANSPORTS
+from sopgym.orchestration.shards import OUTAGE_WAIT_S
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
 from sopgym.validation import AGENT_HELP, DATA_ROOT, MODEL_HELP, SECONDS
@@ -80,6 +81,28 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Shard mode: work again the shard's tasks the infrastructure failed.",
         ),
+        click.option(
+            "--trials",
+            type=click.IntRange(1),
+            default=1,
+            show_default=True,
+            help="Shard mode: times every task runs (as sopgym run --trials).",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Shard mode: the run's seed (as sopgym run --seed); every shard needs the same.",
+        ),
+        click.option(
+            "--outage-wait",
+            default=OUTAGE_WAIT_S,
+            show_default=True,
+            type=click.FloatRange(0),
+            help="Shard mode: seconds to pause for a tool service or the gateway that goes down "
+            "mid-run before its task is recorded as an infrastructure error.",
+        ),
         DATA_ROOT,
     ]
     for option in reversed(options):
@@ -132,8 +155,12 @@ def run_shard_command(
     sop_variant: str,
     wait_s: float,
     retry_infra: bool,
+    trials: int,
+    seed: int,
+    outage_wait: float,
     data_root: Path | None,
 ) -> None:
+    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
 
     if not domains or run_dir is None:
@@ -150,7 +177,11 @@ def run_shard_command(
         sop_variant=sop_variant,
         limit=limit,
         task_timeout=task_timeout,
+        trials=trials,
+        seed=seed,
+        outage_wait=outage_wait,
     )
+    exit_on_sigterm()  # as a container's PID 1, SIGTERM's default action is no action at all
     try:
         worked = run_shard(
             settings, shard, run_dir, data_root, wait_s, observe, console.print, retry_infra
@@ -158,6 +189,14 @@ def run_shard_command(
     except ShardError as error:
         console.print(f"[red]shard failed[/]: {escape(str(error))}")
         sys.exit(1)
+    except SystemExit as stop:
+        if stop.code != SIGTERM_STATUS:
+            raise
+        # the shard's file is closed and its claim given back (run_shard's finally); leave now,
+        # not after the agent's worker threads end their calls: the task is not recorded anyway
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(SIGTERM_STATUS)
     console.print(f"shard done: {worked} tasks worked")
 
 
@@ -171,16 +210,29 @@ def run_shard_command(
     show_default=True,
     help="Seconds to wait for every shard to finish before merging.",
 )
+@click.option(
+    "--stall",
+    "stall_s",
+    default=None,
+    type=click.FloatRange(0),
+    help="Stop waiting once no unfinished shard has been worked for this many seconds (each "
+    "unclaimed, or stuck: its worker gone); default: wait the whole --wait.",
+)
 @click.option("--report", is_flag=True, help="Also write report.md/report.html from the traces.")
 @DATA_ROOT
 def merge_command(
-    run_dir: Path, shards: int | None, wait_s: float, report: bool, data_root: Path | None
+    run_dir: Path,
+    shards: int | None,
+    wait_s: float,
+    stall_s: float | None,
+    report: bool,
+    data_root: Path | None,
 ) -> None:
     """Merge the shard results of RUN_DIR into results.jsonl and summary.json (scored)."""
     from sopgym.orchestration.shards import ShardError, merge
 
     try:
-        summary = merge(run_dir, shards, wait_s, data_root, console.print)
+        summary = merge(run_dir, shards, wait_s, data_root, console.print, stall_s)
     except ShardError as error:
         raise click.ClickException(str(error)) from None
     print_summary(summary)
@@ -195,7 +247,10 @@ def merge_command(
             time.sleep(TRACE_SETTLE_S)  # through the batching exporters and the Collector
         _write_report(run_dir, data_root)
     if summary["unfinished_shards"]:
-        console.print(f"[yellow]unfinished shards[/]: {summary['unfinished_shards']}")
+        states = summary.get("unfinished_shard_states", {})
+        for index in summary["unfinished_shards"]:
+            why = escape(states.get(str(index), "not finished"))
+            console.print(f"[yellow]unfinished shard {index}[/]: {why}")
         sys.exit(1)
 
 

@@ -13,10 +13,21 @@ Files under ``<run>/shards/`` (one set per shard):
   per task, appended as tasks finish (a restarted shard skips the tasks it already has);
 * ``shard-0003-of-0008.json``: the shard's settings and progress, ``finished_at`` once done;
 * ``shard-0003-of-0008.claim``: who works the shard. In ``auto`` mode (compose replicas have
-  no index of their own) each worker claims the first free shard as ``host:pid``; a worker
+  no index of their own) each worker claims the first free shard under its own identity
+  (:func:`worker_identity`: ``$SOPGYM_WORKER_ID``, e.g. a pod's name; else one drawn at random,
+  kept in ``$SOPGYM_WORKER_ID_FILE`` so a restarted container is the same worker; never the
+  hostname and pid, which every container on host networking shares); a worker
   given its index (``--shard 3/8``, a Kubernetes completion index) claims that shard as
   ``index 3``, which a restarted pod of the same index takes back and an ``auto`` worker never
-  does, so no shard is worked twice whichever way workers start.
+  does, so no shard is worked twice whichever way workers start. A worker that stops before its
+  shard is done (SIGTERM, an error) gives its claim back, so the next worker resumes the shard;
+  its worker touches the claim while it works (a heartbeat), so ``merge`` can tell a shard
+  whose worker is gone from one still at work.
+
+A dependency that goes down mid-run (a tool service or the gateway restarting: the episode ends
+``service_unavailable`` or unreachable) pauses the shard: it waits, bounded by ``--outage-wait``
+and saying how long it has waited, then works the same task again in a fresh episode, so a
+restart costs time, not tasks.
 
 A task the infrastructure failed is appended with status ``infra_error`` like any other
 (``merge`` lists it apart from the agent's figures); ``--retry-infra`` drops those lines, so
@@ -25,23 +36,33 @@ the shard's next run works exactly those tasks again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sopgym.core.errors import DOWN_CODE
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR
+from sopgym.orchestration.jobs import Job
 from sopgym.types import JSON
 
 SHARD_DIR = "shards"
 PROGRESS_S = 15.0  # how often a wait says what it is waiting for
 POLL_S = 2.0  # how often a wait tries again
+OUTAGE_WAIT_S = 300.0  # how long a shard waits for a dependency that went down mid-run
+HEARTBEAT_S = 15.0  # how often a working shard touches its claim
+STALE_S = 120.0  # a claim untouched this long: its worker is gone (merge says so)
+WORKER_ID_ENV = "SOPGYM_WORKER_ID"  # who this worker is (Kubernetes: the pod's name)
+WORKER_ID_FILE_ENV = "SOPGYM_WORKER_ID_FILE"  # where a drawn identity is kept (containers)
 
 
 class ShardError(InfrastructureError, RuntimeError):
@@ -78,11 +99,40 @@ def shard_dir(run_dir: Path) -> Path:
     return run_dir / SHARD_DIR
 
 
+def worker_identity() -> str:
+    """Who claims a shard: ``$SOPGYM_WORKER_ID`` when set (a pod's name, unique in its
+    namespace), else a random identity. Host and pid are not one: on host networking every
+    container has the host's name, and every worker is PID 1 (or 7 under an init). With
+    ``$SOPGYM_WORKER_ID_FILE`` (set in the agents image) the drawn identity is kept in that
+    file, inside the container's own filesystem: a restarted container is the same worker and
+    takes its shard back, a new container is a new one."""
+    given = os.environ.get(WORKER_ID_ENV, "").strip()
+    if given:
+        return given
+    kept = os.environ.get(WORKER_ID_FILE_ENV)
+    if kept:
+        try:
+            remembered = Path(kept).read_text().strip()
+        except OSError:
+            remembered = ""
+        if remembered:
+            return remembered
+    drawn = f"{socket.gethostname()}-{secrets.token_hex(6)}"
+    if kept:
+        with contextlib.suppress(OSError):  # read-only: this process's identity only
+            write_atomic(Path(kept), drawn.encode())
+    return drawn
+
+
+_identity: str | None = None
+
+
 def default_owner() -> str:
-    """Who claims a shard: host and pid. In a container the worker is PID 1 and the hostname is
-    the container's, so a restarted container is the same owner; on a shared host, processes
-    differ by pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This process's :func:`worker_identity`, drawn once."""
+    global _identity
+    if _identity is None:
+        _identity = worker_identity()
+    return _identity
 
 
 def claim(run_dir: Path, count: int, owner: str | None = None) -> Shard | None:
@@ -130,6 +180,92 @@ def _take(folder: Path, shard: Shard, owner: str) -> bool:
     return True
 
 
+def release(run_dir: Path, shard: Shard, owner: str) -> bool:
+    """Give ``shard`` back if ``owner`` still holds it (a worker stopping before the shard is
+    done): the next worker to start claims it and resumes it."""
+    path = shard_dir(run_dir) / f"{shard.stem}.claim"
+    if _claimant(path.parent, shard) != owner:
+        return False
+    path.unlink(missing_ok=True)
+    return True
+
+
+class Heartbeat:
+    """Touches a shard's claim every HEARTBEAT_S while its worker works (a thread of its own,
+    so a long task does not look like a dead worker)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path, self._stop = path, threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                os.utime(self._path)
+            except OSError:  # given back or removed by hand: nothing to keep alive
+                return
+
+
+class Outage:
+    """A dependency down mid-run (:func:`is_outage`): the shard pauses, bounded by
+    ``budget_s`` from the first failure and saying every PROGRESS_S how long it has waited,
+    and works the task again; :meth:`over` when a task gets through."""
+
+    def __init__(self, budget_s: float, log: Callable[[str], None] = print) -> None:
+        self.budget_s, self._log = budget_s, log
+        self.started: float | None = None
+        self._said = 0.0
+        self.waited_s = 0.0  # all outages of this shard together
+        self.outages = 0
+
+    def retry(self, cause: str) -> bool:
+        """Wait a little and return True to work the task again; False once the outage has
+        lasted ``budget_s`` (the task is then recorded as the infrastructure error it is)."""
+        now = time.monotonic()
+        if self.started is None:
+            self.started = self._said = now
+            self.outages += 1
+            self._log(f"dependency down ({cause}): pausing, up to {self.budget_s:.0f}s")
+        elapsed = now - self.started
+        if elapsed >= self.budget_s:
+            self._log(f"dependency still down after {elapsed:.0f}s: recording the task as "
+                      f"an infrastructure error ({cause})")  # fmt: skip
+            return False
+        if now - self._said >= PROGRESS_S:
+            self._log(f"waiting for the dependency ({elapsed:.0f}s of {self.budget_s:.0f}s): "
+                      f"{cause}")  # fmt: skip
+            self._said = now
+        pause = min(POLL_S, self.budget_s - elapsed)
+        time.sleep(pause)
+        self.waited_s += pause
+        return True
+
+    def over(self) -> None:
+        if self.started is not None:
+            self._log(f"dependency back after {time.monotonic() - self.started:.1f}s: resuming")
+            self.started = None
+
+
+def is_outage(report: JSON, record: JSON | None) -> str | None:
+    """Why this episode ended because a dependency was down (a service answered
+    ``service_unavailable``, the gateway was unreachable), else ``None``. Injected faults and
+    other infrastructure errors are not outages: they are the run's to record."""
+    error = str(report.get("error") or "")
+    if report.get("status") == INFRA_ERROR and (DOWN_CODE in error or "unreachable" in error):
+        return error
+    for call in (record or {}).get("calls", []):
+        if call.get("error_code") == DOWN_CODE:
+            return f"{call.get('name')}: {DOWN_CODE}"
+    return None
+
+
 @dataclass
 class ShardSettings:
     """What a shard worker runs; written to its ``.json`` so the merge knows the run."""
@@ -145,6 +281,9 @@ class ShardSettings:
     sop_variant: str = "clean"
     limit: int | None = None
     task_timeout: float = 300.0
+    trials: int = 1  # times every task runs (as sopgym run --trials)
+    seed: int = 0  # the run's seed: each job carries its trial's (jobs.trial_seed)
+    outage_wait: float = OUTAGE_WAIT_S  # how long to pause for a dependency gone mid-run
 
 
 def wait_until(
@@ -195,21 +334,48 @@ def run_shard(
 ) -> int:
     """Work one shard of the run's tasks (with ``retry_infra``, its infrastructure errors
     again); returns how many tasks this call worked."""
-    from sopgym.agents import make_agent, uses_model
-    from sopgym.agents.oracle import NAME, load_replays
-    from sopgym.agents.worker import run_job
-    from sopgym.client import GatewayError, InfraError, connect
-    from sopgym.observability import tracing
-
     index, count = parse_shard(shard_text)
+    owner = default_owner() if index is None else f"index {index}"
     if index is None:
-        shard = claim(run_dir, count)
+        shard = claim(run_dir, count, owner)
         if shard is None:
             log(f"all {count} shards of {run_dir.name} are claimed: nothing to do")
             return 0
     else:
         shard = Shard(index, count)
         claim_index(run_dir, shard)
+    folder = shard_dir(run_dir)
+    finished = False
+    try:
+        log(f"{shard.stem}: claimed by {owner}")
+        with Heartbeat(folder / f"{shard.stem}.claim"):
+            worked = _work_shard(
+                settings, shard, owner, run_dir, data_root, wait_s, observe, log, retry_infra
+            )
+        finished = True
+        return worked
+    finally:
+        # stopped before the end (SIGTERM, an error): the task in flight was not recorded, and
+        # the claim goes back so the next worker resumes the shard from its last line
+        if not finished and release(run_dir, shard, owner):
+            log(f"{shard.stem}: stopped before the end; claim given back for the next worker")
+
+
+def _work_shard(
+    settings: ShardSettings,
+    shard: Shard,
+    owner: str,
+    run_dir: Path,
+    data_root: Path | None,
+    wait_s: float,
+    observe: Callable[[JSON, JSON | None], None] | None,
+    log: Callable[[str], None],
+    retry_infra: bool,
+) -> int:
+    from sopgym.agents import make_agent, uses_model
+    from sopgym.agents.oracle import NAME, load_replays
+    from sopgym.client import connect
+
     folder = shard_dir(run_dir)
     deadline = time.monotonic() + wait_s
     client = connect(settings.gateway, settings.transport)
@@ -218,20 +384,28 @@ def run_shard(
         results = folder / f"{shard.stem}.jsonl"
         if retry_infra:
             log(f"{shard.stem}: retrying {drop_infra_errors(results)} infrastructure error(s)")
-        done = {row["report"]["task_id"] for row in read_jsonl_prefix(results, repair=True)}
-        todo = [t for t in tasks if t["id"] not in done]
+        done = {
+            (row["report"]["task_id"], row["report"].get("trial", 0))
+            for row in read_jsonl_prefix(results, repair=True)
+        }
+        todo = [
+            (task, trial)
+            for trial in range(settings.trials)
+            for task in tasks
+            if (task["id"], trial) not in done
+        ]
         meta = {
             **asdict(settings),
             "run_id": run_dir.name,
             "shard": shard.index,
             "count": shard.count,
-            "owner": default_owner(),
+            "owner": owner,
             "tasks": len(tasks),
             "started_at": time.time(),
             "finished_at": None,
         }
         write_atomic(folder / f"{shard.stem}.json", dumps(meta))
-        log(f"{shard.stem}: {len(tasks)} tasks, {len(todo)} to work")
+        log(f"{shard.stem}: {len(tasks)} tasks x {settings.trials} trial(s), {len(todo)} to work")
         model_based = uses_model(settings.agent)
         options = {"model": settings.model, **settings.agent_options}
         if model_based and settings.base_url:
@@ -239,36 +413,63 @@ def run_shard(
         if model_based and todo:
             wait_until(deadline, lambda: _model_ready(settings), "model endpoint", log)
         agent = make_agent(settings.agent, **options)
-        replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
+        try:
+            replays = load_replays(settings.domains, data_root) if settings.agent == NAME else {}
+        except ImportError as error:  # the agents image carries no generator (images.py)
+            raise ShardError(
+                f"the {NAME} agent replays gold, which this installation cannot build ({error}): "
+                "use a model agent in the agents image, or run the oracle from a full install"
+            ) from None
+        outage = Outage(settings.outage_wait, log)
         appender = JsonlAppender(results)
         try:
-            for task in todo:
-                job = {
-                    "task": task,
-                    "replay": replays.get((task["domain"], task["id"])),
-                    "distractors": settings.distractors,
-                    "sop_variant": settings.sop_variant,
-                    "run_id": run_dir.name,
-                }
-                report = run_job(agent, client, job, settings.task_timeout, settings.model)
-                tracing.flush()
-                token, record = report.pop("token", None), None
-                if report.get("episode_id") and token:
-                    try:
-                        record = client.record(report["episode_id"], token)
-                    except InfraError as error:  # the replica holding it is gone
-                        report.update(status=INFRA_ERROR, error=f"record lost: {error}")
-                    except GatewayError as error:  # scored as incomplete, never dropped
-                        report["record_error"] = str(error)
+            for task, trial in todo:
+                job = Job(
+                    task, run_dir.name, trial, settings.seed, settings.distractors,
+                    settings.sop_variant, replays.get((task["domain"], task["id"])),
+                ).to_json()  # fmt: skip
+                while True:
+                    report, record = _work_one(agent, client, job, settings)
+                    cause = is_outage(report, record)
+                    if cause is None:
+                        outage.over()
+                        break
+                    if not outage.retry(cause):
+                        break
                 appender.append({"report": report, "record": record})
                 if observe is not None:
                     observe(report, record)
         finally:
             appender.close()
-        write_atomic(folder / f"{shard.stem}.json", dumps({**meta, "finished_at": time.time()}))
+        write_atomic(
+            folder / f"{shard.stem}.json",
+            dumps({**meta, "finished_at": time.time(), "outage_wait_s": outage.waited_s,
+                   "outages": outage.outages}),
+        )  # fmt: skip
         return len(todo)
     finally:
         client.close()
+
+
+def _work_one(
+    agent: Any, client: Any, job: JSON, settings: ShardSettings
+) -> tuple[JSON, JSON | None]:
+    """One episode of ``job``: the worker's report and the gateway's record of it."""
+    from sopgym.agents.worker import run_job
+    from sopgym.client import GatewayError, InfraError
+    from sopgym.observability import tracing
+
+    report = run_job(agent, client, job, settings.task_timeout, settings.model)
+    tracing.flush()
+    token, record = report.pop("token", None), None
+    if report.get("episode_id") and token:
+        try:
+            record = client.record(report["episode_id"], token)
+        except InfraError as error:  # the replica holding it is gone
+            report.update(status=INFRA_ERROR, error=f"record lost: {error}")
+        except GatewayError as error:  # scored as incomplete, never dropped
+            report["record_error"] = str(error)
+    return report, record
 
 
 def drop_infra_errors(results: Path) -> int:
@@ -292,7 +493,17 @@ def model_ready(model: str, base_url: str | None) -> None:
 
 
 # ---- merge ----
-_SAME = ("domains", "agent", "model", "distractors", "sop_variant", "limit", "count")
+_SAME = (
+    "domains",
+    "agent",
+    "model",
+    "distractors",
+    "sop_variant",
+    "limit",
+    "count",
+    "trials",
+    "seed",
+)
 
 
 def shard_metas(run_dir: Path) -> list[JSON]:
@@ -302,12 +513,20 @@ def shard_metas(run_dir: Path) -> list[JSON]:
 
 
 def wait_for_shards(
-    run_dir: Path, shards: int | None, wait_s: float, log: Callable[[str], None] = print
+    run_dir: Path,
+    shards: int | None,
+    wait_s: float,
+    log: Callable[[str], None] = print,
+    stall_s: float | None = None,
 ) -> list[JSON]:
     """The shards' settings once ``shards`` of them (default: their own count) have finished,
-    or whatever is there when ``wait_s`` runs out; says every PROGRESS_S which it waits for.
+    or whatever is there when ``wait_s`` runs out; says every PROGRESS_S which it waits for and
+    why each is not done (:func:`shard_states`: unclaimed, at work, or stuck: its worker gone).
+    With ``stall_s``, stops early once every unfinished shard has been unclaimed or stuck that
+    long: nothing is working them, and waiting on would be silent time lost.
     Shards written for another count than ``shards`` are a :class:`ShardError` at once."""
     started = last_said = time.monotonic()
+    idle_since: float | None = None
     while True:
         metas = shard_metas(run_dir)
         _check_count(run_dir, metas, shards)
@@ -316,12 +535,51 @@ def wait_for_shards(
         now = time.monotonic()
         if (expected and len(finished) >= expected) or now >= started + wait_s:
             return metas
+        states = shard_states(run_dir, expected, finished) if expected else {}
+        if states and all(not s.startswith("at work") for s in states.values()):
+            idle_since = now if idle_since is None else idle_since
+            if stall_s is not None and now - idle_since >= stall_s:
+                log(f"merge: no shard has been worked for {now - idle_since:.0f}s; "
+                    f"stuck: {_describe(states)}")  # fmt: skip
+                return metas
+        else:
+            idle_since = None
         if now - last_said >= PROGRESS_S:
-            left = [i for i in range(expected or 0) if i not in finished]
             log(f"merge: {len(finished)} of {expected or '?'} shards finished after "
-                f"{now - started:.0f}s; waiting for {left or 'the first shard'}")  # fmt: skip
+                f"{now - started:.0f}s; waiting for "
+                f"{_describe(states) if states else 'the first shard'}")  # fmt: skip
             last_said = now
         time.sleep(POLL_S)
+
+
+def shard_states(run_dir: Path, count: int, finished: set[int]) -> dict[int, str]:
+    """Why each unfinished shard of ``count`` is not done: ``unclaimed`` (no worker took it),
+    ``at work (<owner>, n lines)``, or ``stuck (<owner>, no heartbeat for Ns)``: its worker
+    died without giving the claim back; delete the ``.claim`` file and a worker resumes it."""
+    folder, now, states = shard_dir(run_dir), time.time(), {}
+    for index in range(count):
+        if index in finished:
+            continue
+        shard = Shard(index, count)
+        path = folder / f"{shard.stem}.claim"
+        try:
+            owner, touched = path.read_text().strip(), path.stat().st_mtime
+        except OSError:
+            states[index] = "unclaimed"
+            continue
+        results = folder / f"{shard.stem}.jsonl"
+        lines = len(read_jsonl_prefix(results)) if results.exists() else 0
+        quiet = now - touched
+        states[index] = (
+            f"stuck ({owner}, no heartbeat for {quiet:.0f}s, {lines} lines)"
+            if quiet > STALE_S
+            else f"at work ({owner}, {lines} lines)"
+        )
+    return states
+
+
+def _describe(states: dict[int, str]) -> str:
+    return "; ".join(f"shard {i} {state}" for i, state in sorted(states.items()))
 
 
 def _check_count(run_dir: Path, metas: list[JSON], shards: int | None) -> None:
@@ -340,15 +598,19 @@ def merge(
     wait_s: float = 0.0,
     data_root: Path | None = None,
     log: Callable[[str], None] = print,
+    stall_s: float | None = None,
 ) -> JSON:
     """Score every shard's results into ``results.jsonl`` and ``summary.json``.
 
     Tasks of the run that no shard reported count as incomplete (the summary lists them under
-    ``missing``), and shards that never finished are listed under ``unfinished_shards``.
+    ``missing``), and shards that never finished are listed under ``unfinished_shards``, with
+    why under ``unfinished_shard_states``. A task worked twice (a shard run by two workers at
+    once, which claims prevent; or copied by hand) is merged once, and counted under
+    ``duplicate_task_rows``.
     """
     from sopgym.orchestration.runner import RunConfig, Runner
 
-    metas = wait_for_shards(run_dir, shards, wait_s, log)
+    metas = wait_for_shards(run_dir, shards, wait_s, log, stall_s)
     if not metas:
         raise ShardError(f"no shard has written to {shard_dir(run_dir)}")
     for key in _SAME:
@@ -360,20 +622,34 @@ def merge(
     runner = Runner(config, run_dir, data_root)
     tasks = runner.prepare()
     by_id = {t.id: t for t in tasks}
-    rows: dict[str, JSON] = {}
-    unknown = 0
+    rows: dict[tuple[str, int], JSON] = {}
+    unknown = duplicates = 0
     for path in sorted(shard_dir(run_dir).glob("shard-*.jsonl")):
         for line in read_jsonl_prefix(path):
-            task = by_id.get(line["report"]["task_id"])
+            report = line["report"]
+            task = by_id.get(report["task_id"])
             if task is None:
                 unknown += 1
                 continue
-            rows[task.id] = runner.result_row(task, line["report"], line.get("record"))
-    ordered = [rows[t.id] for t in tasks if t.id in rows]
+            slot = (task.id, int(report.get("trial", 0)))
+            if slot in rows:  # the first line stands: merged once
+                duplicates += 1
+                continue
+            rows[slot] = runner.result_row(task, report, line.get("record"), slot[1])
+    ordered = [
+        rows[(t.id, trial)]
+        for trial in range(config.trials)
+        for t in tasks
+        if (t.id, trial) in rows
+    ]
     write_atomic(runner.paths.results, b"".join(dumps(r) + b"\n" for r in ordered))
     summary = runner.write_summary(tasks)
     finished = {m["shard"] for m in metas if m.get("finished_at")}
     summary["unfinished_shards"] = [i for i in range(count) if i not in finished]
+    summary["unfinished_shard_states"] = {
+        str(i): state for i, state in shard_states(run_dir, count, finished).items()
+    }
     summary["unknown_task_rows"] = unknown
+    summary["duplicate_task_rows"] = duplicates
     write_atomic(runner.paths.summary, dumps(summary))
     return summary
