@@ -279,6 +279,8 @@ def coverage_line(summary: JSON) -> str | None:
     if not infra or not planned:
         return None
     played = int(summary.get("scored", planned - infra))
+    if not played:  # nothing to judge the agent by: no figure at all, not 0%
+        return f"TSR n/a: none of {planned} planned episodes played; {infra} infra errors"
     correct = int(summary.get("correct", round(float(summary.get("tsr") or 0) * played)))
     return (
         f"TSR {float(summary.get('tsr') or 0):.1%} over {played} of {planned} planned; "

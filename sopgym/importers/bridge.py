@@ -28,6 +28,7 @@ from typing import Any
 
 from sopgym.core.errors import ToolError
 from sopgym.core.exceptions import DataError
+from sopgym.core.imported import TOOL_SEED_ENV
 from sopgym.importers.layout import TOOLS
 from sopgym.types import JSON
 
@@ -47,9 +48,6 @@ class ToolsLoadError(DataError, RuntimeError):
     """``tools.py`` cannot be imported, or offers no object to call tools on."""
 
 
-# The tool service's environment variable holding the run's --seed: imported tools' random
-# draws are seeded from it (:meth:`ToolsBridge.serve`), so two runs with one seed agree
-TOOL_SEED_ENV = "SOPGYM_TOOL_SEED"
 
 
 class NullResult(dict[str, Any]):

@@ -29,6 +29,7 @@ _COMMON = (
     "httpx", "httptools", "uvloop", "uvicorn", "orjson", "msgspec", "rich", "click",
     "jsonschema", "jsonschema-rs", "protobuf", "opentelemetry-api", "opentelemetry-sdk",
     "opentelemetry-exporter-otlp-proto-http", "opentelemetry-proto",
+    "json-repair",  # SOP-Maze's lenient reply reading (evaluation.maze_protocol): agents, merge
 )  # fmt: skip
 ROLES: dict[str, tuple[str, ...]] = {
     # serve-tools: a domain's tools over pandas tables (warehouse images with pillow)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from sopgym.agents.models import is_scripted
 from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
+from sopgym.core.imported import TOOL_SEED_ENV
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
-from sopgym.importers.bridge import TOOL_SEED_ENV
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 from sopgym.services.tools.group import mount_path
 
