@@ -14,7 +14,7 @@ from rich.table import Column, Table
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.registry import UnknownDomainError, load_domain
-from sopgym.terminal import console, stdout
+from sopgym.terminal import stdout
 from sopgym.validation import DATA_ROOT
 
 KIND_LABELS = {"tool_use": "tool use", "json_answer": "answer-only", "dialogue": "dialogue",
@@ -35,7 +35,8 @@ def load_data_saying_so(domain: DomainPack, data_root: Path | None) -> Any:
     from sopgym.core import dataset
 
     if not (dataset.data_path(domain, data_root) / "gold.jsonl").exists():
-        console.print(f"generating the {domain.name} dataset (first use; cached after)")
+        # on stderr: progress, not the listing (a pipe or a parser reads stdout)
+        click.echo(f"generating the {domain.name} dataset (first use; cached after)", err=True)
     return dataset.load(domain, data_root)
 
 

@@ -17,7 +17,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from sopgym.core import dataset
+from sopgym.core.registry import load_domain
+from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.evaluator import evaluate_path
+from sopgym.evaluation.scoring import score_episode
 from sopgym.observability import genai
 from sopgym.observability import semconv as sc
 from sopgym.observability.task_spans import evaluation_attributes
@@ -87,10 +91,25 @@ def test_a_stored_store_under_the_latest_names_has_them() -> None:
                if sc.GATEWAY_OP in s["attributes"])  # fmt: skip
 
 
+def _rows(folder: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (folder / "results.jsonl").read_bytes().splitlines()]
+
+
+def _rescored(row: dict[str, Any]) -> dict[str, Any]:
+    """A recorded row's score as the runner would record it today (scorers change; the
+    gateway's record of the episode does not)."""
+    data = dataset.load(load_domain(row["domain"]), DATA_ROOT)
+    task = next(t for t in data.tasks if t.id == row["task_id"])
+    score = score_episode(data.domain, task, Trajectory.from_json(row["trajectory"]),
+                          data.gold[task.id], None, agent_error=row["error"])  # fmt: skip
+    return score.to_json()
+
+
 def test_old_and_new_names_score_identically_and_as_the_records(tmp_path: Path) -> None:
     new = evaluate_path(LATEST, DATA_ROOT)
-    lines = (LATEST / "results.jsonl").read_bytes().splitlines()
-    records = {row["task_id"]: row["score"] for row in map(orjson.loads, lines)}
+    # the run's records (the gateway's trajectories in results.jsonl) scored by today's
+    # scorers, as the runner scores them: the traces must give the same scores
+    records = {row["task_id"]: _rescored(row) for row in _rows(LATEST)}
     assert len(new["per_task"]) == 4 and not new["incomplete"]
     assert {r["task_id"]: r["score"] for r in new["per_task"]} == records
     old = tmp_path / LATEST.name  # (a run folder's name is its run id)

@@ -271,7 +271,8 @@ def test_final_state_passes_a_harmless_difference_and_fails_a_wrong_write(
     score = _final_state_score(gold, wrong)
     assert score.value == 0.0
     assert score.metrics == {"differences": ["$.application.granted_amount"],
-                             "harmless": ["$.application.decision_note"]}  # fmt: skip
+                             "harmless": ["$.application.decision_note"],
+                             "expected": {"$.application.granted_amount": granted}}  # fmt: skip
 
 
 # ---- 200 concurrent episodes through the gateway (about 6 s) ----
