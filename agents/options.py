@@ -42,6 +42,9 @@ AGENT_OPTIONS: dict[str, AgentOption] = {
         int, 3, "Identical failing calls or replies in a row before the agent stops.", 1
     ),
     "max_replans": AgentOption(int, 6, "Re-plans after failed steps (plan agent)."),
+    "text_tool_calls": AgentOption(
+        int, 1, "1: read tool calls a model writes as text (fenced JSON, <tool_call>) as calls."
+    ),
 }
 
 
