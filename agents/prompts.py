@@ -272,9 +272,9 @@ def _react_format(output_schema: JSON, tools: list[JSON]) -> str:
         "Observation: <the tool's result, sent back to you>\n"
         "End your reply right after the Action Input's JSON object: the Observation is "
         "written for you, never by you. Then the next round follows.\n"
-        "When no SOP step is left, reply with:\n"
-        "Thought: The procedure is complete.\n"
-        f"Final Answer: <{FINAL_TAG}>{_json(example_answer(output_schema) or {})}</{FINAL_TAG}>"
+        "When no SOP step is left, reply with a Thought line, then a line starting "
+        f"'Final Answer:' followed by the answer inside <{FINAL_TAG}></{FINAL_TAG}> tags, in "
+        "the form described below."
     )
 
 
