@@ -232,7 +232,7 @@ def system_prompt(
     nothing of the task, so every task of a domain shares it as its prompt's prefix."""
     parts = [_ROLE]
     if tools_text is not None:
-        parts += [f"Tools you can use:\n{tools_text}", _react_format(output_schema, tools or [])]
+        parts += [f"Tools you can use:\n{tools_text}", _react_format(tools or [])]
     else:
         parts.append(
             "Call tools through the function-calling interface, one step at a time, and wait "
@@ -252,12 +252,12 @@ def tool_free_prompt(output_schema: JSON) -> str:
     )
 
 
-def _react_format(output_schema: JSON, tools: list[JSON]) -> str:
+def _react_format(tools: list[JSON]) -> str:
     """The round format, shown as a concrete example round with the catalog's first tool and
     its argument names (small models copy a format block word for word: placeholder text
     there became "Action: the"), and where generation should stop."""
-    tool = tools[0] if tools else {"name": "tool_name", "input_schema": {}}
-    schema = tool.get("input_schema") or {}
+    tool: JSON = tools[0] if tools else {"name": "tool_name", "input_schema": {}}
+    schema: JSON = tool.get("input_schema") or {}
     names = list(schema.get("properties") or {})
     required = [n for n in schema.get("required") or names if n in names] or names[:1]
     arguments = {n: f"<{n} from the case or an earlier result>" for n in required}
