@@ -24,6 +24,7 @@ from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
 from sopgym.agents.graph import GraphAgent, NoFinalAnswer, answer_without_tools
 from sopgym.agents.llm import LLM
+from sopgym.agents.metrics import WorkerMetrics, episode_facts
 from sopgym.agents.models import PlainChatCompletions, parse_model_spec
 from sopgym.agents.prompts import answer_contract, example_answer, system_prompt
 from sopgym.agents.textcalls import read_text_calls
@@ -34,6 +35,7 @@ from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
 from sopgym.evaluation.llm_usage import figures
 from sopgym.gateway.catalog import Catalog, ServiceEntry
+from sopgym.observability.metrics import Metrics
 from sopgym.services.model import behaviours
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
@@ -396,6 +398,13 @@ def test_generation_speed_comes_from_the_servers_timings() -> None:
     assert summary["generation_tokens_per_s"] == 16.0  # the server's own figure
     # the other figure is output tokens over the whole latency, named so
     assert "output_tokens_per_s_of_latency" in summary
+    metrics = Metrics("test", otel=False)
+    WorkerMetrics(metrics, "fc", "m").observe(
+        episode_facts({"status": "finished", "llm_calls": context.usage})
+    )
+    text = metrics.exposition().decode()
+    assert 'sopgym_agent_llm_generation_seconds_total{model="m"} 2.5' in text
+    assert 'sopgym_agent_llm_timed_generated_tokens_total{model="m"} 40' in text
 
 
 def test_the_system_prompt_is_the_same_for_every_task_of_a_domain() -> None:
@@ -406,3 +415,12 @@ def test_the_system_prompt_is_the_same_for_every_task_of_a_domain() -> None:
     first = system_prompt(data.domain.output_schema, tools_catalog_text(tools), tools)
     assert first == system_prompt(data.domain.output_schema, tools_catalog_text(tools), tools)
     assert "Action: " + tools[0]["name"] in first  # the example round uses a real tool
+
+
+@pytest.mark.parametrize("agent", ["fc", "react"])
+def test_the_small_local_preset_is_solved_by_both_tool_agents(agent: str) -> None:
+    """All the habits at once (``scripted:small_local``): the tool-use task still ends right."""
+    for index in range(3):
+        final, context, episode, _, task = _work(agent, TOOL_USE, "small_local", index)
+        assert final == _gold(TOOL_USE, task) and episode.calls
+        assert not context.answered_without_tools
