@@ -11,6 +11,7 @@ called in-process; no server, no network. One test per point of the issue.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,6 +42,7 @@ from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
 from sopgym.services.model.replies import cut_at_stop
 from tests.helpers import domain_data
+from tests.test_agents_e2e import _rows, _run, _summary
 from tests.test_agents_graph import ANSWER, FakeEpisode, _agent, _call, _solve
 
 TOOL_USE = "patient_intake"
@@ -424,3 +426,17 @@ def test_the_small_local_preset_is_solved_by_both_tool_agents(agent: str) -> Non
         final, context, episode, _, task = _work(agent, TOOL_USE, "small_local", index)
         assert final == _gold(TOOL_USE, task) and episode.calls
         assert not context.answered_without_tools
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["fc", "react"])
+def test_a_whole_run_on_the_small_local_model(agent: str, tmp_path: Path) -> None:
+    """Through the real stack (model server over HTTP, gateway, workers, scorer): the small
+    model's habits cost neither the task nor a flag, and a native-tools agent's text calls
+    are recorded as calls."""
+    args = ["--agent", agent, "--model", "scripted:small_local", "--limit", "4", "--no-trace"]
+    result = _run(tmp_path, *args, "--max-steps", "30")
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = _summary(tmp_path)
+    assert summary["tsr"] == 1.0 and not summary.get("answered_without_tools"), summary
+    assert all(row["score"]["calls"] > 0 for row in _rows(tmp_path))
