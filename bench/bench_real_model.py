@@ -234,7 +234,8 @@ def main() -> None:
         raise SystemExit(f"unknown cells {sorted(unknown)}: use {[c.key for c in MATRIX]}")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-real-model-") as scratch:
-        folder = args.runs_dir or Path(scratch)
+        # absolute: each run's command works in this folder, where a relative path would nest
+        folder = (args.runs_dir or Path(scratch)).resolve()
         folder.mkdir(parents=True, exist_ok=True)
         for cell in cells:
             rows.append(run_cell(args, cell, folder))
