@@ -1,6 +1,10 @@
 """The function-calling agent: the model sees the episode's tools natively and loops
 model -> tools -> model until it answers without calling a tool.
 
+Calls a model writes as text instead (fenced JSON, Hermes ``<tool_call>`` tags and the other
+forms of :mod:`sopgym.agents.textcalls`) are read as calls when they name an offered tool
+(``text_tool_calls``, on by default; ``--agent-option text_tool_calls=0`` turns it off).
+
 With ``tool_retrieval`` (``METHOD[:K]``, :mod:`sopgym.agents.retrieval`; off by default) the
 model is offered only the K tools that score best for the SOP and the task, so a catalog of
 hundreds of tools does not fill its prompt; every tool of the episode stays callable.
@@ -19,7 +23,7 @@ from sopgym.agents.graph import (
     Run,
     State,
     after_answer,
-    native_requests,
+    reply_requests,
     run_of,
     text_of,
 )
@@ -61,11 +65,14 @@ class FunctionCallingAgent(GraphAgent):
         return graph
 
     def _model(self, state: State, config: RunnableConfig) -> dict[str, Any]:
-        reply = run_of(config).ask(state["messages"], tools=True)
-        return {"messages": [reply], "pending": native_requests(reply)}
+        run = run_of(config)
+        reply = run.ask(state["messages"], tools=True)
+        turn, pending = reply_requests(reply, run, self.text_tool_calls)
+        return {"messages": [turn], "pending": pending}
 
     def _answer(self, state: State, config: RunnableConfig) -> dict[str, Any]:
-        return self.conclude(state, text_of(state["messages"][-1]), run_of(config))
+        reply = state["messages"][-1]
+        return self.conclude(state, text_of(reply), run_of(config), reply)
 
 
 def _after_model(state: State) -> str:

@@ -31,12 +31,16 @@ from sopgym.agents.options import default
 from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
     case_message,
+    cut_request,
     final_request,
+    not_a_tool_note,
     observation,
     repeat_warning,
+    still_no_tool_request,
     tool_free_prompt,
     use_tools_request,
 )
+from sopgym.agents.textcalls import read_text_calls
 from sopgym.client import Episode
 from sopgym.core.answers import (
     MESSAGE_ACTION,
@@ -57,6 +61,23 @@ class StepLimitExceeded(AgentError, RuntimeError):
 
 class NoFinalAnswer(AgentError, RuntimeError):
     """The model stopped without an answer we could read, even after being asked again."""
+
+
+def was_cut(message: BaseMessage) -> bool:
+    """Whether the reply ended at the length limit (``max_tokens``), not where the model
+    stopped: OpenAI-compatible servers say ``finish_reason: length``, Anthropic and Bedrock
+    ``max_tokens``."""
+    metadata = getattr(message, "response_metadata", None) or {}
+    reason = (
+        metadata.get("finish_reason") or metadata.get("stop_reason") or metadata.get("stopReason")
+    )
+    return reason in ("length", "max_tokens")
+
+
+def _unanswered(reminders: int, cut: bool) -> str:
+    """Why a task ends without an answer, saying so when the last reply was cut."""
+    why = f"no readable final answer after {reminders} reminder{'s' * (reminders != 1)}"
+    return f"{why}; the last reply was cut at the length limit (max tokens)" if cut else why
 
 
 class RepeatedAction(AgentError, RuntimeError):
@@ -116,7 +137,9 @@ class Run:
     tool_calls: int = 0  # calls made (refused ones included)
     corrections: int = 0  # "use the tools" turns given
     notes: list[str] = field(default_factory=list)  # warnings for the model's next turn
+    offered: list[str] = field(default_factory=list)  # names the model was offered
     _last_failure: tuple[str, int] = ("", 0)  # (signature, times in a row)
+    _last_success: tuple[str, int] = ("", 0)
     _last_reply: tuple[str, int] = ("", 0)
 
     @property
@@ -164,17 +187,19 @@ class Run:
         """A reply that neither called a tool nor answered readably: the same one again is
         warned about, and stopped at the limit."""
         self._last_reply = self._watch(
-            self._last_reply, text.strip(), "wrote the same unusable reply"
+            self._last_reply, text.strip(), "wrote the same unusable reply", "reply"
         )
 
-    def _watch(self, last: tuple[str, int], signature: str, what: str) -> tuple[str, int]:
+    def _watch(
+        self, last: tuple[str, int], signature: str, what: str, kind: str, tool: str = ""
+    ) -> tuple[str, int]:
         """Count ``signature`` repeating in a row: from the second time the model is warned
-        (:attr:`notes`), at :attr:`Limits.max_repeats` the agent stops."""
+        (:attr:`notes`, worded for ``kind``), at :attr:`Limits.max_repeats` the agent stops."""
         times = last[1] + 1 if signature == last[0] else 1
         if times >= self.limits.max_repeats:
             raise RepeatedAction(f"the model {what} {times} times in a row; stopped")
         if times >= 2:
-            self.notes.append(repeat_warning(what, times))
+            self.notes.append(repeat_warning(kind, times, tool))
         return signature, times
 
     def take_notes(self) -> list[BaseMessage]:
@@ -197,16 +222,25 @@ class Run:
                 result = self.episode.call(request.name, request.arguments, request.id)
             self.tool_calls += 1
             outcomes.append(ToolOutcome(request, result.ok, result.status, result.content))
+            signature = orjson.dumps(
+                [request.name, request.arguments, result.content],
+                option=orjson.OPT_SORT_KEYS,
+                default=str,
+            ).decode()
+            # identical calls in a row are watched whether they fail or succeed: a model may
+            # loop on a call that works (the same arguments, the same result) just as well
             if result.ok:
                 self._last_failure = ("", 0)
+                what = f"made the same successful call to {request.name}"
+                self._last_success = self._watch(
+                    self._last_success, signature, what, "success", request.name
+                )
             else:
-                signature = orjson.dumps(
-                    [request.name, request.arguments, result.content],
-                    option=orjson.OPT_SORT_KEYS,
-                    default=str,
-                ).decode()
+                self._last_success = ("", 0)
                 what = f"made the same failing call to {request.name}"
-                self._last_failure = self._watch(self._last_failure, signature, what)
+                self._last_failure = self._watch(
+                    self._last_failure, signature, what, "failing", request.name
+                )
         return outcomes
 
 
@@ -238,6 +272,38 @@ def text_of(message: BaseMessage) -> str:
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(block.get("text", ""))
     return "".join(parts)
+
+
+def reply_requests(
+    reply: AIMessage, run: Run, text_calls: bool
+) -> tuple[AIMessage, list[ToolRequest]]:
+    """The tool requests of a native-tools turn, and the turn as the transcript keeps it.
+
+    With ``text_calls``, a reply with no native call whose text writes calls to offered tools
+    (:mod:`sopgym.agents.textcalls`: fenced JSON, Hermes tags, ...) is read as those calls,
+    and kept in the transcript as the native calls it meant, so each tool message answers a
+    call of the turn before it (what every Chat Completions server requires)."""
+    requests = native_requests(reply)
+    if requests or not text_calls:
+        return reply, requests
+    written = read_text_calls(text_of(reply), run.offered)
+    if not written:
+        return reply, []
+    requests = [
+        ToolRequest(f"text_{run.steps}_{i}", call.name, call.arguments)
+        for i, call in enumerate(written)
+    ]
+    turn = AIMessage(
+        "",
+        tool_calls=[
+            {"name": r.name, "args": r.arguments if isinstance(r.arguments, dict) else {},
+             "id": r.id}
+            for r in requests
+        ],
+        response_metadata=reply.response_metadata,
+        usage_metadata=reply.usage_metadata,
+    )
+    return turn, requests
 
 
 def native_requests(message: AIMessage) -> list[ToolRequest]:
@@ -276,9 +342,11 @@ class GraphAgent:
         corrective_turns: int = default("corrective_turns"),
         max_repeats: int = default("max_repeats"),
         paper_protocol: int = default("paper_protocol"),
+        text_tool_calls: int = default("text_tool_calls"),
         **_: Any,
     ) -> None:
         self.paper_protocol = bool(paper_protocol)  # SOP-Maze's protocol on prompt-only tasks
+        self.text_tool_calls = bool(text_tool_calls)
         self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries, max_tokens)
         self.limits = Limits(
             max_steps=max_steps,
@@ -308,7 +376,11 @@ class GraphAgent:
             return answer_without_tools(self.llm, task, episode, context, self.limits.max_nudges)
         run = Run(task, episode, context, self.llm, self.limits)
         if self.native_tools:
-            run.tools = [openai_tool(spec) for spec in self.offered(run)]
+            offered = self.offered(run)
+            run.tools = [openai_tool(spec) for spec in offered]
+            run.offered = [spec["name"] for spec in offered]
+        else:
+            run.offered = [spec["name"] for spec in run.specs]
         system = self.system_text(run)
         opening = [
             SystemMessage(f"{system}\n\n{DIALOGUE_GUIDE}" if run.dialogue else system),
@@ -327,19 +399,28 @@ class GraphAgent:
             raise NoFinalAnswer("the agent ended without a final answer")
         return final
 
-    def render_outcomes(self, outcomes: list[ToolOutcome]) -> list[BaseMessage]:
-        """Tool outcomes as the model sees them: tool messages, or one ReAct observation."""
+    def render_outcomes(
+        self, outcomes: list[ToolOutcome], offered: list[str] | None = None
+    ) -> list[BaseMessage]:
+        """Tool outcomes as the model sees them: tool messages, or one ReAct observation. A
+        call to a name not ``offered`` says which names are."""
+
+        def text(o: ToolOutcome, shown: str) -> str:
+            if offered and not o.ok and o.request.name not in offered:
+                return f"{shown} {not_a_tool_note(o.request.name, offered)}"
+            return shown
+
         if self.native_tools:
             return [
                 ToolMessage(
-                    o.text,
+                    text(o, o.text),
                     tool_call_id=o.request.id,
                     name=o.request.name,
                     status="success" if o.ok else "error",
                 )
                 for o in outcomes
             ]
-        return [HumanMessage("\n".join(observation(o.content) for o in outcomes))]
+        return [HumanMessage("\n".join(text(o, observation(o.content)) for o in outcomes))]
 
     def tools_node(self, state: State, config: RunnableConfig) -> dict[str, Any]:
         return self.tool_turn(state, run_of(config))[1]
@@ -347,14 +428,19 @@ class GraphAgent:
     def tool_turn(self, state: State, run: Run) -> tuple[list[ToolOutcome], dict[str, Any]]:
         """Make the pending calls: their outcomes, and the state update that shows them."""
         outcomes = run.call_tools(state.get("pending") or [])
-        messages = [*self.render_outcomes(outcomes), *run.take_notes()]
+        messages = [*self.render_outcomes(outcomes, run.offered), *run.take_notes()]
         return outcomes, {"messages": messages, "pending": []}
 
-    def conclude(self, state: State, text: str, run: Run) -> dict[str, Any]:
+    def conclude(
+        self, state: State, text: str, run: Run, reply: BaseMessage | None = None
+    ) -> dict[str, Any]:
         """Read the final answer from ``text``, in its declared form only; without one, remind
         the model (a few times). An answer before any tool call in an episode with tools is
         flagged (``answered_without_tools``) and, for :attr:`Limits.corrective_turns` turns,
-        answered with a request to work through the tools instead."""
+        answered with a request to work through the tools instead. Each reminder fits the
+        reply it answers: a reply ``cut`` at the length limit is told so, and a tool-less reply
+        after the "use the tools" turn is told to call a tool, not to answer."""
+        cut = reply is not None and was_cut(reply)
         final = declared_final_answer(text, run.fields)
         if run.tool_calls == 0 and (final is not None or extract_final_answer(text, run.fields)):
             run.context.answered_without_tools = True
@@ -363,15 +449,21 @@ class GraphAgent:
                 return {"messages": [HumanMessage(use_tools_request(run.episode.output_schema))]}
         if final is not None:
             return {"final": final}
-        run.watch_reply(text)
+        if not cut:  # a cut reply is the limit's doing: asked again, never a repeat
+            run.watch_reply(text)
         notes = run.take_notes()
         if notes:  # the same reply again: its warning replaces the reminder
             return {"messages": notes}
         nudges = state.get("nudges", 0)
         if nudges >= run.limits.max_nudges:
-            raise NoFinalAnswer(f"no readable final answer after {nudges} reminders")
-        reminder = HumanMessage(final_request(run.episode.output_schema))
-        return {"messages": [reminder], "nudges": nudges + 1}
+            raise NoFinalAnswer(_unanswered(nudges, cut))
+        if cut:
+            reminder = cut_request(run.episode.output_schema)
+        elif run.corrections and run.tool_calls == 0:
+            reminder = still_no_tool_request()
+        else:
+            reminder = final_request(run.episode.output_schema)
+        return {"messages": [HumanMessage(reminder)], "nudges": nudges + 1}
 
 
 def answer_without_tools(
@@ -379,19 +471,26 @@ def answer_without_tools(
 ) -> JSON:
     """A task whose episode offers no tools: one model call answers it, and an answer that
     cannot be read is asked for again up to ``reminders`` times. No graph runs, since there
-    is no tool to call and no step to plan."""
+    is no tool to call and no step to plan. A reply cut at the length limit is asked for again
+    (shorter) at least once, even with no reminders: the cut was the limit's, not the
+    model's answer."""
     fields = list(episode.output_schema.get("properties", {}))
     messages: list[BaseMessage] = [
         SystemMessage(tool_free_prompt(episode.output_schema)),
         HumanMessage(case_message(episode.sop, task.inputs)),
     ]
-    for _ in range(reminders + 1):
+    asked = 0
+    while True:
         reply = model_calls.invoke_model(llm, messages, context, purpose="answer")
         final = extract_final_answer(text_of(reply), fields)
         if final is not None:
             return final
-        messages += [reply, HumanMessage(final_request(episode.output_schema))]
-    raise NoFinalAnswer(f"no readable final answer after {reminders} reminders")
+        cut = was_cut(reply)
+        if asked >= max(reminders, 1 if cut else 0):
+            raise NoFinalAnswer(_unanswered(asked, cut))
+        asked += 1
+        request = cut_request if cut else final_request
+        messages += [reply, HumanMessage(request(episode.output_schema))]
 
 
 def answer_as_published(llm: LLM, task: Task, context: AgentContext) -> JSON:

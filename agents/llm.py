@@ -239,17 +239,42 @@ def _record(
     error: Exception | None,
 ) -> None:
     usage = (getattr(message, "usage_metadata", None) or {}) if message is not None else {}
-    context.usage.append(
-        {
-            "model": llm.spec.label,
-            "purpose": purpose,
-            "input_tokens": usage.get("input_tokens", 0),
-            "output_tokens": usage.get("output_tokens", 0),
-            "latency_s": round(time.perf_counter() - started, 6),
-            "attempts": attempts,
-            "error": f"{type(error).__name__}: {_first_line(error)}" if error else None,
+    record = {
+        "model": llm.spec.label,
+        "purpose": purpose,
+        "input_tokens": usage.get("input_tokens", 0),
+        "output_tokens": usage.get("output_tokens", 0),
+        "latency_s": round(time.perf_counter() - started, 6),
+        "attempts": attempts,
+        "error": f"{type(error).__name__}: {_first_line(error)}" if error else None,
+    }
+    if message is not None:
+        record.update(server_timings(message))
+    context.usage.append(record)
+
+
+def server_timings(message: AIMessage) -> JSON:
+    """The server's own timing of a reply, where it gives one: llama-server's ``timings``
+    (prompt tokens it processed, i.e. not read from its cache, and the seconds they took;
+    tokens generated and the seconds generation took), or ``usage.completion_time``
+    (seconds of generation) as some OpenAI-compatible services report it. Empty otherwise."""
+    usage = (message.response_metadata or {}).get("token_usage") or {}
+    if not isinstance(usage, dict):
+        return {}
+    timings = usage.get("timings")
+    if isinstance(timings, dict) and timings.get("predicted_ms") is not None:
+        return {
+            "prompt_tokens_processed": int(timings.get("prompt_n") or 0),
+            "prompt_s": round(float(timings.get("prompt_ms") or 0) / 1000, 6),
+            "generated_tokens": int(timings.get("predicted_n") or 0),
+            "generation_s": round(float(timings["predicted_ms"]) / 1000, 6),
         }
-    )
+    if isinstance(usage.get("completion_time"), int | float):
+        return {
+            "generated_tokens": int(usage.get("completion_tokens") or 0),
+            "generation_s": round(float(usage["completion_time"]), 6),
+        }
+    return {}
 
 
 def is_retryable(error: BaseException) -> bool:

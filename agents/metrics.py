@@ -50,6 +50,10 @@ class LlmCall:
     input_tokens: int
     output_tokens: int
     error: str | None
+    # the server's own timing of generation (llama-server's timings), 0 where it gave none:
+    # generated_tokens / generation_s is its generation speed, latency_s includes the prompt
+    generated_tokens: int = 0
+    generation_s: float = 0.0
 
 
 @dataclass
@@ -83,6 +87,8 @@ def episode_facts(report: JSON, record: JSON | None = None) -> EpisodeFacts:
                 input_tokens=int(usage.get("input_tokens") or 0),
                 output_tokens=int(usage.get("output_tokens") or 0),
                 error=exception_class(usage.get("error")),
+                generated_tokens=int(usage.get("generated_tokens") or 0),
+                generation_s=float(usage.get("generation_s") or 0.0),
             )
         )
     for call in (record or {}).get("calls") or ():
@@ -117,6 +123,17 @@ class WorkerMetrics:
             "LLM call latency (retries included).",
             ("model",),
         )
+        # both from the server's own timings: their rates' ratio is its generation speed
+        self.llm_generation_seconds = metrics.counter(
+            "sopgym_agent_llm_generation_seconds",
+            "Seconds the model server spent generating, as it timed them (llama-server).",
+            ("model",),
+        )
+        self.llm_timed_tokens = metrics.counter(
+            "sopgym_agent_llm_timed_generated_tokens",
+            "Tokens generated in the server-timed seconds of sopgym_agent_llm_generation_seconds.",
+            ("model",),
+        )
         self.tool_calls = metrics.counter(
             "sopgym_agent_tool_calls",
             "Tool calls of worked episodes, by outcome.",
@@ -131,5 +148,8 @@ class WorkerMetrics:
             self.llm_seconds.observe(call.latency_s, (self.model,))
             self.llm_tokens.add((self.model, "input"), call.input_tokens)
             self.llm_tokens.add((self.model, "output"), call.output_tokens)
+            if call.generation_s > 0:
+                self.llm_generation_seconds.add((self.model,), call.generation_s)
+                self.llm_timed_tokens.add((self.model,), call.generated_tokens)
         for tool in facts.tools:
             self.tool_calls.add((facts.domain, tool.error or "ok"))

@@ -215,9 +215,21 @@ class PlainReply:
 
     def parse(self) -> Any:
         try:
-            return self.http_response.json()
+            body = self.http_response.json()
         except ValueError:  # LangChain reports a non-JSON body with its preview
             return self.http_response.text
+        return with_server_timings(body)
+
+
+def with_server_timings(body: Any) -> Any:
+    """llama-server's ``timings`` (its own prompt and generation times) carried inside
+    ``usage``: LangChain keeps a reply's ``usage`` (as ``response_metadata["token_usage"]``)
+    and drops other top-level keys, and the usage records read them from there."""
+    if isinstance(body, dict) and isinstance(body.get("timings"), dict):
+        usage = body.get("usage")
+        if isinstance(usage, dict):
+            body["usage"] = {**usage, "timings": body["timings"]}
+    return body
 
 
 def _provider_module(provider: str) -> Any:

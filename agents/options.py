@@ -48,6 +48,9 @@ AGENT_OPTIONS: dict[str, AgentOption] = {
         "1: SOP-Maze's own protocol on prompt-only tasks (the prompt as the one user message, "
         "no system prompt, the reply read as the official scorer reads it); --protocol paper.",
     ),
+    "text_tool_calls": AgentOption(
+        int, 1, "1: read tool calls a model writes as text (fenced JSON, <tool_call>) as calls."
+    ),
 }
 
 

@@ -22,7 +22,7 @@ from sopgym.agents.graph import (
     State,
     ToolOutcome,
     after_answer,
-    native_requests,
+    reply_requests,
     run_of,
     text_of,
 )
@@ -86,7 +86,8 @@ class PlanExecuteAgent(GraphAgent):
         run = run_of(config)
         turn = HumanMessage(execute_request(state.get("plan", []), set(state.get("done", []))))
         reply = run.ask([*state["messages"], turn], tools=True)
-        return {"messages": [reply], "pending": native_requests(reply)}
+        message, pending = reply_requests(reply, run, self.text_tool_calls)
+        return {"messages": [message], "pending": pending}
 
     def _tools(self, state: PlanState, config: RunnableConfig) -> dict[str, Any]:
         outcomes, update = self.tool_turn(state, run_of(config))

@@ -9,12 +9,18 @@ recognises the same cues, the way a real model follows the instructions it is gi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
 from sopgym.core.answers import FINAL_TAG, MESSAGE_ACTION, PLAN_TAG, REACT_MARKER
 from sopgym.types import JSON
+
+try:  # the regular expression parser, for patterns' example values
+    import re._parser as _re_parser  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - Python 3.11 keeps it as sre_parse
+    import sre_parse as _re_parser
 
 _ROLE = (
     "You are an operations agent who carries out a Standard Operating Procedure (SOP) for one "
@@ -29,26 +35,204 @@ def pretty(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
 
 
+# how a string format reads to a model, and a value of it for the example answer
+_FORMATS = {
+    "date": ("a date (YYYY-MM-DD)", "2026-01-31"),
+    "date-time": ("a date and time (ISO 8601)", "2026-01-31T09:30:00Z"),
+    "time": ("a time (HH:MM:SS)", "09:30:00"),
+    "email": ("an e-mail address", "name@example.com"),
+    "uri": ("a URI", "https://example.com/"),
+    "uuid": ("a UUID", "00000000-0000-4000-8000-000000000000"),
+}
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def value_shape(schema: Any) -> str:
+    """One schema as the scorer will check it, in a line: enums and constants as the JSON
+    values they must be (``"1" | "9.2"``, never ``1 | 9.2``), types, formats, bounds and
+    patterns, array items and nested fields."""
+    if not isinstance(schema, dict):
+        return "value"
+    if "const" in schema:
+        return _json(schema["const"])
+    if "enum" in schema:
+        return " | ".join(_json(v) for v in schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        if isinstance(schema.get(combinator), list):
+            return " | ".join(value_shape(s) for s in schema[combinator])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " | ".join(value_shape({**schema, "type": k}) for k in kind)
+    if kind == "array":
+        items = value_shape(schema.get("items"))
+        bounds = _bounds(schema, "minItems", "maxItems", "items")
+        return f"array of ({items}){bounds}"
+    if kind == "object" and isinstance(schema.get("properties"), dict):
+        fields = ", ".join(f"{k}: {value_shape(v)}" for k, v in schema["properties"].items())
+        return "{" + fields + "}"
+    text = kind if isinstance(kind, str) else "value"
+    if kind in ("integer", "number"):
+        text += _bounds(schema, "minimum", "maximum", "")
+    if kind == "string":
+        if schema.get("format") in _FORMATS:
+            text += f", {_FORMATS[schema['format']][0]}"
+        if "pattern" in schema:
+            text += f" matching {schema['pattern']}"
+        text += _bounds(schema, "minLength", "maxLength", "characters")
+    return text
+
+
+def _bounds(schema: JSON, low: str, high: str, unit: str) -> str:
+    unit = f" {unit}" if unit else ""
+    if low in schema and high in schema:
+        return f" from {schema[low]} to {schema[high]}{unit}"
+    if low in schema:
+        return f" of at least {schema[low]}{unit}"
+    if high in schema:
+        return f" of at most {schema[high]}{unit}"
+    return ""
+
+
+def example_value(schema: Any) -> Any:
+    """A value valid against ``schema`` where the schema says enough (the first enum value,
+    the constant, a value of the format, the lower bound), to show the answer's form."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for combinator in ("anyOf", "oneOf"):
+        if schema.get(combinator):
+            return example_value(schema[combinator][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: example_value(sub) for name, sub in properties.items()}
+    if kind == "array":
+        count = max(1, int(schema.get("minItems") or 0))
+        return [example_value(schema.get("items")) for _ in range(count)][
+            : schema.get("maxItems", count)
+        ]
+    if kind == "integer":
+        return int(schema.get("minimum", 0))
+    if kind == "number":
+        return schema.get("minimum", 0.0)
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    if kind == "string":
+        if schema.get("format") in _FORMATS:
+            return _FORMATS[schema["format"]][1]
+        if "pattern" in schema:
+            return matching_string(str(schema["pattern"]))
+        return "x" * max(1, int(schema.get("minLength") or 1))
+    return None
+
+
+def matching_string(pattern: str) -> str | None:
+    """A short string the regular expression ``pattern`` matches (None when the pattern uses
+    what this simple walk of its parse does not cover): a pattern's example value."""
+    try:
+        tokens = _re_parser.parse(pattern)
+        text = _sample(tokens)
+    except (re.error, ValueError, TypeError, IndexError, RecursionError):
+        return None
+    return text if text is not None and re.search(pattern, text) else None
+
+
+_CATEGORY_SAMPLES = {"CATEGORY_DIGIT": "0", "CATEGORY_WORD": "a", "CATEGORY_SPACE": " "}
+
+
+def _sample(tokens: Any) -> str | None:
+    out = []
+    for op, arg in tokens:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "ANY":
+            out.append("a")
+        elif name == "IN":
+            first_op, first = arg[0]
+            if str(first_op) == "NEGATE":
+                return None
+            if str(first_op) == "RANGE":
+                out.append(chr(first[0]))
+            elif str(first_op) == "LITERAL":
+                out.append(chr(first))
+            elif str(first_op) == "CATEGORY" and str(first) in _CATEGORY_SAMPLES:
+                out.append(_CATEGORY_SAMPLES[str(first)])
+            else:
+                return None
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, _, sub = arg
+            part = _sample(sub)
+            if part is None:
+                return None
+            out.append(part * max(low, 0))
+        elif name == "SUBPATTERN":
+            part = _sample(arg[-1])
+            if part is None:
+                return None
+            out.append(part)
+        elif name == "BRANCH":
+            part = _sample(arg[1][0])
+            if part is None:
+                return None
+            out.append(part)
+        elif name == "AT":
+            continue
+        elif name == "CATEGORY" and str(arg) in _CATEGORY_SAMPLES:
+            out.append(_CATEGORY_SAMPLES[str(arg)])
+        else:
+            return None
+    return "".join(out)
+
+
+def example_answer(output_schema: JSON) -> JSON | None:
+    """One answer object in the schema's form (its values only show the form)."""
+    value = example_value({**output_schema, "type": "object"})
+    return value if isinstance(value, dict) else None
+
+
 def answer_contract(output_schema: JSON) -> str:
-    """How the final answer must look: one object with the domain's output fields."""
+    """How the final answer must look: one object with the domain's output fields, each
+    shown as the scorer will check it, and one example of the form."""
     properties = output_schema.get("properties", {})
     lines = []
     for name, schema in properties.items():
-        allowed = schema.get("enum")
-        kind = " | ".join(map(str, allowed)) if allowed else schema.get("type", "value")
-        note = f" - {schema['description']}" if schema.get("description") else ""
-        lines.append(f"  {name}: {kind}{note}")
+        description = schema.get("description") if isinstance(schema, dict) else None
+        note = f" - {description}" if description else ""
+        lines.append(f"  {name}: {value_shape(schema)}{note}")
+    example = example_answer(output_schema)
+    shown = (
+        f"\nThe form, for example (these values only show the form): "
+        f"<{FINAL_TAG}>{_json(example)}</{FINAL_TAG}>"
+        if example
+        else ""
+    )
     return (
         "When the procedure is complete, give the case summary as a single JSON object inside "
-        f"<{FINAL_TAG}></{FINAL_TAG}> tags, with exactly these fields:\n" + "\n".join(lines)
+        f"<{FINAL_TAG}></{FINAL_TAG}> tags, with exactly these fields (a value in quotes is a "
+        "JSON string and must be written in quotes):\n" + "\n".join(lines) + shown
     )
 
 
-def system_prompt(output_schema: JSON, tools_text: str | None = None) -> str:
-    """The system message. ``tools_text`` is given for ReAct, whose model has no native tools."""
+def system_prompt(
+    output_schema: JSON, tools_text: str | None = None, tools: list[JSON] | None = None
+) -> str:
+    """The system message. ``tools_text`` is given for ReAct, whose model has no native tools
+    (``tools``: the catalog it describes, whose first tool the example round uses). It holds
+    nothing of the task, so every task of a domain shares it as its prompt's prefix."""
     parts = [_ROLE]
     if tools_text is not None:
-        parts += [f"Tools you can use:\n{tools_text}", _react_format(output_schema)]
+        parts += [f"Tools you can use:\n{tools_text}", _react_format(tools or [])]
     else:
         parts.append(
             "Call tools through the function-calling interface, one step at a time, and wait "
@@ -68,18 +252,29 @@ def tool_free_prompt(output_schema: JSON) -> str:
     )
 
 
-def _react_format(output_schema: JSON) -> str:
-    example = {k: "..." for k in output_schema.get("properties", {})}
+def _react_format(tools: list[JSON]) -> str:
+    """The round format, shown as a concrete example round with the catalog's first tool and
+    its argument names (small models copy a format block word for word: placeholder text
+    there became "Action: the"), and where generation should stop."""
+    tool: JSON = tools[0] if tools else {"name": "tool_name", "input_schema": {}}
+    schema: JSON = tool.get("input_schema") or {}
+    names = list(schema.get("properties") or {})
+    required = [n for n in schema.get("required") or names if n in names] or names[:1]
+    arguments = {n: f"<{n} from the case or an earlier result>" for n in required}
     return (
-        "Answer in rounds. Each round is exactly:\n"
-        "Thought: which SOP step comes next and why\n"
-        "Action: the name of one tool from the list above\n"
-        f"{REACT_MARKER} the tool's arguments as one JSON object\n"
-        "Then stop writing. The tool's result will be sent back to you as "
-        "'Observation: ...', and you continue with the next round.\n"
-        "When no SOP step is left, end with:\n"
-        "Thought: the procedure is complete\n"
-        f"Final Answer: <{FINAL_TAG}>{orjson.dumps(example).decode()}</{FINAL_TAG}>"
+        "Work in rounds. A round is a Thought line, an Action line with the exact name of one "
+        f"tool from the list above, and an {REACT_MARKER} line with the tool's arguments as "
+        "one JSON object on one line. For example (the values are placeholders: take the "
+        "real ones from the case input or an earlier result):\n"
+        f"Thought: The SOP's next step needs {tool['name']}.\n"
+        f"Action: {tool['name']}\n"
+        f"{REACT_MARKER} {_json(arguments)}\n"
+        "Observation: <the tool's result, sent back to you>\n"
+        "End your reply right after the Action Input's JSON object: the Observation is "
+        "written for you, never by you. Then the next round follows.\n"
+        "When no SOP step is left, reply with a Thought line, then a line starting "
+        f"'Final Answer:' followed by the answer inside <{FINAL_TAG}></{FINAL_TAG}> tags, in "
+        "the form described below."
     )
 
 
@@ -158,6 +353,19 @@ def final_request(output_schema: JSON) -> str:
     )
 
 
+CUT_NOTE = (
+    "Your reply was cut off at the length limit (max tokens) before it was complete."
+)
+
+
+def cut_request(output_schema: JSON) -> str:
+    """After a reply cut at the length limit: the same request, asking for a short reply."""
+    return (
+        f"{CUT_NOTE} Reply again, shorter: no explanation, only the answer inside "
+        f"<{FINAL_TAG}></{FINAL_TAG}> tags.\n" + answer_contract(output_schema)
+    )
+
+
 def use_tools_request(output_schema: JSON) -> str:
     """After an answer given before any tool call: the SOP's steps are tool calls."""
     return (
@@ -167,14 +375,47 @@ def use_tools_request(output_schema: JSON) -> str:
     )
 
 
-def repeat_warning(what: str, times: int) -> str:
-    """After the model repeated itself: what it did, and what to do instead."""
+def still_no_tool_request() -> str:
+    """A reply with neither a call nor an answer, after being told to use the tools: asking
+    for the final answer now would contradict that."""
     return (
-        f"Warning: you have now {what} {times} times in a row, and it got the same "
-        "result each time. Repeating it will not change that. Read the error, then change the "
-        "arguments it names, call a different tool, or give the final answer if the "
-        "procedure is done."
+        "You have not called any tool yet. Call the tool of the SOP's first step now, with "
+        "arguments taken from the case input."
     )
+
+
+# what the model repeated -> (how the warning says it, what to do instead)
+_REPEATS = {
+    "failing": (
+        "made the same failing call to {tool} {times} times in a row, and it was refused the "
+        "same way each time",
+        "Read the error, then change the arguments it names, call a different tool, or give "
+        "the final answer if the procedure is done.",
+    ),
+    "success": (
+        "made the same call to {tool} {times} times in a row, and it returned the same result "
+        "each time",
+        "Calling it again will not change the result: use it and go on with the next SOP "
+        "step, or give the final answer if the procedure is done.",
+    ),
+    "reply": (
+        "written the same reply {times} times in a row, and it was neither a tool call nor an "
+        "answer in the required form",
+        "Write something else: a tool call, or the final answer in its tags.",
+    ),
+}
+
+
+def repeat_warning(kind: str, times: int, tool: str = "") -> str:
+    """After the model repeated itself (``kind``: failing, success or reply): what it did,
+    and what to do instead, worded for that case."""
+    did, instead = _REPEATS[kind]
+    return f"Warning: you have {did.format(tool=tool, times=times)}. {instead}"
+
+
+def not_a_tool_note(name: str, names: list[str]) -> str:
+    """An action naming no offered tool: the names it may use."""
+    return f"'{name}' is not one of your tools. The tools are: {', '.join(names)}."
 
 
 def observation(content: Any) -> str:

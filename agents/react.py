@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from sopgym.agents.graph import GraphAgent, Run, State, ToolRequest, run_of, text_of
-from sopgym.agents.prompts import observation, system_prompt, tools_catalog_text
+from sopgym.agents.graph import GraphAgent, Run, State, ToolRequest, run_of, text_of, was_cut
+from sopgym.agents.prompts import CUT_NOTE, observation, system_prompt, tools_catalog_text
 from sopgym.core.answers import (
     ReactAction,
     ReactFinal,
@@ -20,7 +20,11 @@ from sopgym.core.answers import (
     without_invented_observation,
 )
 
-STOP = ["\nObservation:"]  # the model must not write the tool's result itself
+# The model must not write the tool's result itself, and should stop once its action is
+# written: "Observation:" anywhere (at the start of a reply, on a line of its own, or right
+# after the Action Input's JSON) ends generation, and so does an echo of the prompt's
+# instructions, whose first sentence after the example round names the Observation too.
+STOP = ["Observation:"]
 
 
 class ReActAgent(GraphAgent):
@@ -28,7 +32,8 @@ class ReActAgent(GraphAgent):
     native_tools = False
 
     def system_text(self, run: Run) -> str:
-        return system_prompt(run.episode.output_schema, tools_catalog_text(run.specs))
+        specs = run.specs
+        return system_prompt(run.episode.output_schema, tools_catalog_text(specs), specs)
 
     def build(self, graph: StateGraph) -> StateGraph:
         graph.add_node("model", self._model)
@@ -40,17 +45,21 @@ class ReActAgent(GraphAgent):
 
     def _model(self, state: State, config: RunnableConfig) -> dict[str, Any]:
         run = run_of(config)
-        text = without_invented_observation(text_of(run.ask(state["messages"], stop=STOP)))
+        reply = run.ask(state["messages"], stop=STOP)
+        text = without_invented_observation(text_of(reply))
         turn = AIMessage(text)
         step = parse_react(text, run.fields)
         if isinstance(step, ReactAction):
+            # an Action naming no tool of the list still goes to the gateway (the trajectory
+            # records what the model asked for); its observation adds the tools' names
             request = ToolRequest(f"react_{run.steps}", step.tool, step.arguments)
             return {"messages": [turn], "pending": [request]}
         if isinstance(step, ReactFinal):
-            update = self.conclude(state, step.text, run)
+            update = self.conclude(state, step.text, run, reply)
             return {**update, "messages": [turn, *update.get("messages", [])]}
         run.watch_reply(text)
-        return {"messages": [turn, HumanMessage(observation(step.message)), *run.take_notes()]}
+        message = f"{CUT_NOTE} {step.message}" if was_cut(reply) else step.message
+        return {"messages": [turn, HumanMessage(observation(message)), *run.take_notes()]}
 
 
 def _after_model(state: State) -> str:

@@ -1,24 +1,38 @@
-"""A real-model smoke benchmark: a few tasks per agent against an OpenAI-compatible server
-(llama.cpp's ``llama-server``, vLLM, any ``.../v1``), with the harness's share of the time.
+"""A real model on a fixed small matrix: what the harness lets it do, before and after.
 
-For each agent it runs ``sopgym run <domain> --limit N --model openai:<name> --base-url URL``
-(one worker, so the model serves one request at a time) and reads the run's results.jsonl:
+The matrix (3-5 tasks a cell, the same tasks every time: each domain's first ``--limit``):
 
-* TSR, mean tool F1, error classes (the evaluator's call taxonomy, and the failed episodes'
-  error types, e.g. ``StepLimitExceeded``, ``RepeatedAction``);
-* s per step (episode wall time over model calls), model calls and tokens per task, generated
-  tokens/s over the model calls' wall time;
-* the harness's share of episode wall time: everything that is not waiting on the model
-  (tool calls through the gateway, graph, prompts, parsing);
-* the server's own generation speed measured alone first (one request with a prompt of about
-  the agents' size, no harness), so harness overhead reads as a ratio.
+==========  ==================================  =======  ==============================
+family      domain                              agent    what it asks of the model
+==========  ==================================  =======  ==============================
+maze        maze/insurance_claim                fc       answer-only (enum answers)
+tod         tod/compliance                      fc       answer-only
+tool use    patient_intake                      react    SOP-Bench-style tool calls
+tool use    patient_intake                      fc       the same, function calling
+banking     banking/account_management          fc       a TELLER-style scenario
+graph       banking/account_management_graph    fc       one-shot dependency graph
+==========  ==================================  =======  ==============================
 
-It is not a CI test: it needs a model server. ``--python`` runs another checkout's sopgym
-(e.g. ``/work/main/.venv/bin/python`` for "before" figures); ``--run-option`` passes flags
-only this checkout knows (``--max-steps 12``). See docs/local-models.md.
+Each cell is ``sopgym run DOMAIN --agent A --limit N --workers 1 --model openai:<name>
+--base-url URL`` (one worker: the server serves one request at a time), read back from the
+run's results.jsonl into one table row:
+
+* TSR; the family score (the family's own scorer: SOP-Maze's graded ``answer_schema``, the
+  TOD rules, the graph's node/edge score, ...; named in the row); tool calls made; tool F1;
+* first-step time on the first task, first-step time on the later tasks (a shared prompt
+  prefix is served from the server's cache there), and the time of later steps;
+* the server's generation speed where it reports timings (llama-server), and output tokens
+  over whole call latency (named for what it is);
+* the harness's share of episode wall time (all that is not waiting on the model);
+* how the tasks ended (error classes).
+
+Any OpenAI-compatible server will do (llama-server, vLLM, the scripted model server). It is
+not a CI test; ``tests/test_bench_real_model.py`` holds the table's logic to a scripted run.
+``--python`` runs another checkout's sopgym (the "before" of a comparison). See
+docs/local-models.md.
 
     python bench/bench_real_model.py --base-url http://127.0.0.1:8080/v1 \\
-        --model qwen2.5-coder-1.5b --agents fc,react,plan --limit 5 --task-timeout 60
+        --model qwen2.5-coder-1.5b --limit 3 --task-timeout 600 --label after
 """
 
 from __future__ import annotations
@@ -31,72 +45,53 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import orjson
 
 from sopgym.agents.metrics import exception_class
 from sopgym.types import JSON
 
-# about the size of an agent's first prompt on patient_intake (2.3-2.7k tokens)
-_FILLER = "The intake clerk checks the patient's record, insurance and consent forms. " * 160
+
+@dataclass(frozen=True)
+class Cell:
+    family: str
+    domain: str
+    agent: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.family}:{self.agent}"
 
 
-def server_alone(base_url: str, model: str, max_tokens: int = 64) -> JSON:
-    """One request with an agent-sized prompt, straight to the server: its own speed."""
-    body = {
-        "model": model,
-        "messages": [
-            {"role": "system", "content": _FILLER},
-            {"role": "user", "content": "Summarise the procedure in three sentences."},
-        ],
-        "max_tokens": max_tokens,
-        "temperature": 0,
-    }
-    started = time.perf_counter()
-    reply = httpx.post(f"{base_url.rstrip('/')}/chat/completions", json=body, timeout=600)
-    reply.raise_for_status()
-    seconds = time.perf_counter() - started
-    data = reply.json()
-    usage = data.get("usage") or {}
-    timings = data.get("timings") or {}  # llama-server reports its own prompt/generation speed
-    return {
-        "wall_s": round(seconds, 2),
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "completion_tokens": usage.get("completion_tokens"),
-        "output_tokens_per_s": round((usage.get("completion_tokens") or 0) / seconds, 2),
-        "server_prompt_tokens_per_s": timings.get("prompt_per_second"),
-        "server_generated_tokens_per_s": timings.get("predicted_per_second"),
-    }
+MATRIX = (
+    Cell("maze", "maze/insurance_claim", "fc"),
+    Cell("tod", "tod/compliance", "fc"),
+    Cell("tool use", "patient_intake", "react"),
+    Cell("tool use", "patient_intake", "fc"),
+    Cell("banking", "banking/account_management", "fc"),
+    Cell("graph", "banking/account_management_graph", "fc"),
+)
+# scorers every family has: the family score is the first scorer of a row not among them
+GENERIC_SCORERS = frozenset({"output_fields", "schema_valid", "tool_calls", "errors", "order"})
 
 
-def run_agent(args: argparse.Namespace, agent: str, folder: Path) -> JSON:
+def run_cell(args: argparse.Namespace, cell: Cell, folder: Path) -> JSON:
+    run_id = f"{cell.family.replace(' ', '_')}-{cell.agent}"
     command = [
-        args.python,
-        "-m",
-        "sopgym",
-        "run",
-        args.domain,
-        "--agent",
-        agent,
-        "--model",
-        f"openai:{args.model}",
-        "--base-url",
-        args.base_url,
-        "--limit",
-        str(args.limit),
-        "--workers",
-        "1",
-        "--task-timeout",
-        str(args.task_timeout),
-        "--runs-dir",
-        str(folder),
-        "--run-id",
-        agent,
+        args.python, "-m", "sopgym", "run", cell.domain,
+        "--agent", cell.agent,
+        "--model", f"openai:{args.model}",
+        "--base-url", args.base_url,
+        "--limit", str(args.limit),
+        "--workers", "1",
+        "--task-timeout", str(args.task_timeout),
+        "--runs-dir", str(folder),
+        "--run-id", run_id,
         "--no-trace",
         *[part for option in args.run_option for part in option.split()],
-    ]
+    ]  # fmt: skip
     environment = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "local")}
     started = time.perf_counter()
     # run from outside any checkout, so ``-m sopgym`` imports the chosen python's install
@@ -104,36 +99,76 @@ def run_agent(args: argparse.Namespace, agent: str, folder: Path) -> JSON:
         command, capture_output=True, text=True, env=environment, cwd=folder, check=False
     )
     wall = time.perf_counter() - started
-    results = folder / agent / "results.jsonl"
+    results = folder / run_id / "results.jsonl"
     if not results.exists():
-        raise SystemExit(f"{agent}: no results ({done.returncode}): {done.stderr[-2000:]}")
+        raise SystemExit(f"{cell.key}: no results ({done.returncode}): {done.stderr[-2000:]}")
     rows = [orjson.loads(line) for line in results.read_bytes().splitlines()]
-    return figures(rows, wall)
+    return {"family": cell.family, "domain": cell.domain, "agent": cell.agent,
+            **figures(rows, wall)}  # fmt: skip
+
+
+def family_score(row: JSON) -> tuple[str, float] | None:
+    """The row's family score: its first scorer that not every family has (SOP-Maze's graded
+    ``answer_schema``, the TOD rules, ...), else the output fields' score."""
+    scores = (row.get("score") or {}).get("scores") or {}
+    for name, result in scores.items():
+        if name not in GENERIC_SCORERS and isinstance(result.get("value"), int | float):
+            return name, float(result["value"])
+    fields = scores.get("output_fields") or {}
+    if isinstance(fields.get("value"), int | float):
+        return "output_fields", float(fields["value"])
+    return None
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(statistics.mean(values), 3) if values else None
 
 
 def figures(rows: list[JSON], wall_s: float) -> JSON:
+    """One table row's figures from a run's results rows (in the order the tasks ran)."""
     calls = [c for r in rows for c in r.get("llm_calls") or ()]
+    answered = [c for c in calls if not c.get("error")]
     model_s = sum(float(c.get("latency_s") or 0) for c in calls)
     episode_s = sum(float(r.get("elapsed_s") or 0) for r in rows)
-    output_tokens = sum(int(c.get("output_tokens") or 0) for c in calls)
     errors: Counter[str] = Counter()
     for row in rows:
-        errors.update(row["score"].get("errors") or {})
+        errors.update((row.get("score") or {}).get("errors") or {})
         if row.get("status") != "finished":
             errors[f"{row.get('status')}:{exception_class(row.get('error')) or 'error'}"] += 1
     scored = [r for r in rows if r.get("status") != "infra_error"]
     f1 = [r["score"]["tool_f1"] for r in scored if r["score"].get("tool_f1") is not None]
+    family = [s for s in (family_score(r) for r in scored) if s is not None]
+    firsts = [
+        float(r["llm_calls"][0].get("latency_s") or 0) for r in rows if r.get("llm_calls")
+    ]
+    later = [float(c.get("latency_s") or 0) for r in rows for c in (r.get("llm_calls") or ())[1:]]
+    timed = [c for c in answered if c.get("generation_s")]
+    generation_s = sum(float(c["generation_s"]) for c in timed)
+    answered_s = sum(float(c.get("latency_s") or 0) for c in answered)
     return {
         "tasks": len(rows),
         "tsr": round(sum(r["score"]["success"] for r in scored) / len(scored), 3)
         if scored
         else None,
-        "tool_f1": round(statistics.mean(f1), 3) if f1 else None,
-        "answered_without_tools": sum(bool(r["score"].get("answered_without_tools")) for r in rows),
+        "family_scorer": family[0][0] if family else None,
+        "family_score": _mean([value for _, value in family]),
         "tool_calls": sum(int(r["score"].get("calls") or 0) for r in rows),
+        "tool_f1": _mean(f1),
+        "answered_without_tools": sum(bool(r["score"].get("answered_without_tools")) for r in rows),
         "model_calls": len(calls),
-        "s_per_step": round(episode_s / len(calls), 2) if calls else None,
-        "output_tokens_per_s": round(output_tokens / model_s, 2) if model_s else None,
+        "first_step_s_task1": round(firsts[0], 2) if firsts else None,
+        "first_step_s_later_tasks": _mean(firsts[1:]),
+        "later_step_s": _mean(later),
+        "generation_tokens_per_s": round(
+            sum(int(c.get("generated_tokens") or 0) for c in timed) / generation_s, 2
+        )
+        if generation_s
+        else None,
+        "output_tokens_per_s_of_latency": round(
+            sum(int(c.get("output_tokens") or 0) for c in answered) / answered_s, 2
+        )
+        if answered_s
+        else None,
         "harness_share": round(1 - model_s / episode_s, 3) if episode_s else None,
         "episode_s": round(episode_s, 1),
         "run_wall_s": round(wall_s, 1),
@@ -141,36 +176,74 @@ def figures(rows: list[JSON], wall_s: float) -> JSON:
     }
 
 
+COLUMNS = (
+    ("family", "family"), ("agent", "agent"), ("tasks", "tasks"), ("TSR", "tsr"),
+    ("family score", "family_score"), ("tool calls", "tool_calls"), ("tool F1", "tool_f1"),
+    ("1st step s (task 1)", "first_step_s_task1"),
+    ("1st step s (later tasks)", "first_step_s_later_tasks"), ("later steps s", "later_step_s"),
+    ("gen tok/s", "generation_tokens_per_s"),
+    ("out tok/s of latency", "output_tokens_per_s_of_latency"),
+    ("harness share", "harness_share"), ("how the tasks ended", "errors"),
+)  # fmt: skip
+
+
+def _cell(key: str, row: JSON) -> str:
+    value = row.get(key)
+    if key == "family_score" and value is not None:
+        return f"{value:g} ({row.get('family_scorer')})"
+    if key == "errors":
+        return ", ".join(f"{k} {v}" for k, v in value.items()) if value else "-"
+    if value is None:
+        return "n/a"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def table(rows: list[JSON], label: str = "") -> str:
+    """The rows as a Markdown table (a ``version`` column when ``label`` is given)."""
+    columns = list(COLUMNS)
+    if label:
+        columns.insert(2, ("version", "version"))
+        rows = [{**row, "version": label} for row in rows]
+    head = "| " + " | ".join(name for name, _ in columns) + " |"
+    rule = "|" + "---|" * len(columns)
+    body = ["| " + " | ".join(_cell(key, row) for _, key in columns) + " |" for row in rows]
+    return "\n".join([head, rule, *body])
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--base-url", required=True, help="the server's OpenAI base URL (.../v1)")
     parser.add_argument("--model", default="local", help="the model name the server expects")
-    parser.add_argument("--agents", default="fc,react,plan")
-    parser.add_argument("--domain", default="patient_intake")
-    parser.add_argument("--limit", type=int, default=5, help="tasks per agent")
-    parser.add_argument("--task-timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--cells",
+        default="",
+        help="only these cells, as family:agent, comma-separated (default: the whole matrix)",
+    )
+    parser.add_argument("--limit", type=int, default=3, help="tasks per cell (3-5)")
+    parser.add_argument("--task-timeout", type=float, default=600.0)
     parser.add_argument("--python", default=sys.executable, help="the sopgym to run")
     parser.add_argument("--run-option", action="append", default=[], help="extra run flags")
     parser.add_argument("--label", default="", help="a name for these figures (before/after)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures (JSON)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here")
-    parser.add_argument(
-        "--no-server-alone", action="store_true", help="skip measuring the server alone"
-    )
     args = parser.parse_args()
-    report: JSON = {"label": args.label, "model": args.model, "base_url": args.base_url}
-    if not args.no_server_alone:
-        report["server_alone"] = server_alone(args.base_url, args.model)
-        print(f"server alone: {report['server_alone']}", flush=True)
-    report["agents"] = {}
+    wanted = {c.strip() for c in args.cells.split(",") if c.strip()}
+    cells = [c for c in MATRIX if not wanted or c.key in wanted]
+    unknown = wanted - {c.key for c in MATRIX}
+    if unknown:
+        raise SystemExit(f"unknown cells {sorted(unknown)}: use {[c.key for c in MATRIX]}")
+    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-real-model-") as scratch:
-        folder = args.runs_dir or Path(scratch)
+        # absolute: each run's command works in this folder, where a relative path would nest
+        folder = (args.runs_dir or Path(scratch)).resolve()
         folder.mkdir(parents=True, exist_ok=True)
-        for agent in args.agents.split(","):
-            result = report["agents"][agent] = run_agent(args, agent, folder)
-            print(f"{args.label} {agent}: {result}", flush=True)
-    if args.out:
-        args.out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+        for cell in cells:
+            rows.append(run_cell(args, cell, folder))
+            print(f"{args.label} {cell.key}: {rows[-1]}", file=sys.stderr, flush=True)
+            if args.out:  # written as it goes: a long run keeps what it measured
+                report = {"label": args.label, "model": args.model, "rows": rows}
+                args.out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    print(table(rows, args.label))
 
 
 if __name__ == "__main__":

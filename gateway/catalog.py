@@ -103,7 +103,8 @@ class Catalog:
     ) -> tuple[dict[str, ToolRef], set[str]]:
         """The domain's tools plus ``distractors`` others, drawn deterministically per task
         (and run ``seed``, which salts the draw; 0 keeps the unsalted draw): each shown name
-        and the tool it routes to, in catalog order, and the distractors' shown names.
+        and the tool it routes to, in catalog order (one order per domain and seed), and the
+        distractors' shown names.
 
         The pool is the domain's own distractors first, then other domains' tools, so large
         catalogs (TELLER-Bench serves ~280 tools) are possible with real, callable tools.
@@ -125,7 +126,12 @@ class Catalog:
             (r.qualified if r.domain != domain and taken[r.tool] > 1 else r.tool): r
             for r in own + chosen
         }
-        names = sorted(shown, key=lambda n: _rank(task_id + "#order", n))  # needed not first
+        # One order per domain and run seed, not per task: the tools keep their places from
+        # task to task, so the system prompt and catalog are a prefix that every task of the
+        # domain shares (a model server's prompt cache, llama-server's among them, reuses it
+        # instead of reprocessing the catalog on every first step). The order is a hash of
+        # the names, so the SOP's own tools are not listed first, nor in the SOP's order.
+        names = sorted(shown, key=lambda n: _rank(f"{domain}#{seed}#order", n))
         drawn = set(chosen)
         return {n: shown[n] for n in names}, {n for n in names if shown[n] in drawn}
 

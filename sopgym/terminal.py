@@ -88,8 +88,10 @@ def _print_llm(summary: dict) -> None:
     llm = summary.get("llm") or {}
     if not llm.get("all", {}).get("calls"):
         return
-    figures = ("LLM calls", "errors", "tokens in", "tokens out", "p50 s", "p95 s", "out tok/s",
-               "cost $")  # fmt: skip
+    # "gen tok/s": the server's own generation speed (its timings); "out tok/s of latency":
+    # output tokens over whole call latency, prompt processing included
+    figures = ("LLM calls", "errors", "tokens in", "tokens out", "p50 s", "p95 s", "gen tok/s",
+               "out tok/s of latency", "cost $")  # fmt: skip
     table = Table(
         Column("domain", no_wrap=True),
         *(Column(name, justify="right", no_wrap=True) for name in figures),
@@ -103,7 +105,8 @@ def _print_llm(summary: dict) -> None:
             str(f["output_tokens"]),
             _number(f["latency_p50_s"]),
             _number(f["latency_p95_s"]),
-            _number(f["output_tokens_per_s"]),
+            _number(f.get("generation_tokens_per_s")),
+            _number(f.get("output_tokens_per_s_of_latency", f.get("output_tokens_per_s"))),
             "n/a" if f["cost_usd"] is None else f"{f['cost_usd']:.4f}",
         )
     stdout().print(table)

@@ -72,7 +72,7 @@ def test_the_same_failing_call_is_warned_about_then_stopped(agent_name: str) -> 
     with pytest.raises(RepeatedAction, match="same failing call to lookup 3 times"):
         _solve(agent, episode)
     assert len(episode.calls) == 3  # not the step limit's 40
-    warned = [m for seen in chat.seen for m in seen if "Warning: you have now" in str(m.content)]
+    warned = [m for seen in chat.seen for m in seen if "Warning: you have made" in str(m.content)]
     assert warned
 
 

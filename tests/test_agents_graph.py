@@ -146,7 +146,8 @@ def test_a_reply_without_an_answer_gets_reminders_then_fails() -> None:
 
 
 def test_step_limit() -> None:
-    agent, _ = _agent("react", [], max_steps=3)
+    # the same successful call over and over: the repeat guard stands back (max_repeats)
+    agent, _ = _agent("react", [], max_steps=3, max_repeats=10)
     with pytest.raises(StepLimitExceeded):
         _solve(agent, FakeEpisode([]))
 

@@ -21,7 +21,7 @@ from sopgym.core.registry import domain_names, load_domain
 from sopgym.observability.asgi import fastapi_telemetry
 from sopgym.services.model import behaviours
 from sopgym.services.model.engine import BadRequest, ScriptedModel
-from sopgym.services.model.profiles import PRESETS, parse_profile, profile_for_model
+from sopgym.services.model.profiles import PRESETS, parse_profile
 from sopgym.services.model.providers import add_provider_routes
 
 
@@ -55,13 +55,8 @@ def create_app(
     model = ScriptedModel(data, parse_profile(profile), injection_log)
 
     def answer(body: dict, size: int = 0) -> dict:
-        """A Chat Completions body's reply: the engine's, as the profile's behaviours play it
-        (every API door answers through here)."""
-        reply = model.respond(body, size)
-        played = profile_for_model(body.get("model"), model.default_profile)
-        if not behaviours.behaves(played):
-            return reply
-        return behaviours.apply(played, body, reply, model.guess)
+        """A Chat Completions body's reply (every API door answers through here)."""
+        return behaviours.play(model, body, size)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):

@@ -13,24 +13,46 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import orjson
 
-from sopgym.core.answers import PLAN_TAG
+from sopgym.core.answers import FINAL_TAG, PLAN_TAG, REACT_MARKER
 from sopgym.core.jsontext import LooseJSONError, parse_array
 from sopgym.core.tasks import ToolCall
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import read_conversation
-from sopgym.services.model.profiles import BEHAVIOUR_KINDS, ErrorProfile
+from sopgym.services.model.profiles import BEHAVIOUR_KINDS, ErrorProfile, profile_for_model
 from sopgym.types import JSON
 
 _PLAN = re.compile(rf"<{PLAN_TAG}>(.*?)</{PLAN_TAG}>", re.DOTALL)
+_FINAL = re.compile(rf"<{FINAL_TAG}>(.*?)</{FINAL_TAG}>", re.DOTALL)
+# the first Thought / Action / Action Input lines of a prompt: the example round it shows
+_FORMAT_ROUND = re.compile(
+    rf"^Thought:[^\n]*\nAction:[^\n]*\n{re.escape(REACT_MARKER)}[^\n]*$", re.MULTILINE
+)
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+# a repeat warning, as the agents word theirs: the cue a repeating model takes to move on
+_TOLD_REPEATING = re.compile(r"times in a row", re.IGNORECASE)
+
+if TYPE_CHECKING:
+    from sopgym.services.model.engine import ScriptedModel
 
 Guess = Callable[[JSON], JSON | None]  # a Chat Completions body in, a guessed answer out
 
 
 def behaves(profile: ErrorProfile) -> bool:
     return any(profile.rate(kind) for kind in BEHAVIOUR_KINDS)
+
+
+def play(model: ScriptedModel, body: JSON, size: int = 0) -> JSON:
+    """A Chat Completions body's reply: the engine's, as the profile the body names plays it
+    (every API door of the server answers through here, and the tests in-process)."""
+    reply = model.respond(body, size)
+    played = profile_for_model(body.get("model"), model.default_profile)
+    if not behaves(played):
+        return reply
+    return apply(played, body, reply, model.guess)
 
 
 def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
@@ -46,21 +68,128 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
 
     model = body.get("model") or "scripted"
     acting = convo.native_tools or convo.react
+    first = not _has_assistant_turn(body)
     if convo.wants_plan:
         for kind in ("plan_xml", "plan_list", "plan_prose"):
             if drawn(kind):
                 return _replan(reply, kind)
         return reply
-    if acting and drawn("tools_late") and not _has_assistant_turn(body):
+    if acting and drawn("tools_late") and first:
         return _guess(body, guess, model, reply)
+    if convo.react and first and drawn("copies_format"):
+        copied = _FORMAT_ROUND.search(convo.system)
+        if copied is not None:
+            return replies.completion(model, copied.group(0), None, _prompt_tokens(reply))
     last = convo.calls[-1] if convo.calls else None
-    if acting and last is not None and last.ok is False and drawn("repeat_failing"):
+    repeat = acting and last is not None and (
+        (last.ok is False and drawn("repeat_failing"))
+        or (last.ok is True and drawn("repeats_success") and not _told(body))
+    )
+    if repeat and last is not None:
         call = ToolCall(last.name, last.arguments)
         if convo.react:
-            text = replies.react_action(call, "I will try that call again.", 0)
+            text = replies.react_action(call, "I will make that call again.", 0)
             return replies.completion(model, text, None, _prompt_tokens(reply))
         return replies.completion(model, None, [call], _prompt_tokens(reply))
+    if drawn("bare_enums"):
+        reply = _bare_enums(reply, convo.system)
+    if convo.native_tools and (drawn("fenced_calls") or drawn("hermes_calls")):
+        reply = _calls_as_text(reply, hermes=not drawn("fenced_calls"))
+    if convo.react and drawn("echoes_format") and _message(reply).get("tool_calls") is None:
+        reply = _echo_format(reply, convo.system, body.get("stop"))
+    if first and drawn("truncates"):
+        reply = _truncated(reply)
     return reply
+
+
+def _told(body: JSON) -> bool:
+    """Whether the agent's last word was that the model is repeating itself."""
+    last = body["messages"][-1]
+    return last.get("role") == "user" and bool(_TOLD_REPEATING.search(_text(last)))
+
+
+def _text(message: JSON) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _with_content(reply: JSON, text: str | None, finish: str | None = None) -> JSON:
+    choice = reply["choices"][0]
+    message = {k: v for k, v in choice["message"].items() if k != "tool_calls"}
+    message["content"] = text
+    usage = reply.get("usage") or {}
+    out = replies.estimate_tokens(text or "")
+    prompt = int(usage.get("prompt_tokens") or 0)
+    tokens = {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
+    reason = finish or ("tool_calls" if "tool_calls" in message else "stop")
+    return {**reply, "choices": [{**choice, "message": message, "finish_reason": reason}],
+            "usage": tokens}  # fmt: skip
+
+
+def _bare_enums(reply: JSON, system: str) -> JSON:
+    """A final answer whose number-like string values are written as numbers, unless the
+    prompt's line for that field shows the value quoted (a model writes what it was shown)."""
+    text = _message(reply).get("content") or ""
+    match = _FINAL.search(text)
+    if match is None:
+        return reply
+    try:
+        answer = orjson.loads(match.group(1))
+    except orjson.JSONDecodeError:
+        return reply
+    if not isinstance(answer, dict):
+        return reply
+    changed = False
+    for field, value in answer.items():
+        if not (isinstance(value, str) and _NUMBER.match(value)):
+            continue
+        shown = re.search(rf"^[ \t-]*{re.escape(field)}\s*:(.*)$", system, re.MULTILINE)
+        if shown is not None and orjson.dumps(value).decode() in shown.group(1):
+            continue  # the prompt showed it as a string: written as one
+        answer[field] = float(value) if "." in value else int(value)
+        changed = True
+    if not changed:
+        return reply
+    written = f"<{FINAL_TAG}>{orjson.dumps(answer).decode()}</{FINAL_TAG}>"
+    return _with_content(reply, text[: match.start()] + written + text[match.end() :])
+
+
+def _calls_as_text(reply: JSON, hermes: bool) -> JSON:
+    """Native tool calls written as text: fenced ``{"name", "arguments"}`` JSON (what
+    Qwen2.5-Coder wrote on llama-server) or Hermes ``<tool_call>`` tags."""
+    calls = _message(reply).get("tool_calls")
+    if not calls:
+        return reply
+    blocks = []
+    for call in calls:
+        function = call["function"]
+        written = orjson.dumps(
+            {"name": function["name"], "arguments": orjson.loads(function["arguments"])}
+        ).decode()
+        blocks.append(
+            f"<tool_call>\n{written}\n</tool_call>" if hermes else f"```json\n{written}\n```"
+        )
+    return _with_content(reply, "\n".join(blocks))
+
+
+def _echo_format(reply: JSON, system: str, stop: object) -> JSON:
+    """After its action, the model goes on with the prompt's own words from after the
+    example round, as far as the request's stop sequences let it."""
+    text = _message(reply).get("content") or ""
+    copied = _FORMAT_ROUND.search(system)
+    if REACT_MARKER not in text or copied is None:
+        return reply
+    echo = text + "\n" + system[copied.end() :].lstrip("\n")[:600]
+    markers = [stop] if isinstance(stop, str) else stop if isinstance(stop, list) else []
+    return _with_content(reply, replies.cut_at_stop(echo, markers))
+
+
+def _truncated(reply: JSON) -> JSON:
+    """The reply cut halfway, as a server does at ``max_tokens``."""
+    text = _message(reply).get("content")
+    if not text:
+        return reply
+    return _with_content(reply, text[: len(text) // 2], "length")
 
 
 def _has_assistant_turn(body: JSON) -> bool:

@@ -37,6 +37,14 @@ Behaviours (:mod:`.behaviours`) play what small real models do, drawn per case a
 the answer's declared form) and follows the SOP once told to; ``repeat_failing`` repeats a
 refused call unchanged instead of recovering; ``plan_xml``, ``plan_list`` and ``plan_prose``
 write plans as ``<step>`` elements, as a numbered list, or as prose no parser can read.
+The habits of a small model on llama.cpp (docs/local-models.md): ``fenced_calls`` and
+``hermes_calls`` write each tool call as text (a fenced ``{"name", "arguments"}`` block, or
+Hermes ``<tool_call>`` tags) instead of native ``tool_calls``; ``copies_format`` copies the
+ReAct prompt's example round as its first reply; ``bare_enums`` writes an enum value that looks
+like a number as a number unless the prompt shows it quoted; ``truncates`` has its first reply
+cut at the length limit (``finish_reason: length``); ``repeats_success`` makes each successful
+call again, unchanged, until told it is repeating itself; ``echoes_format`` goes on after its
+ReAct action, echoing the prompt's instructions (what stop sequences must cut).
 """
 
 from __future__ import annotations
@@ -57,7 +65,21 @@ STEP_KINDS = (
 )
 TASK_KINDS = ("blank", "wrong_final", "invalid_final")
 STYLE_KINDS = ("messy_format",)
-BEHAVIOUR_KINDS = ("tools_late", "repeat_failing", "plan_xml", "plan_list", "plan_prose")
+BEHAVIOUR_KINDS = (
+    "tools_late",
+    "repeat_failing",
+    "plan_xml",
+    "plan_list",
+    "plan_prose",
+    # what Qwen2.5-Coder-1.5B did on llama-server (issue 37), one behaviour each
+    "fenced_calls",
+    "hermes_calls",
+    "copies_format",
+    "bare_enums",
+    "truncates",
+    "repeats_success",
+    "echoes_format",
+)
 # dependency-graph answers only (stage 1): select a wrong API in place of a true one
 GRAPH_KINDS = ("wrong_node",)
 KINDS = (*STEP_KINDS, *TASK_KINDS, *STYLE_KINDS, *BEHAVIOUR_KINDS, *GRAPH_KINDS)
@@ -80,6 +102,14 @@ PRESETS: dict[str, dict[str, float]] = {
     "stubborn": {"missing_arg": 1.0, "repeat_failing": 1.0},
     # TELLER's stage 1 as weaker models play it: wrong APIs selected, edges dropped
     "wrong_nodes": {"wrong_node": 0.2, "skip_step": 0.1},
+    # Qwen2.5-Coder-1.5B on llama-server, as issue 37 saw it
+    "small_local": {
+        "fenced_calls": 1.0,
+        "copies_format": 1.0,
+        "bare_enums": 1.0,
+        "repeats_success": 0.3,
+        "echoes_format": 1.0,
+    },
 }
 
 

@@ -82,9 +82,7 @@ def completion(
     stop: list[str] | None = None,
 ) -> JSON:
     if content and stop:
-        for marker in stop:
-            if marker and marker in content:
-                content = content[: content.index(marker)]
+        content = cut_at_stop(content, stop)
     message: JSON = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = [
@@ -118,6 +116,14 @@ def completion(
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+def cut_at_stop(content: str, stop: list[str]) -> str:
+    """``content`` up to the first of the stop sequences in it, as a server ends generation."""
+    for marker in stop:
+        if marker and marker in content:
+            content = content[: content.index(marker)]
+    return content
 
 
 def estimate_tokens(text: str) -> int:

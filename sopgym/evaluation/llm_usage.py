@@ -86,10 +86,34 @@ def figures(calls: list[JSON], prices: JSON | None = None) -> JSON:
         "latency_s_total": round(sum(latencies), 3),
         "latency_p50_s": spread["p50"],
         "latency_p95_s": spread["p95"],
-        # generated tokens per second of answered calls' wall time (prompt processing included)
-        "output_tokens_per_s": round(tokens_out / answered_s, 2) if answered_s > 0 else None,
+        # output tokens over answered calls' whole latency (prompt processing, queueing and
+        # transport included): not the model's generation speed, which is the next figure
+        "output_tokens_per_s_of_latency": round(tokens_out / answered_s, 2)
+        if answered_s > 0
+        else None,
+        "generation_tokens_per_s": generation_speed(answered),
+        "prompt_tokens_per_s": prompt_speed(answered),
         "cost_usd": cost(calls, prices) if prices is not None else None,
     }
+
+
+def generation_speed(calls: list[JSON]) -> float | None:
+    """Tokens generated per second of generation, as the server timed it (llama-server's
+    ``timings``, or a ``usage.completion_time``; recorded per call as ``generated_tokens``
+    and ``generation_s``); None when no call carries the server's timing."""
+    timed = [c for c in calls if c.get("generation_s")]
+    seconds = sum(float(c["generation_s"]) for c in timed)
+    tokens = sum(int(c.get("generated_tokens") or 0) for c in timed)
+    return round(tokens / seconds, 2) if seconds > 0 else None
+
+
+def prompt_speed(calls: list[JSON]) -> float | None:
+    """Prompt tokens processed per second, as the server timed it (tokens it read from its
+    prompt cache are not processed, so they count in neither)."""
+    timed = [c for c in calls if c.get("prompt_s")]
+    seconds = sum(float(c["prompt_s"]) for c in timed)
+    tokens = sum(int(c.get("prompt_tokens_processed") or 0) for c in timed)
+    return round(tokens / seconds, 2) if seconds > 0 else None
 
 
 def cost(calls: list[JSON], prices: JSON) -> float | None:
