@@ -112,7 +112,8 @@ def test_llm_figures_and_the_cost_estimate(tmp_path: Path) -> None:
     assert (out["calls"], out["errors"], out["input_tokens"], out["output_tokens"]) == (
         3, 1, 4000, 400)  # fmt: skip
     assert out["latency_p50_s"] == 2.0 and out["latency_p95_s"] == 3.0
-    assert out["output_tokens_per_s_of_latency"] == 100.0  # 400 tokens over the 4 s of answered calls
+    # 400 tokens over the 4 s of answered calls
+    assert out["output_tokens_per_s_of_latency"] == 100.0
     assert out["cost_usd"] == pytest.approx(0.008)
     assert figures(calls, {"other": {"input": 1, "output": 1}})["cost_usd"] is None  # unpriced
     assert figures(calls)["cost_usd"] is None
