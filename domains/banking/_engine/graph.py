@@ -18,6 +18,7 @@ from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
 from sopgym.core.tasks import Solution, Task
 from sopgym.core.tools import Tool
 from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
+from sopgym.domains.banking._engine.generator import USER_DATA_VARIANT
 from sopgym.domains.banking._engine.sop import GRAPH_VARIANTS
 from sopgym.domains.banking._engine.spec import Scenario, dependency_edges
 from sopgym.domains.banking._engine.tools import parameters
@@ -130,6 +131,8 @@ def build_graph_pack(scenario: Scenario, folder: Path) -> DomainPack:
         kind="graph",
         input_schema=GRAPH_INPUT,
         output_schema=GRAPH_OUTPUT,
-        sop_files=dict(GRAPH_VARIANTS),
+        # stage 1 has no user data: the user-data setting shows the abstract SOP, so that
+        # `sopgym run banking --sop abstract_user_data` runs both stages in the paper's setting
+        sop_files={**GRAPH_VARIANTS, USER_DATA_VARIANT: GRAPH_VARIANTS["abstract"]},
         source_folders=[Path(__file__).parent],
     )
