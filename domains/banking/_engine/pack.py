@@ -75,8 +75,10 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
             "properties": {
                 KEY: key_schema(scenario),
                 "instruction": {"type": "string"},
-                USER_DATA: {"type": "object", "description": "the customer's application "
-                            f"record (SOP variant {USER_DATA_VARIANT} only)"},
+                USER_DATA: {
+                    "type": "object",
+                    "description": f"the customer's record (SOP variant {USER_DATA_VARIANT})",
+                },
             },
             "required": [KEY, "instruction"],
             "additionalProperties": False,

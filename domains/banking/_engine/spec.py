@@ -143,4 +143,3 @@ class Scenario:
         for producer, consumer in self.edges():
             found.setdefault(consumer, []).append(producer)
         return found
-
