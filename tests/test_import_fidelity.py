@@ -95,17 +95,23 @@ def test_empty_expected_rows_are_kept_flagged_and_scored_by_the_sources_rule(
 
 
 def test_imported_tools_draw_the_same_under_one_seed(monkeypatch: pytest.MonkeyPatch) -> None:
-    bridge = ToolsBridge(FIXTURES / "random_draws", ["getOrderDetails"])
+    """Two runs with one seed agree (each run starts its own tool services: a fresh bridge
+    here), another seed differs, and, seeded per call rather than per episode, a call draws
+    the same whatever the calls before it (an agent that calls in another order)."""
+    orders = [f"A-10{i}" for i in range(5)]
 
-    def draws(seed: str) -> list[dict]:
+    def run(seed: str, order: list[str]) -> dict[str, dict]:
         monkeypatch.setenv(TOOL_SEED_ENV, seed)
-        return [bridge.serve("getOrderDetails", {"order_id": f"A-10{i}"}) for i in range(5)]
+        bridge = ToolsBridge(FIXTURES / "random_draws", ["getOrderDetails"])
+        return {o: bridge.serve("getOrderDetails", {"order_id": o}) for o in order}
 
-    first = draws("7")
-    assert draws("7") == first  # two runs with one seed agree
-    assert draws("8") != first  # another seed draws otherwise
-    assert len({d["inspector"] for d in first}) > 1  # the draws still vary across calls
+    first = run("7", orders)
+    assert run("7", orders) == first  # two runs with one seed agree
+    assert run("8", orders) != first  # another seed draws otherwise
+    assert run("7", orders[::-1]) == first  # order independent: per call, not per episode
+    assert len({d["inspector"] for d in first.values()}) > 1  # the draws still vary by call
     # unseeded (as the audit calls it), the same call differs: the audit names the tool
+    bridge = ToolsBridge(FIXTURES / "random_draws", ["getOrderDetails"])
     unseeded = [bridge.call("getOrderDetails", {"order_id": "A-100"}) for _ in range(3)]
     assert len({d["inspector"] for d in unseeded}) > 1
 

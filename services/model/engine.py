@@ -272,7 +272,9 @@ class ScriptedModel:
             return None
         case, signatures = question
         key = f"{profile.seed}|{canonical(case).hex()}"
-        graph, mistakes = perturbed_graph(dependency_graph(signatures), profile, key)
+        key_field = case.get("workflow_key")
+        workflow_key = key_field if isinstance(key_field, str) else None
+        graph, mistakes = perturbed_graph(dependency_graph(signatures, workflow_key), profile, key)
         if self._log is not None:
             head = {"task_id": task.id if task else None, "domain": task.domain if task else None,
                     "model": model, "profile": profile.name, "seed": profile.seed}  # fmt: skip

@@ -5,6 +5,8 @@ An object in a user turn that lists ``apis``, each with a ``name`` and the names
 ``inputs`` and ``outputs``, is a graph question. API B depends on API A when B takes a field
 named like one A returns; the answer lists every API as a node and every such dependency as a
 directed edge ``[A, B]``. Change the signatures in the prompt and the answer changes with them.
+A question that names a ``workflow_key`` (the whole catalog, TELLER's stage 1) is answered with
+the workflow alone: the APIs that take that key and those linked to them.
 
 An error profile perturbs the worked-out graph, edge by edge, with three of its step kinds
 read as graph mistakes (:data:`GRAPH_MISTAKES`): ``skip_step`` drops a true edge (edge recall
@@ -24,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sopgym.core.depgraph import workflow_graph
 from sopgym.services.model.conversation import Conversation
 from sopgym.services.model.profiles import ErrorProfile
 from sopgym.types import JSON
@@ -62,17 +65,13 @@ def read_signatures(apis: Any) -> list[Signature] | None:
     return signatures
 
 
-def dependency_graph(signatures: list[Signature]) -> JSON:
-    """Every API as a node (in the order given) and ``[producer, consumer]`` edges, sorted."""
-    edges = sorted(
-        {
-            (a.name, b.name)
-            for a in signatures
-            for b in signatures
-            if a.name != b.name and a.outputs & b.inputs
-        }
-    )
-    return {"nodes": [s.name for s in signatures], "edges": [list(e) for e in edges]}
+def dependency_graph(signatures: list[Signature], workflow_key: str | None = None) -> JSON:
+    """Every API as a node (in the order given) and ``[producer, consumer]`` edges, sorted;
+    when the question names a ``workflow_key`` (the whole catalog shown), only the APIs that
+    take it and those linked to them (:func:`sopgym.core.depgraph.workflow_graph`)."""
+    nodes, edges = workflow_graph([(s.name, s.inputs, s.outputs) for s in signatures],
+                                  workflow_key)  # fmt: skip
+    return {"nodes": nodes, "edges": [list(e) for e in edges]}
 
 
 GRAPH_MISTAKES: Final = {

@@ -30,9 +30,26 @@ class Task:
     inputs: JSON
     kind: str = "tool_use"
     conversation: list[JSON] = field(default_factory=list)
+    # Inputs that replace ``inputs`` under a named SOP variant (TELLER's stage 2 gives the
+    # customer's record with the abstract SOP: banking's ``abstract_user_data``). Kept out of
+    # the task line when empty, and never handed to an agent (``inputs_for``, ``Job``).
+    input_variants: dict[str, JSON] = field(default_factory=dict)
 
     def to_json(self) -> JSON:
-        return asdict(self)
+        data = asdict(self)
+        if not self.input_variants:
+            del data["input_variants"]
+        return data
+
+    def inputs_for(self, sop_variant: str) -> JSON:
+        """The inputs an agent is given under ``sop_variant``."""
+        return self.input_variants.get(sop_variant, self.inputs)
+
+    def as_given(self, sop_variant: str) -> JSON:
+        """The task as an agent worker receives it: the variant's inputs, no other variant's."""
+        data = self.to_json()
+        data.pop("input_variants", None)
+        return {**data, "inputs": self.inputs_for(sop_variant)}
 
     @classmethod
     def from_json(cls, data: JSON) -> Task:
@@ -42,6 +59,7 @@ class Task:
             inputs=data.get("inputs", {}),
             kind=data.get("kind", "tool_use"),
             conversation=data.get("conversation", []),
+            input_variants=data.get("input_variants", {}),
         )
 
 

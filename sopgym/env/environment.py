@@ -127,7 +127,7 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
             "task_id": task_id,
             "kind": self.task.kind,
             "sop": self.episode.sop,
-            "inputs": self.task.inputs,
+            "inputs": self.task.inputs_for(self.sop_variant),
             "conversation": self.task.conversation,
             "tools": self.episode.tools,
             "input_schema": self.episode.input_schema,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from sopgym.core.tasks import Task
 from sopgym.types import JSON
 
 
@@ -26,7 +27,8 @@ def trial_seed(seed: int, trial: int) -> int:
 
 @dataclass(frozen=True)
 class Job:
-    """One episode for an agent worker: the task's inputs, never where its gold lives.
+    """One episode for an agent worker: the task's inputs (those of its SOP variant, see
+    :meth:`Task.inputs_for`), never where its gold lives.
 
     ``replay`` is the oracle's alone (:func:`sopgym.agents.oracle.replay_of`);
     ``traceparent`` makes the worker's spans children of the driver's task span.
@@ -44,7 +46,7 @@ class Job:
     def to_json(self) -> JSON:
         """The job line's object (keys absent rather than null where a worker needs none)."""
         job: JSON = {
-            "task": self.task,
+            "task": Task.from_json(self.task).as_given(self.sop_variant),
             "distractors": self.distractors,
             "sop_variant": self.sop_variant,
             "run_id": self.run_id,

@@ -20,6 +20,11 @@ from sopgym.domains.banking._engine.spec import KEY, Check, Scenario
 from sopgym.types import JSON
 
 SCORE_MAX = 999  # scores lie in 0..1000 (the field's schema)
+# TELLER's stage-2 setting (paper §4.1): the abstract SOP, and the task input carries the user
+# data, the customer's application record (the data template's fields), beside the id. The
+# facts the bank's APIs look up (bureau scores, limits) stay behind the tools.
+USER_DATA_VARIANT = "abstract_user_data"
+USER_DATA = "user_data"
 
 
 def instruction(scenario: Scenario, key: str) -> str:
@@ -87,7 +92,9 @@ def make_generator(scenario: Scenario) -> Callable[[int, Path], GeneratedData]:
             applications.append({KEY: key, **given, "limit_amount": obtained[scenario.limit_field]})
             facts.append({KEY: key, **obtained})
             inputs = {KEY: key, "instruction": instruction(scenario, key)}
-            tasks.append(Task(f"{scenario.name}-{index:03d}", f"banking/{scenario.name}", inputs))
+            with_data = {USER_DATA_VARIANT: {**inputs, USER_DATA: {KEY: key, **given}}}
+            tasks.append(Task(f"{scenario.name}-{index:03d}", f"banking/{scenario.name}", inputs,
+                              input_variants=with_data))  # fmt: skip
         return GeneratedData(
             tables={"applications": pd.DataFrame(applications), "facts": pd.DataFrame(facts)},
             tasks=tasks,

@@ -13,7 +13,11 @@ from sopgym.core.tools import Tool
 from sopgym.domains.banking._engine.back_office import BACK_OFFICE_TOOLS
 from sopgym.domains.banking._engine.database import store_factory
 from sopgym.domains.banking._engine.distractors import FINANCIAL_DISTRACTORS
-from sopgym.domains.banking._engine.generator import make_generator
+from sopgym.domains.banking._engine.generator import (
+    USER_DATA,
+    USER_DATA_VARIANT,
+    make_generator,
+)
 from sopgym.domains.banking._engine.policy import make_policy
 from sopgym.domains.banking._engine.sop import VARIANTS, write_all
 from sopgym.domains.banking._engine.spec import DECISIONS, KEY, Scenario
@@ -68,13 +72,21 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         source_folders=[ENGINE],
         input_schema={
             "type": "object",
-            "properties": {KEY: key_schema(scenario), "instruction": {"type": "string"}},
+            "properties": {
+                KEY: key_schema(scenario),
+                "instruction": {"type": "string"},
+                USER_DATA: {
+                    "type": "object",
+                    "description": f"the customer's record (SOP variant {USER_DATA_VARIANT})",
+                },
+            },
             "required": [KEY, "instruction"],
             "additionalProperties": False,
         },
         output_schema=output_schema(scenario),
         dependencies=scenario.dependencies(),
-        sop_files=dict(VARIANTS),
+        # the user-data setting reads the abstract SOP; its tasks add the customer's record
+        sop_files={**VARIANTS, USER_DATA_VARIANT: VARIANTS["abstract"]},
         harmless_state=scenario.harmless_state,
     )
 

@@ -168,6 +168,10 @@ def graph_clean(scenario: Scenario) -> str:
         "returns (the same field name): B depends on A, so A must be called first.",
         "3. A field no API returns (an id the caller supplies, a choice such as `level`) "
         "creates no edge.",
+        "4. When the question names a `workflow_key`, answer the workflow alone: `nodes` "
+        "lists the APIs that take that field and every API linked to them by rule 2, "
+        "directly or through others, in either direction; leave every other API out, and "
+        "its edges with it.",
         "",
         "Answer with one JSON object holding `nodes` and `edges`.",
         "",
@@ -185,7 +189,10 @@ def graph_abstract(scenario: Scenario) -> str:
         "",
         "Map how the APIs below depend on each other: which must have run before another "
         "can be called, judged only by the data each needs and provides. Every API given "
-        "belongs in the map, whether or not it takes part in the workflow.",
+        "belongs in the map, whether or not it takes part in the workflow, unless the "
+        "question names a workflow key: then map the workflow alone, the APIs that take "
+        "that key and those tied to them by their data, and leave the rest of the catalog "
+        "out.",
         "",
         "Answer with one JSON object holding `nodes` (API names) and `edges` (`[A, B]` "
         "pairs: B needs A first).",

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
 
+from sopgym.core.depgraph import dependency_edges
+
 # Where an API sits in the SOP: the record fetch, screening (always run), the offer (only when
 # the screening rejects nothing), the approval chain, and the final write-back.
 STAGES: Final = ("fetch", "screen", "offer", "approval", "write")
@@ -141,18 +143,3 @@ class Scenario:
         for producer, consumer in self.edges():
             found.setdefault(consumer, []).append(producer)
         return found
-
-
-def dependency_edges(
-    signatures: list[tuple[str, tuple[str, ...], tuple[str, ...]]],
-) -> list[tuple[str, str]]:
-    """``(producer, consumer)`` for every pair where the consumer takes a field the producer
-    returns, sorted; ``signatures`` are ``(name, inputs, outputs)``."""
-    return sorted(
-        {
-            (a, b)
-            for a, _, a_out in signatures
-            for b, b_in, _ in signatures
-            if a != b and set(a_out) & set(b_in)
-        }
-    )
