@@ -19,7 +19,7 @@ def check_openai_model(spec: ModelSpec, base: str, headers: dict[str, str], time
     """Raise :class:`ModelUnavailable` (one line) unless ``base`` serves ``spec.name``."""
     base = base.rstrip("/")
     url = base + "/models"
-    listing = _get(spec, url, headers, timeout)
+    listing = reach(spec, url, headers, timeout)
     served = _model_ids(listing)
     if served is not None and spec.name in served:
         return
@@ -53,7 +53,9 @@ def check_openai_model(spec: ModelSpec, base: str, headers: dict[str, str], time
     )
 
 
-def _get(spec: ModelSpec, url: str, headers: dict[str, str], timeout: float) -> httpx.Response:
+def reach(spec: ModelSpec, url: str, headers: dict[str, str], timeout: float) -> httpx.Response:
+    """GET ``url``: an endpoint that cannot be reached, or refuses the key, is
+    :class:`ModelUnavailable`; any other answer is returned."""
     try:
         response = httpx.get(url, headers=headers, timeout=timeout)
     except httpx.HTTPError as error:

@@ -286,12 +286,6 @@ def _require_package(provider: str) -> None:
 
 def _probe(spec: ModelSpec, url: str, headers: dict[str, str], timeout: float) -> None:
     """Reachability and key check; any answer other than 401/403 counts as reachable."""
-    try:
-        response = httpx.get(url, headers=headers, timeout=timeout)
-    except httpx.HTTPError as error:
-        reason = str(error) or type(error).__name__
-        raise ModelUnavailable(f"{spec.label}: cannot reach {url}: {reason}") from None
-    if response.status_code in (401, 403):
-        raise ModelUnavailable(
-            f"{spec.label}: {url} rejected the credentials (HTTP {response.status_code})"
-        )
+    from sopgym.agents.model_check import reach  # it imports this module
+
+    reach(spec, url, headers, timeout)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from sopgym.cli import main as cli
 from sopgym.evaluation.sources import load_spans
@@ -32,7 +32,6 @@ DOMAIN = "patient_intake"
 # seed 4 of the noisy profile: three of the first six tasks fail, patient_intake-003 with a
 # refused call among its steps (the run's other mistakes are recovered from)
 RUN = ["--agent", "fc", "--model", "scripted:noisy", "--seed", "4", "--data-root", str(DATA_ROOT)]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.slow  # two real runs (about 10 s on a quiet machine) and a browser
 
 
@@ -72,16 +71,6 @@ def viewer(runs: Path) -> Iterator[str]:
     yield found.group(0).rstrip("/")
     process.terminate()
     process.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if CHROMIUM is None:
-        pytest.skip("no chromium here (apt-get install chromium; CI installs it)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,11 +23,10 @@ from typing import Any
 
 import orjson
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.helpers import DATA_ROOT
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHOTS = os.environ.get("SOPGYM_SCREENSHOTS")  # a folder: the pages are saved there as PNG
 MODEL = ["--agent", "fc", "--model", "scripted:noisy", "--data-root", str(DATA_ROOT)]
 RUNS = {  # run id: its domain and options
@@ -83,16 +81,6 @@ def _serving(folder: Path) -> Iterator[str]:
 def viewer(runs: Path) -> Iterator[str]:
     with _serving(runs) as address:
         yield address
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if CHROMIUM is None:
-        pytest.skip("no chromium here (apt-get install chromium; CI installs it)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
