@@ -4,7 +4,7 @@ the run progress bar."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.markup import escape
@@ -27,26 +27,25 @@ def domain_or_usage_error(name: str) -> Any:
         raise click.UsageError(str(error)) from None
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     console.print(f"[red]error[/]: {escape(message)}", soft_wrap=True)
     sys.exit(2)
 
 
-def model_unavailable(error: ModelUnavailable) -> None:
+def model_unavailable(error: ModelUnavailable) -> NoReturn:
     console.print(f"[red]model unavailable[/]: {escape(str(error))}", soft_wrap=True)
     sys.exit(2)
 
 
 def check_model_spec(spec: str) -> None:
-    from sopgym.agents.models import ModelUnavailable, is_scripted, parse_model_spec
-    from sopgym.services.model.profiles import ProfileError, parse_profile
+    """:func:`sopgym.orchestration.refusals.check_model_spec` as a usage error (exit 2)."""
+    from sopgym.core.exceptions import UsageError
+    from sopgym.orchestration.refusals import check_model_spec as refuse_model_spec
 
     try:
-        parse_model_spec(spec)
-        if is_scripted(spec):
-            parse_profile(spec.partition(":")[2])
-    except (ModelUnavailable, ProfileError) as error:
-        raise click.UsageError(f"--model: {error}") from None
+        refuse_model_spec(spec)
+    except UsageError as error:
+        raise click.UsageError(str(error)) from None
 
 
 def progress_bar(disable: bool = False) -> Progress:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -14,21 +14,15 @@ from sopgym.agents.models import ModelUnavailable, is_scripted
 from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.cli.common import (
     DEFAULT_DOMAIN,
-    check_model_spec,
-    domain_or_usage_error,
     fail,
     model_unavailable,
     progress_bar,
 )
 from sopgym.client.transports import TRANSPORTS
-from sopgym.core.registry import (
-    UnknownDomainError,
-    select_domains,
-)
 from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run, slow_step
 from sopgym.orchestration.runs import describe_config
 from sopgym.orchestration.runs_cli import resumed_config
-from sopgym.orchestration.steps import STEP_PREFIX, StepFollower
+from sopgym.orchestration.steps import STEP_PREFIX
 from sopgym.terminal import console, print_summary
 from sopgym.validation import (
     AGENT_HELP,
@@ -40,6 +34,10 @@ from sopgym.validation import (
     retrieval_spec,
     run_name,
 )
+
+if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
+    from sopgym.orchestration.api import PreparedRun
+    from sopgym.orchestration.runner import Runner
 
 
 @click.command()
@@ -234,7 +232,9 @@ def run(
 ) -> None:
     """Run an agent on every task of DOMAINS: names, 'all', a family's name or a glob such as
     'maze/*' (default: patient_intake)."""
-    from sopgym.orchestration.runner import RunConfig, Runner, new_run_id
+    from sopgym.core.exceptions import UsageError
+    from sopgym.orchestration import api
+    from sopgym.orchestration.runner import RunConfig, Runner
 
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose: give one")
@@ -252,97 +252,47 @@ def run(
             read_prices(prices)
         except PriceTableError as error:
             raise click.BadParameter(str(error), param_hint="--prices") from None
-    if resume:
-        run_dir = runs_dir / resume
-        if not (run_dir / "config.json").exists():
-            raise click.UsageError(f"no run to resume at {run_dir}")
-        try:
-            config = RunConfig.read(run_dir / "config.json")
-            select_domains(config.domains)  # a pack removed since, or a config edited
-        except (ValueError, UnknownDomainError) as error:
-            raise click.UsageError(str(error)) from None
-        config = resumed_config(click.get_current_context(), config)
-        if agent_options:  # the recorded run is what a resume finishes
-            raise click.UsageError(
-                "agent options are recorded with the run (config.json); a resume keeps them"
-            )
-    else:
-        try:
-            names = select_domains(list(domains) or [DEFAULT_DOMAIN])
-        except UnknownDomainError as error:
-            raise click.UsageError(str(error)) from None
-        from sopgym.importers.resolve import run_refusal
-
-        refusal = run_refusal(agent, [domain_or_usage_error(n) for n in names])
-        if refusal:  # imported benchmarks have no gold calls to replay
-            raise click.UsageError(refusal)
-        from sopgym.orchestration.refusals import unknown_fault_tools
-
-        refusal = unknown_fault_tools(faults, [domain_or_usage_error(n) for n in names])
-        if refusal:  # it would inject nothing, and the run would read as fault-free
-            raise click.UsageError(refusal)
-        lacking = [n for n in names if sop_variant not in domain_or_usage_error(n).sop_files]
-        if lacking:
-            raise click.UsageError(
-                f"no SOP variant {sop_variant!r} in {', '.join(lacking)} "
-                f"(its variants: {', '.join(domain_or_usage_error(lacking[0]).sop_files)})"
-            )
-        from sopgym.agents import UnknownAgent, resolve_agent
-
-        try:
-            resolve_agent(agent)  # a name, a plug-in or module:Class, loaded before anything
-        except UnknownAgent as error:
-            raise click.UsageError(str(error)) from None
-        check_model_spec(model)
-        config = RunConfig(
-            domains=names,
-            agent=agent,
-            model=model,
-            base_url=base_url,
-            workers=workers,
-            distractors=distractors,
-            sop_variant=sop_variant,
-            limit=limit,
-            task_ids=task_ids,
-            match=match,
-            sample=sample,
-            task_timeout=task_timeout,
-            trace=trace,
-            capture_messages=capture_messages,
-            transport=transport,
-            trials=trials,
-            seed=seed,
-            faults=faults,
-            service_groups=service_groups,
-            agent_options=agent_options,
-            prices=str(prices) if prices else None,
-        )
-        if tool_retrieval:
-            if agent not in ("fc", "mcp"):
-                raise click.UsageError("--tool-retrieval narrows the catalog of the fc and mcp "
-                                       f"agents, not of {agent}")  # fmt: skip
-            config.agent_options["tool_retrieval"] = tool_retrieval
-        run_dir = runs_dir / (run_id or new_run_id())
-        if (run_dir / "config.json").exists():
-            raise click.UsageError(f"{run_dir} exists; use --resume {run_dir.name}")
+    try:  # the API's refusals (sopgym.run raises the same): one line, exit 2
+        if resume:
+            run_dir = runs_dir / resume
+            config = resumed_config(click.get_current_context(), api.stored_config(run_dir))
+            if agent_options:  # the recorded run is what a resume finishes
+                raise click.UsageError(
+                    "agent options are recorded with the run (config.json); a resume keeps them"
+                )
+        else:
+            if tool_retrieval:
+                agent_options["tool_retrieval"] = tool_retrieval
+            config = api.validate(RunConfig(
+                domains=list(domains) or [DEFAULT_DOMAIN], agent=agent, model=model,
+                base_url=base_url, workers=workers, distractors=distractors,
+                sop_variant=sop_variant, limit=limit, task_ids=task_ids, match=match,
+                sample=sample, task_timeout=task_timeout, trace=trace,
+                capture_messages=capture_messages, transport=transport, trials=trials,
+                seed=seed, faults=faults, service_groups=service_groups,
+                agent_options=agent_options, prices=str(prices) if prices else None,
+            ))  # fmt: skip
+            run_dir = api.new_run_dir(runs_dir, run_id)
+    except UsageError as error:
+        raise click.UsageError(str(error)) from None
     runner = Runner(config, run_dir, data_root)
     try:
         runner.check_model()  # a missing key or dead endpoint: one line, before anything starts
     except ModelUnavailable as error:
         model_unavailable(error)
     try:
-        tasks, todo = _prepare_run(runner, repair, retry_infra)
+        prepared = _prepare_run(runner, repair, retry_infra)
     except OSError as error:  # a read-only or full runs folder: one line
         fail(f"cannot use run folder {run_dir}: {error.strerror or error}")
     console.print(
-        f"run [bold]{run_dir.name}[/]: {len(tasks)} tasks"
+        f"run [bold]{run_dir.name}[/]: {len(prepared.tasks)} tasks"
         + (f" x {config.trials} trials" if config.trials > 1 else "")
-        + f" ({len(todo)} to run)\n{escape(describe_config(config))}",
+        + f" ({len(prepared.todo)} to run)\n{escape(describe_config(config))}",
         soft_wrap=True,
     )
     try:
         with progress_bar(disable=quiet) as bar:
-            handle = bar.add_task("tasks", total=len(todo), tsr="", step="")
+            handle = bar.add_task("tasks", total=len(prepared.todo), tsr="", step="")
             solved = [0, 0]
 
             def on_result(row: dict) -> None:
@@ -361,8 +311,7 @@ def run(
                 elif verbose or (not is_scripted(config.model) and slow_step(line)):
                     console.print(line, markup=False, soft_wrap=True)
 
-            with StepFollower(runner.paths.logs, on_step):
-                summary = runner.execute(tasks, on_result)
+            summary = api.execute(runner, prepared, on_result, on_step)
     except KeyboardInterrupt:
         stopped = len(runner.interrupted)
         console.print(
@@ -384,24 +333,22 @@ def run(
     print_after_run(run_dir, runs_dir)  # the first failed tasks, why, and what to run next
 
 
-def _prepare_run(runner: Any, repair: bool, retry_infra: bool) -> tuple[list, list]:
-    """Lock the run, apply --repair / --retry-infra, and list its tasks and those to run;
-    a run held by another runner or a corrupt row is one line and exit 2."""
+def _prepare_run(runner: Runner, repair: bool, retry_infra: bool) -> PreparedRun:
+    """:func:`sopgym.orchestration.api.prepare`, its refusals as one line and exit 2: a run
+    held by another runner, a corrupt row, a selection of no task."""
     from sopgym.core.jsonio import CorruptRow
+    from sopgym.orchestration import api
     from sopgym.orchestration.runner import RunLocked
     from sopgym.orchestration.selection import SelectionError
 
     try:
-        tasks = runner.prepare()
-        if repair:
-            runner.repair()
-        if retry_infra:
-            console.print(f"retrying {runner.drop_infra_errors()} infrastructure error(s)")
-        return tasks, runner.pending(tasks)
+        prepared = api.prepare(runner, repair=repair, retry_infra=retry_infra)
     except RunLocked as error:
         fail(str(error))
     except CorruptRow as error:
         fail(f"{error}; rerun with --repair to drop it (its task runs again)")
     except SelectionError as error:
         fail(str(error))
-    raise AssertionError("unreachable")
+    if prepared.infra_retried is not None:
+        console.print(f"retrying {prepared.infra_retried} infrastructure error(s)")
+    return prepared

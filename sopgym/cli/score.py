@@ -12,7 +12,6 @@ from sopgym.cli.common import (
 )
 from sopgym.core.registry import (
     UnknownDomainError,
-    select_domains,
 )
 from sopgym.terminal import console, print_summary
 from sopgym.validation import (
@@ -55,20 +54,19 @@ def score(
     """Score responses produced elsewhere against DOMAINS' tasks (names, a family, a glob):
     a normal run folder that report, view, show, export and compare read. Tasks the selection
     holds and no response answers count as unanswered."""
-    from sopgym.evaluation.external import EXTERNAL_AGENT, ScoreRefused, score_into_run
-    from sopgym.orchestration.runner import RunConfig, new_run_id
+    from sopgym.evaluation.external import ScoreRefused
+    from sopgym.orchestration import api
+    from sopgym.orchestration.runner import new_run_id
     from sopgym.orchestration.selection import SelectionError
 
+    run_id = run_id or new_run_id()
+    run_dir = runs_dir / run_id
     try:
-        names = select_domains(domains)
+        summary = api.score(responses, list(domains), reader=reader, model=model,
+                            runs_dir=runs_dir, run_id=run_id, task_ids=task_ids, match=match,
+                            sample=sample, limit=limit, seed=seed, data_root=data_root)  # fmt: skip
     except UnknownDomainError as error:
         raise click.UsageError(str(error)) from None
-    config = RunConfig(domains=names, agent=EXTERNAL_AGENT, model=model, workers=0,
-                       trace=False, task_ids=task_ids, match=match, sample=sample, limit=limit,
-                       seed=seed)  # fmt: skip
-    run_dir = runs_dir / (run_id or new_run_id())
-    try:
-        summary = score_into_run(config, run_dir, responses, reader, data_root)
     except (ScoreRefused, SelectionError) as error:
         fail(str(error))
     except OSError as error:
