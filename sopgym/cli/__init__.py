@@ -1,7 +1,7 @@
 """The ``sopgym`` command line. Every server and worker is a subcommand, so containers and
 the embedded runner start exactly the same entry points.
 
-A package of thin command modules (``run``, ``score``, ``domains``, ``serve``, ``workers``)
+A package of thin command modules (``run``, ``score``, ``domains``, ``serve``, ``env``, ``workers``)
 wired into one group here; the logic a Python caller needs too lives under them (``sopgym.run``,
 ``sopgym.score``, ``sopgym.evaluate``)."""
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 import click
 
 from sopgym.cli.domains import field_distribution, list_domains
+from sopgym.cli.env import env_serve
 from sopgym.cli.run import run
 from sopgym.cli.score import score
-from sopgym.cli.serve import env_serve, gateway, serve_tools
+from sopgym.cli.serve import gateway, serve_tools
 from sopgym.cli.workers import agent_worker, model_server, user_sim
 from sopgym.domain_cli import domain_group
 from sopgym.evaluation.cli import EVALUATION_COMMANDS

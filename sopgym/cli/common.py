@@ -1,5 +1,4 @@
-"""What the command modules share: the default domain, the one-line refusals (exit 2) and
-the run progress bar."""
+"""What the command modules share: the default domain, the one-line refusals (exit 2)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from typing import Any, NoReturn
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sopgym.agents.models import ModelUnavailable
 from sopgym.core.registry import (
@@ -46,16 +44,3 @@ def check_model_spec(spec: str) -> None:
         refuse_model_spec(spec)
     except UsageError as error:
         raise click.UsageError(str(error)) from None
-
-
-def progress_bar(disable: bool = False) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[tsr]}"),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[step]}"),
-        console=console,
-        disable=disable,
-    )

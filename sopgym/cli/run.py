@@ -10,19 +10,18 @@ import click
 from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
-from sopgym.agents.models import ModelUnavailable, is_scripted
+from sopgym.agents.models import ModelUnavailable
 from sopgym.agents.options import agent_option_flags, collect_agent_options
 from sopgym.cli.common import (
     DEFAULT_DOMAIN,
     fail,
     model_unavailable,
-    progress_bar,
 )
+from sopgym.cli.progress import execute_with_progress, prepare_run
 from sopgym.client.transports import TRANSPORTS
-from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run, slow_step
+from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
 from sopgym.orchestration.runs import describe_config
 from sopgym.orchestration.runs_cli import resumed_config
-from sopgym.orchestration.steps import STEP_PREFIX
 from sopgym.terminal import console, print_summary
 from sopgym.validation import (
     AGENT_HELP,
@@ -36,8 +35,7 @@ from sopgym.validation import (
 )
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
-    from sopgym.orchestration.api import PreparedRun
-    from sopgym.orchestration.runner import Runner
+    pass
 
 
 @click.command()
@@ -281,7 +279,7 @@ def run(
     except ModelUnavailable as error:
         model_unavailable(error)
     try:
-        prepared = _prepare_run(runner, repair, retry_infra)
+        prepared = prepare_run(runner, repair, retry_infra)
     except OSError as error:  # a read-only or full runs folder: one line
         fail(f"cannot use run folder {run_dir}: {error.strerror or error}")
     console.print(
@@ -291,27 +289,7 @@ def run(
         soft_wrap=True,
     )
     try:
-        with progress_bar(disable=quiet) as bar:
-            handle = bar.add_task("tasks", total=len(prepared.todo), tsr="", step="")
-            solved = [0, 0]
-
-            def on_result(row: dict) -> None:
-                solved[0] += 1
-                solved[1] += bool(row["score"]["success"])
-                bar.update(handle, advance=1, tsr=f"success {solved[1]}/{solved[0]}")
-                if not console.is_terminal and not quiet:  # a log or CI: a line per task
-                    console.print(f"done task={row['task_id']} status={row['status']} "
-                                  f"success={row['score']['success']}", markup=False)  # fmt: skip
-
-            def on_step(line: str) -> None:  # a model turn in flight somewhere
-                if quiet:
-                    return
-                if console.is_terminal:
-                    bar.update(handle, step=line.removeprefix(STEP_PREFIX)[:60])
-                elif verbose or (not is_scripted(config.model) and slow_step(line)):
-                    console.print(line, markup=False, soft_wrap=True)
-
-            summary = api.execute(runner, prepared, on_result, on_step)
+        summary = execute_with_progress(runner, prepared, quiet, verbose)
     except KeyboardInterrupt:
         stopped = len(runner.interrupted)
         console.print(
@@ -331,24 +309,3 @@ def run(
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     console.print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in runner.phases.items()))
     print_after_run(run_dir, runs_dir)  # the first failed tasks, why, and what to run next
-
-
-def _prepare_run(runner: Runner, repair: bool, retry_infra: bool) -> PreparedRun:
-    """:func:`sopgym.orchestration.api.prepare`, its refusals as one line and exit 2: a run
-    held by another runner, a corrupt row, a selection of no task."""
-    from sopgym.core.jsonio import CorruptRow
-    from sopgym.orchestration import api
-    from sopgym.orchestration.runner import RunLocked
-    from sopgym.orchestration.selection import SelectionError
-
-    try:
-        prepared = api.prepare(runner, repair=repair, retry_infra=retry_infra)
-    except RunLocked as error:
-        fail(str(error))
-    except CorruptRow as error:
-        fail(f"{error}; rerun with --repair to drop it (its task runs again)")
-    except SelectionError as error:
-        fail(str(error))
-    if prepared.infra_retried is not None:
-        console.print(f"retrying {prepared.infra_retried} infrastructure error(s)")
-    return prepared
