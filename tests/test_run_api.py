@@ -49,9 +49,10 @@ def test_evaluate_reads_the_run_back(oracle_run: tuple[dict, Path]) -> None:
     assert evaluated["tasks"] == summary["tasks"] and evaluated["tsr"] == summary["tsr"]
 
 
-def test_run_resolves_domain_patterns(tmp_path: Path) -> None:
+def test_run_resolves_domain_patterns() -> None:
     config = validate(RunConfig(domains=["patient_*"]))
     assert config.domains == ["patient_intake"]
+    assert RunConfig(domains=["patient_*"]).validate() == config  # the config's own method
 
 
 @pytest.mark.parametrize(
