@@ -98,3 +98,16 @@ def test_import_sopgym_loads_no_api() -> None:
     assert loaded.stdout.strip() == "[]", loaded.stderr
     with pytest.raises(AttributeError):
         sopgym.no_such_name  # noqa: B018
+
+
+def test_the_cli_package_keeps_its_modules_reachable() -> None:
+    """``sopgym.cli.run`` is the module (a monkeypatch target), the command is registered."""
+    import types
+
+    import sopgym.cli
+    from sopgym.cli import main
+
+    assert isinstance(sopgym.cli.run, types.ModuleType)
+    assert isinstance(sopgym.cli.score, types.ModuleType)
+    assert {"run", "score", "list", "serve-tools", "gateway", "env-serve", "agent-worker",
+            "model-server", "user-sim"} <= set(main.commands)  # fmt: skip

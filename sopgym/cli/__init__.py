@@ -11,8 +11,8 @@ import click
 
 from sopgym.cli.domains import field_distribution, list_domains
 from sopgym.cli.env import env_serve
-from sopgym.cli.run import run
-from sopgym.cli.score import score
+from sopgym.cli.run import run as run_command
+from sopgym.cli.score import score as score_command
 from sopgym.cli.serve import gateway, serve_tools
 from sopgym.cli.workers import agent_worker, model_server, user_sim
 from sopgym.domain_cli import domain_group
@@ -24,6 +24,8 @@ from sopgym.orchestration.runs_cli import RUNS_COMMANDS
 from sopgym.orchestration.scaleout import SCALEOUT_COMMANDS
 from sopgym.viewer.cli import view_command
 
+# The commands are bound under other names than their modules: ``sopgym.cli.run`` stays the
+# module (what a monkeypatch or ``import sopgym.cli.run`` expects), not the command.
 __all__ = ["field_distribution", "main"]
 
 
@@ -46,6 +48,6 @@ main.add_command(domain_group)  # sopgym domain show NAME
 for _command in RUNS_COMMANDS:  # sopgym runs / show / export
     main.add_command(_command)
 # sopgym list / run / score and the entry points of every service and worker
-for _command in [list_domains, run, score, serve_tools, gateway, env_serve, agent_worker,
-                 model_server, user_sim]:  # fmt: skip
+for _command in [list_domains, run_command, score_command, serve_tools, gateway, env_serve,
+                 agent_worker, model_server, user_sim]:  # fmt: skip
     main.add_command(_command)
