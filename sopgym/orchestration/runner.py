@@ -87,6 +87,14 @@ class RunConfig:
     sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
     prices: str | None = None  # a price table file: the summary's LLM cost estimate
 
+    def validate(self) -> RunConfig:
+        """This config with its domain patterns resolved, or :class:`UsageError` saying what
+        cannot run (:func:`sopgym.orchestration.api.validate`: domains, agent, model, SOP
+        variant, faults, prices). ``sopgym.run`` calls it first."""
+        from sopgym.orchestration.api import validate
+
+        return validate(self)
+
     @classmethod
     def from_json(cls, data: JSON) -> RunConfig:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})

@@ -1,0 +1,88 @@
+"""``sopgym env-serve``: the RL environment API (reset/step/state) over a gateway."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from sopgym.cli.common import (
+    domain_or_usage_error,
+    fail,
+)
+from sopgym.validation import (
+    DATA_ROOT,
+    HOST,
+    port_option,
+)
+
+
+@click.command("env-serve")
+@click.option("--gateway", "gateway_url", required=True, help="The gateway's base URL.")
+@click.option("--domain", "domains", multiple=True, required=True, help="Repeatable.")
+@HOST
+@port_option(8090)
+@DATA_ROOT
+@click.option(
+    "--distractors",
+    default=None,
+    type=click.IntRange(0),
+    help="Extra, unneeded tools in each episode's catalog (default: the gateway's own count).",
+)
+@click.option(
+    "--max-steps",
+    default=64,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Actions after which an episode that has not finished is truncated.",
+)
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Record every ended episode into this new run folder (view, show, compare read it); "
+    "its summary is written when the server stops.",
+)
+@click.option(
+    "--score-detail",
+    is_flag=True,
+    help="Answer the whole score (per-field correctness, call metrics), not just the verdict.",
+)
+def env_serve(
+    gateway_url: str,
+    domains: tuple[str, ...],
+    host: str,
+    port: int,
+    data_root: Path | None,
+    distractors: int | None,
+    max_steps: int,
+    run_dir: Path | None,
+    score_detail: bool,
+) -> None:
+    """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
+    from sopgym.client.recorder import recorder_for
+    from sopgym.env.server import build
+    from sopgym.serving import serve
+
+    for name in domains:
+        domain_or_usage_error(name)
+    try:
+        recorder = recorder_for(run_dir, [*domains], agent="env", data_root=data_root,
+                                source="env-serve")  # fmt: skip
+    except FileExistsError as error:
+        fail(str(error))
+    if recorder is not None:  # uvicorn re-raises the SIGTERM it stopped on: end, summarised
+        import signal
+
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        serve(
+            build(gateway_url, [*domains], data_root, distractors=distractors,
+                  max_steps=max_steps, recorder=recorder, score_detail=score_detail),
+            host,
+            port,
+        )  # fmt: skip
+    finally:
+        if recorder is not None:
+            recorder.close()

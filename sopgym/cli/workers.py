@@ -1,0 +1,249 @@
+"""The worker and simulator entry points: ``agent-worker``, ``model-server``, ``user-sim``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from sopgym.agents import DEFAULT_AGENT
+from sopgym.agents.models import ModelUnavailable
+from sopgym.cli.common import (
+    check_model_spec,
+    domain_or_usage_error,
+    model_unavailable,
+)
+from sopgym.client.transports import TRANSPORTS
+from sopgym.core.registry import (
+    UnknownDomainError,
+    domain_names,
+    select_domains,
+)
+from sopgym.orchestration.scaleout import (
+    run_shard_command,
+    shard_options,
+    worker_metrics,
+)
+from sopgym.validation import (
+    AGENT_HELP,
+    DATA_ROOT,
+    HOST,
+    MODEL_HELP,
+    PORT,
+    SECONDS,
+    port_option,
+)
+
+
+@click.command("agent-worker")
+@click.option(
+    "--gateway",
+    "gateway_url",
+    required=True,
+    help="The gateway: base URL (http transport) or host:port (grpc transport).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(list(TRANSPORTS)),
+    default="http",
+    show_default=True,
+    help="How the worker reaches the gateway (the mcp agent always uses MCP).",
+)
+@click.option(
+    "--agent",
+    default="oracle",
+    show_default=True,
+    help=f"Agent: {AGENT_HELP}. The default differs from sopgym run's ({DEFAULT_AGENT}): a "
+    "worker started by hand needs no model endpoint to prove the path; runs and shards name "
+    "their agent.",
+)
+@click.option(
+    "--model",
+    default="scripted",
+    show_default=True,
+    help=MODEL_HELP,
+)
+@click.option("--base-url", default=None, help="The model's OpenAI-compatible endpoint (…/v1).")
+@click.option(
+    "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
+)
+@click.option("--options", default="{}", help="Agent options as a JSON object.")
+@shard_options
+@click.option(
+    "--metrics-port",
+    type=PORT,
+    default=None,
+    help="Serve Prometheus metrics (GET /metrics) and GET /healthz on this port.",
+)
+@click.option(
+    "--metrics-host",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address the --metrics-port server listens on.",
+)
+def agent_worker(
+    gateway_url: str,
+    transport: str,
+    agent: str,
+    model: str,
+    base_url: str | None,
+    task_timeout: float,
+    options: str,
+    metrics_port: int | None,
+    metrics_host: str,
+    **shard: Any,
+) -> None:
+    """Work tasks read as JSON lines on stdin, one result line per task on stdout; or, with
+    --shard, one shard of --domain's tasks taken from the gateway, results in --run-dir."""
+    from sopgym.agents.worker import serve
+    from sopgym.observability.tracing import setup_tracing
+
+    try:
+        agent_options = orjson.loads(options)
+    except orjson.JSONDecodeError as error:
+        raise click.BadParameter(f"not JSON: {error}", param_hint="--options") from None
+    if not isinstance(agent_options, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--options")
+    setup_tracing("sopgym-agent-worker", {"gen_ai.agent.name": agent})
+    observe = worker_metrics(agent, model, metrics_host, metrics_port)
+    try:
+        if shard["shard"] is not None:
+            run_shard_command(
+                gateway_url, transport, agent, model, base_url, task_timeout, agent_options,
+                observe, **shard,
+            )  # fmt: skip
+            return
+        if base_url:
+            agent_options["base_url"] = base_url
+        serve(
+            agent,
+            gateway_url,
+            task_timeout,
+            {"model": model, **agent_options},
+            transport=transport,
+            observe=observe,
+        )
+    except ModelUnavailable as error:
+        model_unavailable(error)
+    except ValueError as error:  # a gateway address of the wrong form, found before any job
+        raise click.BadParameter(str(error), param_hint="--gateway") from None
+
+
+@click.command("model-server")
+@HOST
+@port_option(8200)
+@click.option(
+    "--domain",
+    "domains",
+    multiple=True,
+    envvar="SOPGYM_MODEL_DOMAINS",
+    help="Domain whose tasks the model knows (a name, a family or a glob); repeat (default: "
+    "every domain; $SOPGYM_MODEL_DOMAINS: space-separated). Start-up generates only these.",
+)
+@click.option(
+    "--profile",
+    default="perfect",
+    show_default=True,
+    help="Error profile for requests whose model name does not say scripted:<profile>.",
+)
+@click.option(
+    "--injection-log",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="JSONL file recording every mistake the model injects, per task.",
+)
+@DATA_ROOT
+def model_server(
+    host: str,
+    port: int,
+    domains: tuple[str, ...],
+    profile: str,
+    injection_log: Path | None,
+    data_root: Path | None,
+) -> None:
+    """Serve the scripted model offline: OpenAI Chat Completions, Anthropic Messages and Bedrock
+    Converse endpoints."""
+    from sopgym.services.model.app import create_app
+    from sopgym.services.model.profiles import ProfileError, parse_profile
+
+    try:
+        parse_profile(profile)
+    except ProfileError as error:
+        raise click.UsageError(f"--profile: {error}") from None
+    try:
+        domains = tuple(select_domains(domains)) if domains else ()
+    except UnknownDomainError as error:
+        raise click.UsageError(str(error)) from None
+    from sopgym.observability.asgi import traced
+    from sopgym.observability.tracing import setup_tracing
+    from sopgym.serving import serve
+
+    setup_tracing("sopgym-model")
+    app = create_app(list(domains) or None, data_root, profile, injection_log)
+    serve(traced(app, "sopgym.model"), host, port)
+
+
+@click.command("user-sim")
+@HOST
+@port_option(8300)
+@click.option(
+    "--domain",
+    "domains",
+    multiple=True,
+    help="Dialogue domain whose users to simulate; repeat (default: every dialogue domain).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the rule-based users' choices (default: each domain's own, as in its gold).",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="Play the users with a language model (openai:<model>, anthropic:<model>, ...) "
+    "instead of the domain's rules.",
+)
+@click.option("--base-url", default=None, help="The user model's OpenAI-compatible endpoint.")
+@DATA_ROOT
+def user_sim(
+    host: str,
+    port: int,
+    domains: tuple[str, ...],
+    seed: int | None,
+    model: str | None,
+    base_url: str | None,
+    data_root: Path | None,
+) -> None:
+    """Serve the simulated users of dialogue domains (POST /v1/reply), for the gateway."""
+    from sopgym.core.access import service_secret
+    from sopgym.observability.asgi import traced
+    from sopgym.observability.tracing import setup_tracing
+    from sopgym.services.user.app import create_app
+    from sopgym.services.user.simulator import NotADialogueDomain
+    from sopgym.serving import serve
+
+    names = list(domains) or [
+        n for n in domain_names() if domain_or_usage_error(n).user is not None
+    ]
+    if not names:
+        raise click.UsageError("no dialogue domain to simulate users for")
+    user_model = None
+    if model is not None:
+        from sopgym.services.user.llm_user import LLMUser
+
+        check_model_spec(model)
+        try:
+            user_model = LLMUser(model, base_url)
+        except ModelUnavailable as error:
+            model_unavailable(error)
+    for name in names:
+        domain_or_usage_error(name)
+    setup_tracing("sopgym-user-sim")
+    try:
+        app = create_app(names, data_root, seed, user_model, service_secret())
+    except NotADialogueDomain as error:
+        raise click.UsageError(str(error)) from None
+    serve(traced(app, "sopgym.user"), host, port)
