@@ -85,7 +85,7 @@ if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the ru
     default="clean",
     show_default=True,
     help="SOP variant: clean or noisy (every pack); packs may add their own (maze/*: "
-    "deciding, none; banking/*: abstract).",
+    "deciding, none; banking/*: abstract, abstract_user_data).",
 )
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N tasks per domain.")
 @click.option(
