@@ -22,7 +22,7 @@ from sopgym.core.jsonio import CorruptRow
 from sopgym.core.registry import UnknownDomainError, select_domains
 from sopgym.evaluation.explain import field_verdicts
 from sopgym.orchestration.runner import RunConfig, RunPaths
-from sopgym.orchestration.runs import episode_tokens, flat_row, list_runs, results
+from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
 from sopgym.terminal import console, stdout
 from sopgym.types import JSON
@@ -412,10 +412,12 @@ def _export_inspect(root: Path, out: Path | None) -> None:
     if importlib.util.find_spec("inspect_ai") is None:
         raise click.ClickException("--format inspect needs inspect-ai: pip install inspect-ai")
     from sopgym.evaluation.inspect_log import write_inspect_log
+    from sopgym.viewer.traces import episode_traces
 
     config = orjson.loads((root / "config.json").read_bytes())
     rows = _rows(root)
-    target = write_inspect_log(rows, config, root.name, out or root / "export.eval")
+    traces = episode_traces(RunFolder(root))  # the captured model calls, when traced
+    target = write_inspect_log(rows, config, root.name, out or root / "export.eval", traces)
     console.print(f"wrote {len(rows)} samples to {target} (inspect view {target})")
 
 
