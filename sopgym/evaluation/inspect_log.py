@@ -29,6 +29,8 @@ import orjson
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
+    from inspect_ai.model import StopReason
+
     from sopgym.viewer.traces import ChatTurn, EpisodeTrace
 
 SUCCESS = "success"  # the name of the episode's pass/fail score in the log
@@ -52,8 +54,12 @@ def _started(config: JSON) -> datetime:
 
 
 # a GenAI finish reason as an Inspect stop reason (anything else: "unknown")
-_STOP_REASONS = {"stop": "stop", "tool_calls": "tool_calls", "length": "max_tokens",
-                 "content_filter": "content_filter"}  # fmt: skip
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
 
 
 def _parts_text(parts: list[Any], kind: str) -> str:
