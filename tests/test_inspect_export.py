@@ -113,3 +113,18 @@ def test_without_captured_messages_there_are_no_model_events(tmp_path: Path) -> 
     assert log.samples is not None
     assert all(e.event != "model" for s in log.samples for e in s.events)
     assert all(s.model_usage for s in log.samples)  # the token counts are still there
+
+
+def test_messages_cut_to_fit_their_span_are_kept_as_text() -> None:
+    """A span attribute cut to its size limit is no longer JSON: the call is still a model
+    event, the cut text its one input message, never dropped and never an error."""
+    from sopgym.evaluation.inspect_log import _model_event
+    from sopgym.viewer.traces import ChatTurn
+
+    cut = '[{"role":"system","parts":[{"type":"text","content":"You are an oper'
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": "done"}],
+               "finish_reason": "length"}]  # fmt: skip
+    event = _model_event(ChatTurn(0, 2.0, "m", 10, 3, cut, answer))
+    assert [(m.role, m.text) for m in event.input] == [("user", cut)]
+    assert event.output.message.text == "done" and event.output.stop_reason == "max_tokens"
+    assert event.output.usage.total_tokens == 13

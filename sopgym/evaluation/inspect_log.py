@@ -79,7 +79,7 @@ def _chat_message(message: Any) -> Any:
     from inspect_ai.tool import ToolCall
 
     if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
-        return [ChatMessageUser(content=_text(message))]  # not in the convention's shape
+        return [ChatMessageUser(content=_text_of(message))]  # not in the convention's shape
     role, parts = message.get("role"), [p for p in message["parts"] if isinstance(p, dict)]
     if role == "tool":
         return [
