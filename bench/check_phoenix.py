@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,25 @@ QUERY = """{ projects { edges { node { id name spans(first: 500) { edges { node 
   name spanKind parentId context { traceId }
   spanAnnotations { name score label } events { name } } } } } } } }"""
 CHROMIUM = "/usr/bin/chromium"
+# Phoenix's OTLP/gRPC receiver binds every interface ("[::]:PORT") whatever PHOENIX_HOST says,
+# and has no switch to turn it off; this launcher rebinds it to loopback before Phoenix starts
+LOOPBACK_LAUNCHER = """
+import runpy
+import grpc.aio
+
+_server = grpc.aio.server
+
+
+def _loopback_server(*args, **kwargs):
+    server = _server(*args, **kwargs)
+    bind = server.add_insecure_port
+    server.add_insecure_port = lambda address: bind(address.replace("[::]", "127.0.0.1"))
+    return server
+
+
+grpc.aio.server = _loopback_server
+runpy.run_module("phoenix.server.main", run_name="__main__")
+"""
 
 
 def main() -> None:
@@ -54,11 +74,12 @@ def main() -> None:
            "PHOENIX_GRPC_PORT": str(args.port + 1), "PHOENIX_WORKING_DIR": work}  # fmt: skip
     log = Path(work) / "phoenix.log"
     with log.open("w") as out:
-        server = subprocess.Popen([sys.executable, "-m", "phoenix.server.main", "serve"],
+        server = subprocess.Popen([sys.executable, "-c", LOOPBACK_LAUNCHER, "serve"],
                                   env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
     base = f"http://127.0.0.1:{args.port}"
     try:
         _wait(base, log, deadline)
+        print(f"Phoenix listens on: {' '.join(_listening(server.pid))}")
         sent = 0
         for path in sorted(args.store.glob("*.jsonl")):
             for line in path.read_bytes().splitlines():
@@ -92,6 +113,13 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(30)
+        shutil.rmtree(work, ignore_errors=True)  # Phoenix's database and log
+
+
+def _listening(pid: int) -> list[str]:
+    """The addresses the process ``pid`` listens on (TCP, from ``ss``)."""
+    found = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=False)
+    return sorted(line.split()[3] for line in found.stdout.splitlines() if f"pid={pid}," in line)
 
 
 def _annotate(base: str, annotations: list[dict], deadline: float) -> None:

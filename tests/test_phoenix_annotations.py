@@ -48,3 +48,29 @@ def test_phoenix_accepts_the_annotations() -> None:
     body = spans_router.AnnotateSpansRequestBody.model_validate({"data": _annotations()})
     assert len(body.data) == 24
     assert all(len(a.span_id) == 16 for a in body.data)  # OTLP's hex span ids
+
+
+@pytest.mark.slow
+def test_phoenix_shows_the_annotations_on_the_trace_tree() -> None:
+    """``bench/check_phoenix.py`` end to end against a real Phoenix on loopback: the agent and
+    tool spans are classified as such and the 4 task roots carry the 24 annotations."""
+    import subprocess
+    import sys
+
+    from sopgym.orchestration.processes import free_port
+
+    pytest.importorskip("phoenix")
+    script = Path(__file__).parent.parent / "bench" / "check_phoenix.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--port", str(free_port()), "--deadline", "240"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (listening,) = [line for line in done.stdout.splitlines() if "Phoenix listens on" in line]
+    addresses = listening.split(": ", 1)[1].split()
+    assert len(addresses) == 2  # HTTP and OTLP/gRPC, both on loopback only
+    assert all(a.rsplit(":", 1)[0] in ("127.0.0.1", "[::ffff:127.0.0.1]") for a in addresses)
+    assert "sent 24 annotations" in done.stdout
+    assert "spans with annotations: 4" in done.stdout
+    assert "invoke_agent     -> agent    4" in done.stdout
+    assert "execute_tool     -> tool     23" in done.stdout
