@@ -87,6 +87,10 @@ def test_captured_model_calls_are_model_events_among_the_tool_events(tmp_path: P
         c["input_tokens"] for c in row["llm_calls"]
     ]
     first = models[0]
+    # the tools the agent offered, from its span's gen_ai.tool.definitions
+    names = {call["name"] for call in row["trajectory"]["calls"]}
+    assert names <= {tool.name for tool in first.tools} and len(first.tools) == 6
+    assert all(tool.parameters.properties for tool in first.tools)
     assert [m.role for m in first.input] == ["system", "user"]
     assert "Standard Operating Procedure" in first.input[0].text
     asked = first.output.message.tool_calls
@@ -124,7 +128,7 @@ def test_messages_cut_to_fit_their_span_are_kept_as_text() -> None:
     cut = '[{"role":"system","parts":[{"type":"text","content":"You are an oper'
     answer = [{"role": "assistant", "parts": [{"type": "text", "content": "done"}],
                "finish_reason": "length"}]  # fmt: skip
-    event = _model_event(ChatTurn(0, 2.0, "m", 10, 3, cut, answer))
+    event = _model_event(ChatTurn(0, 2.0, "m", 10, 3, cut, answer), [])
     assert [(m.role, m.text) for m in event.input] == [("user", cut)]
     assert event.output.message.text == "done" and event.output.stop_reason == "max_tokens"
     assert event.output.usage.total_tokens == 13

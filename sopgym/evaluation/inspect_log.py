@@ -114,8 +114,27 @@ def _messages(messages: Any) -> list[Any]:
     return [m for message in messages for m in _chat_message(message)]
 
 
-def _model_event(chat: ChatTurn) -> Any:
-    """A captured model call as an Inspect model event."""
+def _tools(definitions: Any) -> list[Any]:
+    """The agent's tool definitions (``gen_ai.tool.definitions``: name, description, JSON
+    Schema parameters) as Inspect tool infos; one Inspect cannot read is left out."""
+    from inspect_ai.tool import ToolInfo
+    from pydantic import ValidationError
+
+    tools = []
+    for definition in definitions if isinstance(definitions, list) else []:
+        try:
+            tools.append(ToolInfo.model_validate({
+                "name": definition["name"],
+                "description": definition.get("description") or "",
+                "parameters": definition.get("parameters") or {},
+            }))  # fmt: skip
+        except (ValidationError, KeyError, TypeError, AttributeError):
+            continue
+    return tools
+
+
+def _model_event(chat: ChatTurn, tools: list[Any]) -> Any:
+    """A captured model call as an Inspect model event (``tools``: those it was offered)."""
     from inspect_ai.event import ModelEvent
     from inspect_ai.model import (
         ChatCompletionChoice,
@@ -147,7 +166,7 @@ def _model_event(chat: ChatTurn) -> Any:
         working_start=0.0,
         model=chat.model,
         input=_messages(chat.input_messages),
-        tools=[],
+        tools=tools,
         tool_choice="auto",
         config=GenerateConfig(),
         output=output,
@@ -204,7 +223,8 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
         timed.append((begun, event))
     chats = trace.chats if trace is not None else []
     captured = [c for c in chats if c.input_messages is not None or c.output_messages is not None]
-    timed.extend((chat.start_ns, _model_event(chat)) for chat in captured)
+    offered = _tools(trace.tool_definitions) if captured and trace is not None else []
+    timed.extend((chat.start_ns, _model_event(chat, offered)) for chat in captured)
     events = [event for _, event in sorted(timed, key=lambda pair: pair[0])]
     llm = row.get("llm_calls") or []
     model = str(row.get("model") or row.get("agent") or "none")
