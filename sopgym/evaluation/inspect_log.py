@@ -8,7 +8,10 @@ and every scorer that applies to the task under its own name, with its explanati
 that does not apply, its value ``None``, is listed in the sample's metadata under
 ``not_applicable``: an Inspect score has no empty value). Every tool call the gateway
 recorded is a tool event (a refusal as a tool error with our error code); the model calls'
-token counts are the sample's model usage (their messages are not in a run's results). An
+token counts are the sample's model usage. A run made with ``--capture-messages`` has each
+model call's messages on its ``chat`` span (not in its results): given the run's traces, every
+such call is a model event too (its input and output as Inspect chat messages, its token
+usage), placed among the tool events in the order the calls began. An
 episode the infrastructure failed carries the cause as the sample's error. The log's result
 is TSR as the ``success`` score's ``accuracy`` over the scored episodes.
 
@@ -19,11 +22,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from sopgym.types import JSON
+
+if TYPE_CHECKING:
+    from inspect_ai.model import StopReason
+
+    from sopgym.viewer.traces import ChatTurn, EpisodeTrace
 
 SUCCESS = "success"  # the name of the episode's pass/fail score in the log
 
@@ -45,7 +53,128 @@ def _started(config: JSON) -> datetime:
         return datetime.now(UTC)
 
 
-def _sample(row: JSON, started: datetime) -> Any:
+# a GenAI finish reason as an Inspect stop reason (anything else: "unknown")
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "tool_calls": "tool_calls",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+
+
+def _parts_text(parts: list[Any], kind: str) -> str:
+    return "\n".join(str(p.get("content", "")) for p in parts if p.get("type") == kind)
+
+
+def _chat_message(message: Any) -> Any:
+    """One GenAI-convention message (``role`` and typed ``parts``) as an Inspect chat
+    message: text parts are its content, ``tool_call`` parts an assistant's tool calls, a
+    ``tool_call_response`` part a tool message (one per response)."""
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageTool,
+        ChatMessageUser,
+    )
+    from inspect_ai.tool import ToolCall
+
+    if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+        return [ChatMessageUser(content=_text_of(message))]  # not in the convention's shape
+    role, parts = message.get("role"), [p for p in message["parts"] if isinstance(p, dict)]
+    if role == "tool":
+        return [
+            ChatMessageTool(content=_text_of(p.get("response")), tool_call_id=p.get("id"))
+            for p in parts
+            if p.get("type") == "tool_call_response"
+        ]
+    text = _parts_text(parts, "text")
+    if role == "system":
+        return [ChatMessageSystem(content=text)]
+    if role == "assistant":
+        calls = [
+            ToolCall(
+                id=str(p.get("id") or f"call_{i}"),
+                function=str(p.get("name")),
+                arguments=_arguments(p.get("arguments")),
+            )
+            for i, p in enumerate(parts)
+            if p.get("type") == "tool_call"
+        ]
+        return [ChatMessageAssistant(content=text, tool_calls=calls or None)]
+    return [ChatMessageUser(content=text)]
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else _text(value)
+
+
+def _messages(messages: Any) -> list[Any]:
+    if not isinstance(messages, list):  # cut to fit its span: kept as the text it is
+        return _chat_message(messages) if messages is not None else []
+    return [m for message in messages for m in _chat_message(message)]
+
+
+def _tools(definitions: Any) -> list[Any]:
+    """The agent's tool definitions (``gen_ai.tool.definitions``: name, description, JSON
+    Schema parameters) as Inspect tool infos; one Inspect cannot read is left out."""
+    from inspect_ai.tool import ToolInfo
+    from pydantic import ValidationError
+
+    tools = []
+    for definition in definitions if isinstance(definitions, list) else []:
+        try:
+            tools.append(ToolInfo.model_validate({
+                "name": definition["name"],
+                "description": definition.get("description") or "",
+                "parameters": definition.get("parameters") or {},
+            }))  # fmt: skip
+        except (ValidationError, KeyError, TypeError, AttributeError):
+            continue
+    return tools
+
+
+def _model_event(chat: ChatTurn, tools: list[Any]) -> Any:
+    """A captured model call as an Inspect model event (``tools``: those it was offered)."""
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.model import (
+        ChatCompletionChoice,
+        ChatMessageAssistant,
+        GenerateConfig,
+        ModelOutput,
+        ModelUsage,
+    )
+
+    outputs = [m for m in _messages(chat.output_messages) if isinstance(m, ChatMessageAssistant)]
+    finish = ""
+    if isinstance(chat.output_messages, list) and chat.output_messages:
+        last = chat.output_messages[-1]
+        finish = str(last.get("finish_reason") or "") if isinstance(last, dict) else ""
+    tokens_in, tokens_out = int(chat.input_tokens or 0), int(chat.output_tokens or 0)
+    output = ModelOutput(
+        model=chat.model,
+        choices=[
+            ChatCompletionChoice(message=m, stop_reason=_STOP_REASONS.get(finish, "unknown"))
+            for m in outputs
+        ],
+        usage=ModelUsage(
+            input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out
+        ),
+        time=chat.duration_ms / 1000,
+    )
+    return ModelEvent(
+        timestamp=datetime.fromtimestamp(chat.start_ns / 1e9, UTC),
+        working_start=0.0,
+        model=chat.model,
+        input=_messages(chat.input_messages),
+        tools=tools,
+        tool_choice="auto",
+        config=GenerateConfig(),
+        output=output,
+        working_time=chat.duration_ms / 1000,
+    )
+
+
+def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> Any:
     from inspect_ai.event import ToolEvent
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
@@ -71,24 +200,32 @@ def _sample(row: JSON, started: datetime) -> Any:
             metadata={"gates": result.get("gates", False), "metrics": result.get("metrics", {})},
         )
     calls = (row.get("trajectory") or {}).get("calls", [])
-    events: list[Any] = []
+    # (when it began, the event): model and tool events in the order they began; a call
+    # without a trace keeps its place after the ones before it
+    timed: list[tuple[int, Any]] = []
+    begun = 0
     for index, call in enumerate(calls):
+        begun = trace.call_starts.get(index, begun) if trace is not None else begun
         error = None
         if call.get("error_code"):
             error = ToolCallError("unknown", f"{call['error_code']}: {call.get('error_field')}")
-        events.append(
-            ToolEvent(
-                timestamp=started,
-                working_start=0.0,
-                id=f"call_{index}",
-                function=str(call["name"]),
-                arguments=_arguments(call.get("arguments")),
-                result=_text(call.get("result")),
-                error=error,
-                events=[],
-                metadata={"status": call.get("status"), "error_code": call.get("error_code")},
-            )
+        event = ToolEvent(
+            timestamp=datetime.fromtimestamp(begun / 1e9, UTC) if begun else started,
+            working_start=0.0,
+            id=f"call_{index}",
+            function=str(call["name"]),
+            arguments=_arguments(call.get("arguments")),
+            result=_text(call.get("result")),
+            error=error,
+            events=[],
+            metadata={"status": call.get("status"), "error_code": call.get("error_code")},
         )
+        timed.append((begun, event))
+    chats = trace.chats if trace is not None else []
+    captured = [c for c in chats if c.input_messages is not None or c.output_messages is not None]
+    offered = _tools(trace.tool_definitions) if captured and trace is not None else []
+    timed.extend((chat.start_ns, _model_event(chat, offered)) for chat in captured)
+    events = [event for _, event in sorted(timed, key=lambda pair: pair[0])]
     llm = row.get("llm_calls") or []
     model = str(row.get("model") or row.get("agent") or "none")
     usage = {}
@@ -132,8 +269,11 @@ def _verdict(score: JSON) -> str:
     return f"failed: {', '.join(failed) or 'a gating scorer'} did not pass"
 
 
-def to_eval_log(rows: list[JSON], config: JSON, run_id: str) -> Any:
-    """The run's results rows and config as an Inspect ``EvalLog``."""
+def to_eval_log(
+    rows: list[JSON], config: JSON, run_id: str, traces: dict[str, EpisodeTrace] | None = None
+) -> Any:
+    """The run's results rows and config as an Inspect ``EvalLog``; ``traces`` (per episode
+    id, :func:`sopgym.viewer.traces.index_traces`) adds the captured model calls."""
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -185,15 +325,21 @@ def to_eval_log(rows: list[JSON], config: JSON, run_id: str) -> Any:
         eval=spec,
         results=results,
         stats=stats,
-        samples=[_sample(r, started) for r in rows],
+        samples=[_sample(r, started, (traces or {}).get(str(r.get("episode_id")))) for r in rows],
     )
 
 
-def write_inspect_log(rows: list[JSON], config: JSON, run_id: str, target: Path) -> Path:
+def write_inspect_log(
+    rows: list[JSON],
+    config: JSON,
+    run_id: str,
+    target: Path,
+    traces: dict[str, EpisodeTrace] | None = None,
+) -> Path:
     """Write the run as an Inspect log at ``target`` (``.eval``: Inspect's zip format;
     ``.json``: its JSON format)."""
     from inspect_ai.log import write_eval_log
 
-    log = to_eval_log(rows, config, run_id)
+    log = to_eval_log(rows, config, run_id, traces)
     write_eval_log(log, str(target), format="json" if target.suffix == ".json" else "eval")
     return target

@@ -22,7 +22,7 @@ from sopgym.core.jsonio import CorruptRow
 from sopgym.core.registry import UnknownDomainError, select_domains
 from sopgym.evaluation.explain import field_verdicts
 from sopgym.orchestration.runner import RunConfig, RunPaths
-from sopgym.orchestration.runs import episode_tokens, flat_row, list_runs, results
+from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
 from sopgym.terminal import console, stdout
 from sopgym.types import JSON
@@ -354,7 +354,7 @@ def _text(value: Any, cut: int | None) -> str:
 
 
 # ---- sopgym export ----
-FORMATS = ("parquet", "csv", "jsonl", "inspect")
+FORMATS = ("parquet", "csv", "jsonl", "inspect", "hf")
 
 
 @click.command("export")
@@ -366,13 +366,15 @@ FORMATS = ("parquet", "csv", "jsonl", "inspect")
     default="csv",
     show_default=True,
     help="parquet (needs pyarrow: pip install 'sopgym[parquet]'), csv, jsonl, or inspect "
-    "(an Inspect eval log, .eval or .json; needs inspect-ai: pip install inspect-ai).",
+    "(an Inspect eval log, .eval or .json; needs inspect-ai: pip install inspect-ai) or hf "
+    "(a Hugging Face dataset folder: the parquet data and a dataset card; needs pyarrow).",
 )
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="The file to write ('-': stdout, csv and jsonl only; default: <run>/export.<format>).",
+    help="The file to write ('-': stdout, csv and jsonl only; default: <run>/export.<format>; "
+    "hf: the folder, default <run>/export-hf).",
 )
 @_RUNS_DIR
 def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None:
@@ -385,15 +387,22 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
             raise click.UsageError("--format inspect writes a file: give --out PATH")
         _export_inspect(root, out)
         return
-    if fmt == "parquet":
+    if fmt in ("parquet", "hf"):
         if to_stdout:
-            raise click.UsageError("--format parquet writes a file: give --out PATH")
+            raise click.UsageError(f"--format {fmt} writes files: give --out PATH")
         _require_parquet_engine()
     rows = _rows(root)
     frame = export_frame(rows)
     if to_stdout:
         text = frame.to_csv(index=False) if fmt == "csv" else _jsonl(frame)
         sys.stdout.write(text)
+        return
+    if fmt == "hf":
+        from sopgym.orchestration.hf_dataset import write_hf_dataset
+
+        config = orjson.loads((root / "config.json").read_bytes())
+        folder = write_hf_dataset(frame, rows, config, root.name, out or root / "export-hf")
+        console.print(f"wrote {len(frame)} rows and a dataset card to {folder}")
         return
     target = out or root / f"export.{fmt}"
     if fmt == "parquet":
@@ -412,10 +421,12 @@ def _export_inspect(root: Path, out: Path | None) -> None:
     if importlib.util.find_spec("inspect_ai") is None:
         raise click.ClickException("--format inspect needs inspect-ai: pip install inspect-ai")
     from sopgym.evaluation.inspect_log import write_inspect_log
+    from sopgym.viewer.traces import episode_traces
 
     config = orjson.loads((root / "config.json").read_bytes())
     rows = _rows(root)
-    target = write_inspect_log(rows, config, root.name, out or root / "export.eval")
+    traces = episode_traces(RunFolder(root))  # the captured model calls, when traced
+    target = write_inspect_log(rows, config, root.name, out or root / "export.eval", traces)
     console.print(f"wrote {len(rows)} samples to {target} (inspect view {target})")
 
 

@@ -35,6 +35,7 @@ class EpisodeTrace:
     trace_id: str
     chats: list[ChatTurn] = field(default_factory=list)
     call_starts: dict[int, int] = field(default_factory=dict)  # call index -> start (ns)
+    tool_definitions: Any = None  # the agent span's gen_ai.tool.definitions, when recorded
 
 
 def _json_attribute(value: Any) -> Any:
@@ -68,6 +69,10 @@ def index_traces(spans: list[SpanRecord]) -> dict[str, EpisodeTrace]:
                     output_messages=_json_attribute(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)),
                 )
             )
+        elif span.scope == sc.SCOPE_AGENT and sc.GEN_AI_TOOL_DEFINITIONS in attributes:
+            episode = episodes.get(str(sc.episode_of(attributes)))
+            if episode is not None:
+                episode.tool_definitions = _json_attribute(attributes[sc.GEN_AI_TOOL_DEFINITIONS])
         elif span.scope == sc.SCOPE_GATEWAY and attributes.get(sc.GATEWAY_OP) == sc.OP_CALL:
             episode = episodes.get(str(sc.episode_of(attributes)))
             if episode is not None and sc.CALL_INDEX in attributes:
