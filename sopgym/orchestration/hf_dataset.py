@@ -22,8 +22,8 @@ DATA_FILE = "data/train-00000-of-00001.parquet"  # the Hub's name for a split's 
 # what each group of columns holds (the card's table; prefixes end with a dot)
 COLUMNS = {
     "task_id, trial, domain, agent, model, episode_id": "the episode",
-    "status, error, infra_error, faults": "how it ended (infra_error: the infrastructure failed it; "
-    "such an episode is not scored)",
+    "status, error, infra_error, faults": "how it ended (infra_error: the infrastructure failed "
+    "it; such an episode is not scored)",
     "success, completed": "the verdict: every gating scorer passed; a final answer was given",
     "tool_calls, gold_tool_calls, tool_precision, tool_recall, tool_f1, order_violations": (
         "the tool calls against the reference policy's"
