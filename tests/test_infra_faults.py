@@ -165,10 +165,14 @@ def test_killed_agent_worker_is_an_infra_error_for_its_task(tmp_path: Path) -> N
     assert summary(tmp_path / "w")["infra_errors"] == 1
 
 
-def interrupt(tmp_path: Path, signum: int, tasks: str, lock_check: bool) -> list[dict]:
-    """Start a run, signal it once rows are coming; the rows it left, checked whole."""
+def interrupt(
+    tmp_path: Path, signum: int, tasks: str, lock_check: bool, trials: int = 1
+) -> list[dict]:
+    """Start a run, signal it once rows are coming; the rows it left, checked whole.
+    ``trials``: enough episodes that the run is still going when the signal comes (the
+    scripted model plays ~100 tasks a second, the lock check's second runner takes seconds)."""
     args = run_args(tmp_path, "--run-id", "i", "--workers", "2", "--limit", tasks,
-                    domains=("patient_intake",))  # fmt: skip
+                    "--trials", str(trials), domains=("patient_intake",))  # fmt: skip
     victim = sopgym(*args)
     wait_for_rows(tmp_path / "i", 3)
     if lock_check:
@@ -184,7 +188,7 @@ def interrupt(tmp_path: Path, signum: int, tasks: str, lock_check: bool) -> list
     assert "Traceback" not in err and "interrupted" in err
     recorded = rows(tmp_path / "i")
     assert len(keyed(recorded)) == len(set(keyed(recorded))), "a row was doubled"
-    assert 3 <= len(recorded) < int(tasks)
+    assert 3 <= len(recorded) < int(tasks) * trials
     return recorded
 
 
@@ -199,7 +203,7 @@ def test_sigint_loses_no_row_and_resume_completes(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_sigterm_loses_no_row_and_a_second_runner_is_refused(tmp_path: Path) -> None:
-    interrupt(tmp_path, signal.SIGTERM, "96", lock_check=True)
+    interrupt(tmp_path, signal.SIGTERM, "96", lock_check=True, trials=20)
 
 
 @pytest.mark.slow
