@@ -196,3 +196,17 @@ def closed_port_url() -> str:
     port = closed.getsockname()[1]
     closed.close()
     return f"http://127.0.0.1:{port}"
+
+
+def test_an_unreadable_episode_record_names_the_gateway_as_the_worker_does() -> None:
+    """The gateway died between the worker's report and the runner's read of the record: the
+    row's cause reads like the worker's own gateway failures (``InfraError: gateway ...``), and
+    a cause the worker already gave is kept."""
+    from sopgym.orchestration.runner import record_unreadable
+
+    dead = InfraError("gateway http://127.0.0.1:1 unreachable: [Errno 111] Connection refused")
+    played = {"status": "completed", "error": None, "episode_id": "e1"}
+    assert record_unreadable(played, dead).startswith("InfraError: gateway http://127.0.0.1:1")
+    cause = "InfraError: POST /v1/tools: 503"
+    failed = {"status": "infra_error", "error": cause, "episode_id": "e1"}
+    assert record_unreadable(failed, dead) == cause

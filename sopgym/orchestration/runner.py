@@ -496,9 +496,8 @@ class Runner:
             try:
                 record = admin.record(report["episode_id"], admin_token)
             except InfraError as error:  # the gateway died: the episode cannot be scored
-                cause = report.get("error") if report.get("status") == INFRA_ERROR else None
-                report = {**report, "status": INFRA_ERROR,
-                          "error": cause or f"episode record unreadable: {error}"}  # fmt: skip
+                cause = record_unreadable(report, error)
+                report = {**report, "status": INFRA_ERROR, "error": cause}
         return self.result_row(task, report, record, trial)
 
     def result_row(self, task: Task, report: JSON, record: JSON | None, trial: int = 0) -> JSON:
@@ -608,3 +607,12 @@ def _drain(jobs: queue.Queue[Attempt | None], workers: int) -> None:
             break
     for _ in range(workers):
         jobs.put(None)
+
+
+def record_unreadable(report: JSON, error: InfraError) -> str:
+    """The infra cause of a task whose episode record the gateway could not give: the worker's
+    own infra cause when it had one, else the gateway's failure in the worker's format
+    (``InfraError: ...``), so every row the dead gateway failed names it the same way."""
+    if report.get("status") == INFRA_ERROR and report.get("error"):
+        return str(report["error"])
+    return f"{type(error).__name__}: {error} (reading the episode record)"
