@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import click
@@ -35,12 +37,18 @@ def model_unavailable(error: ModelUnavailable) -> NoReturn:
     sys.exit(2)
 
 
-def check_model_spec(spec: str) -> None:
-    """:func:`sopgym.orchestration.refusals.check_model_spec` as a usage error (exit 2)."""
-    from sopgym.core.exceptions import UsageError
-    from sopgym.orchestration.refusals import check_model_spec as refuse_model_spec
+@contextmanager
+def entry_point_errors() -> Iterator[None]:
+    """A service entry point's refusals as the command line gives them: a usage error in one
+    line and exit 2 (a model that cannot be used says so), a failed start (a tool service
+    that never answered, a port in use) in one line and exit 1; never a traceback."""
+    from sopgym.core.exceptions import InfrastructureError, UsageError
 
     try:
-        refuse_model_spec(spec)
+        yield
+    except ModelUnavailable as error:
+        model_unavailable(error)
     except UsageError as error:
         raise click.UsageError(str(error)) from None
+    except (InfrastructureError, ValueError) as error:
+        raise click.ClickException(str(error)) from None

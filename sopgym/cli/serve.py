@@ -1,5 +1,6 @@
-"""The service entry points the stack and the containers start: ``serve-tools``
-and ``gateway``."""
+"""The commands the stack and the containers start for the tool services and the gateway:
+``serve-tools`` and ``gateway``. Each parses its options and calls its service's own entry
+point (``services/tools/main.py``, ``gateway/main.py``), which a Python caller can use too."""
 
 from __future__ import annotations
 
@@ -8,13 +9,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from sopgym.cli.common import (
-    domain_or_usage_error,
-)
-from sopgym.core.registry import (
-    UnknownDomainError,
-    select_domains,
-)
+from sopgym.cli.common import entry_point_errors
 from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
 from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
 from sopgym.terminal import console
@@ -60,23 +55,10 @@ def serve_tools(
 ) -> None:
     """Serve one domain's tools over HTTP, or several domains' in one process, each under
     /domains/<name with / as __>."""
-    from sopgym.core.access import service_secret
-    from sopgym.observability.asgi import traced
-    from sopgym.observability.tracing import setup_tracing
-    from sopgym.services.tools.app import create_app
-    from sopgym.services.tools.group import ToolServiceGroup
-    from sopgym.serving import serve
+    from sopgym.services.tools.main import serve_tools as serve
 
-    packs = {name: domain_or_usage_error(name) for name in dict.fromkeys(domains)}
-    setup_tracing("sopgym-tools", {"sopgym.domain": domains[0]} if len(packs) == 1 else {})
-    secret = service_secret()  # set: only the gateway may call
-    apps = {
-        name: traced(
-            create_app(pack, data_root, idle_timeout, secret, tool_timeout), "sopgym.tools"
-        )
-        for name, pack in packs.items()
-    }
-    serve(next(iter(apps.values())) if len(apps) == 1 else ToolServiceGroup(apps), host, port)
+    with entry_point_errors():
+        serve(domains, host, port, data_root, idle_timeout, tool_timeout)
 
 
 @click.command()
@@ -177,61 +159,15 @@ def gateway(
 ) -> None:
     """Serve the gateway in front of the given tool services and tool-free domains (HTTP,
     and gRPC if asked)."""
-    from sopgym.core.access import handed_secret, service_secret
-    from sopgym.gateway.app import Gateway
-    from sopgym.gateway.catalog import DiscoveryError, discover
-    from sopgym.gateway.local import with_local_domains
-    from sopgym.gateway.server import ServerError, serve, tune_gc
-    from sopgym.observability.tracing import setup_tracing
-    from sopgym.orchestration.stack import ADMIN_TOKEN_ENV
-
-    if not services and not local_domains:
-        raise click.UsageError("give at least one --service or --local-domain")
-    try:
-        local = select_domains(local_domains) if local_domains else []
-    except UnknownDomainError as error:
-        raise click.UsageError(str(error)) from None
-    setup_tracing("sopgym-gateway")
-
-    urls: dict[str, str | list[str]] = {}
-    for item in services:
-        name, sep, given = item.partition("=")
-        replicas = [url.rstrip("/") for url in given.split(",")]
-        if not sep or not all(url.startswith("http") for url in replicas):
-            raise click.UsageError(f"--service takes DOMAIN=URL[,URL...], got {item!r}")
-        urls[name] = replicas
+    from sopgym.gateway.main import GatewaySettings, parse_services, serve_gateway
 
     def waiting(domain: str, url: str, why: str) -> None:
         console.print(f"waiting for tool service {domain} at {url} ({escape(why)})")
 
-    try:
-        discovered = discover(urls, discover_wait, on_wait=waiting)
-        catalog = with_local_domains(discovered, local, data_root)
-    except (DiscoveryError, ValueError) as error:
-        raise click.ClickException(str(error)) from None
-    if user_sim is not None and not user_sim.startswith("http"):
-        raise click.UsageError(f"--user-sim takes the simulator's base URL, got {user_sim!r}")
-    admin_token = handed_secret(ADMIN_TOKEN_ENV)
-    from sopgym.gateway.faults import parse_faults
-
-    plan = parse_faults(faults) if faults else None
-    secret = service_secret()  # sent to the tool services on every request
-    app = Gateway(
-        catalog,
-        distractors,
-        admin_token,
-        grpc_port,
-        host,
-        user_sim=user_sim,
-        seed=seed,
-        faults=plan,
-        service_secret=secret,
-        keep_episodes=keep_episodes,
-        keep_bytes=keep_mib * 2**20,
-        replica={k: v for k, v in (("http", advertise_url), ("grpc", advertise_grpc)) if v} or None,
-    )
-    tune_gc()
-    try:
-        serve(app, host, port)
-    except ServerError as error:
-        raise click.ClickException(str(error)) from None
+    with entry_point_errors():
+        settings = GatewaySettings(
+            parse_services(services), local_domains, host, port, grpc_port, data_root,
+            distractors, seed, user_sim, faults, discover_wait, keep_episodes, keep_mib,
+            advertise_url, advertise_grpc,
+        )  # fmt: skip
+        serve_gateway(settings, on_wait=waiting)

@@ -1,4 +1,5 @@
-"""The worker and simulator entry points: ``agent-worker``, ``model-server``, ``user-sim``."""
+"""The worker and simulator commands: ``agent-worker``, ``model-server``, ``user-sim`` (the
+servers' own entry points live with them: ``services/model/main.py``, ``services/user/main.py``)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,10 @@ import orjson
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
 from sopgym.cli.common import (
-    check_model_spec,
-    domain_or_usage_error,
+    entry_point_errors,
     model_unavailable,
 )
 from sopgym.client.transports import TRANSPORTS
-from sopgym.core.registry import (
-    UnknownDomainError,
-    domain_names,
-    select_domains,
-)
 from sopgym.orchestration.scaleout import (
     run_shard_command,
     shard_options,
@@ -165,24 +160,10 @@ def model_server(
 ) -> None:
     """Serve the scripted model offline: OpenAI Chat Completions, Anthropic Messages and Bedrock
     Converse endpoints."""
-    from sopgym.services.model.app import create_app
-    from sopgym.services.model.profiles import ProfileError, parse_profile
+    from sopgym.services.model.main import serve_model
 
-    try:
-        parse_profile(profile)
-    except ProfileError as error:
-        raise click.UsageError(f"--profile: {error}") from None
-    try:
-        domains = tuple(select_domains(domains)) if domains else ()
-    except UnknownDomainError as error:
-        raise click.UsageError(str(error)) from None
-    from sopgym.observability.asgi import traced
-    from sopgym.observability.tracing import setup_tracing
-    from sopgym.serving import serve
-
-    setup_tracing("sopgym-model")
-    app = create_app(list(domains) or None, data_root, profile, injection_log)
-    serve(traced(app, "sopgym.model"), host, port)
+    with entry_point_errors():
+        serve_model(domains, host, port, profile, injection_log, data_root)
 
 
 @click.command("user-sim")
@@ -218,32 +199,7 @@ def user_sim(
     data_root: Path | None,
 ) -> None:
     """Serve the simulated users of dialogue domains (POST /v1/reply), for the gateway."""
-    from sopgym.core.access import service_secret
-    from sopgym.observability.asgi import traced
-    from sopgym.observability.tracing import setup_tracing
-    from sopgym.services.user.app import create_app
-    from sopgym.services.user.simulator import NotADialogueDomain
-    from sopgym.serving import serve
+    from sopgym.services.user.main import serve_users
 
-    names = list(domains) or [
-        n for n in domain_names() if domain_or_usage_error(n).user is not None
-    ]
-    if not names:
-        raise click.UsageError("no dialogue domain to simulate users for")
-    user_model = None
-    if model is not None:
-        from sopgym.services.user.llm_user import LLMUser
-
-        check_model_spec(model)
-        try:
-            user_model = LLMUser(model, base_url)
-        except ModelUnavailable as error:
-            model_unavailable(error)
-    for name in names:
-        domain_or_usage_error(name)
-    setup_tracing("sopgym-user-sim")
-    try:
-        app = create_app(names, data_root, seed, user_model, service_secret())
-    except NotADialogueDomain as error:
-        raise click.UsageError(str(error)) from None
-    serve(traced(app, "sopgym.user"), host, port)
+    with entry_point_errors():
+        serve_users(domains, host, port, seed, model, base_url, data_root)
