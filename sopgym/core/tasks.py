@@ -14,6 +14,7 @@ holds the expected state of stateful domains.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Final
 
 from sopgym.types import JSON
@@ -88,6 +89,14 @@ class Gold:
     # the agent) and the reference policy's conversation, agent turns with ``at_call``
     user: JSON | None = None
     messages: list[JSON] = field(default_factory=list)
+
+    @cached_property
+    def memo(self) -> dict[str, object]:
+        """What scorers derive from this gold once and reuse for every episode of its task
+        (an evaluation scores thousands against one gold), keyed by the scorer's name. Not a
+        field: never compared, copied by ``replace`` or serialised; a gold is never mutated
+        after it is built, so nothing here goes stale."""
+        return {}
 
     def to_json(self) -> JSON:
         return {

@@ -65,10 +65,26 @@ class TaskScore:
         return asdict(self)
 
 
-def _hung_calls(domain: DomainPack, trajectory: Trajectory) -> list[CallRecord]:
-    """The calls our tool service answered ``tool_timeout``, of tools not documented as slow
-    by design: the tool hung, not the agent (an infrastructure failure of the episode)."""
-    timed_out = [c for c in trajectory.calls if c.error_code == HUNG_CODE]
+def _failed_calls(calls: list[CallRecord]) -> tuple[list[CallRecord], list[CallRecord]]:
+    """The calls the infrastructure failed (``INFRA_CODES``), and those our tool service
+    answered ``tool_timeout``; one pass, as most calls carry no error code at all."""
+    infra: list[CallRecord] = []
+    timed_out: list[CallRecord] = []
+    for call in calls:
+        code = call.error_code
+        if code is None:
+            continue
+        if code in INFRA_CODES:
+            infra.append(call)
+        if code == HUNG_CODE:
+            timed_out.append(call)
+    return infra, timed_out
+
+
+def _hung_calls(domain: DomainPack, timed_out: list[CallRecord]) -> list[CallRecord]:
+    """Of the calls our tool service answered ``tool_timeout``, those of tools not documented
+    as slow by design: the tool hung, not the agent (an infrastructure failure of the
+    episode)."""
     if not timed_out:
         return []
     slow = {t.name for t in domain.all_tools() if getattr(t, "slow_by_design", False)}
@@ -113,8 +129,8 @@ def strict_score(
     applicable = gold.reference_calls
     faults = 0
     if trajectory is not None:
-        infra = [c for c in trajectory.calls if c.error_code in INFRA_CODES]
-        hung = _hung_calls(domain, trajectory)
+        infra, timed_out = _failed_calls(trajectory.calls)
+        hung = _hung_calls(domain, timed_out)
         if hung and infra_error is None:
             infra_error = f"{hung[0].name}: {HUNG_CODE} (the tool hung past the service's limit)"
         if infra:
@@ -168,9 +184,15 @@ def strict_score(
         )
     case = Case(task, trajectory, gold, domain)
     results = {scorer.name: scorer(case) for scorer in scorers_for(domain, task)}
-    gating = [(name, r) for name, r in results.items() if r.gates]
-    unjudged = [name for name, r in gating if r.unjudged]
-    judged_pass = case.completed and all(r.passed for _, r in gating if not r.unjudged)
+    unjudged: list[str] = []
+    judged_pass = case.completed
+    for name, result in results.items():
+        if not result.gates:
+            continue
+        if result.unjudged:
+            unjudged.append(name)
+        elif judged_pass and not result.passed:
+            judged_pass = False
     success = judged_pass and not unjudged  # a gate nobody could judge is never passed
     tools = _metrics(results, "tool_calls")
     errors = dict(_metrics(results, "errors"))

@@ -81,6 +81,11 @@ def _folded(text: str) -> str:
     return text.lower().strip()
 
 
+@lru_cache(maxsize=1 << 12)
+def _folded_key(key: str) -> str:
+    return key.lower()
+
+
 def is_null_like(value: Any) -> bool:
     """``None`` reads ``none`` and NaN ``nan``: both are among :data:`NULL_LIKE`."""
     return _text(value) in NULL_LIKE
@@ -111,7 +116,12 @@ def field_verdicts(answer: Any, expected: JSON) -> dict[str, bool]:
     """Per expected field: whether the answer has it (key case folded) and it agrees. A key the
     answer lacks fails; a key present with a JSON ``null`` reads ``none`` (null-like), as the
     source's parser turns every value into text before comparing."""
-    given = {str(k).lower(): v for k, v in answer.items()} if isinstance(answer, dict) else {}
+    if not isinstance(answer, dict):
+        given: dict[str, Any] = {}
+    elif all(k.__class__ is str and k == _folded_key(k) for k in answer):
+        given = answer  # (most answers: keys already folded, the fold would change nothing)
+    else:
+        given = {str(k).lower(): v for k, v in answer.items()}
     return {
         name: name.lower() in given and values_agree(given[name.lower()], wanted)
         for name, wanted in expected.items()
@@ -152,10 +162,12 @@ def verdict(
         wrong = [name for name, ok in fields.items() if not ok]
         why = f"answer differs in {', '.join(wrong)}"
     # flagged: truly empty expected values (a gold "none" is a value, though null-like)
-    empty = [name for name, value in gold.outputs.items() if _empty(value)]
+    empty = gold.memo.get(NAME)
+    if empty is None:  # once a gold: every episode of the task has the same
+        empty = gold.memo[NAME] = tuple(k for k, value in gold.outputs.items() if _empty(value))
     found: JSON = {"completed": done, "correct": correct, "fields": fields, "why": why}
     if empty:
-        found["empty_expected"] = empty
+        found["empty_expected"] = list(empty)
     found["differs"] = _differs(found, strict)
     return found
 

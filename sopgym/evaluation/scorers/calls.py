@@ -4,11 +4,10 @@ dependency graph)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from sopgym.core.errors import TOOL_FAILURES, TYPE_CODES, VALIDATION_CODES
-from sopgym.core.tasks import Gold
+from sopgym.core.tasks import Gold, ToolCall
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
 from sopgym.evaluation.scorers.fields import SCALARS, equal_is_matching, normalize
@@ -69,7 +68,8 @@ def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], li
         else:
             extra.append(index)
     if extra and left:
-        pending = [(wanted, normalize(wanted.arguments)) for wanted in left]
+        normal = _gold_arguments(gold).normalized_call
+        pending = [(wanted, normal(wanted)) for wanted in left]
         unpaired = []
         for index in extra:
             call = made[index]
@@ -100,49 +100,77 @@ def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
     no fault of the agent's but never passed over. (``wrong_final`` and ``incomplete`` are
     about the answer, not the calls: :func:`sopgym.evaluation.scoring.score_episode` adds them.)
     """
-    counts: Counter[str] = Counter()
+    counts: dict[str, int] = {}
     if gold.calls and not trajectory.calls:
-        counts["blank"] += 1
-    gold_args: dict[str, list[Any]] = {}
-    for wanted in gold.calls:
-        gold_args.setdefault(wanted.name, []).append(wanted.arguments)
-    normalized: dict[str, list[Any]] = {}  # a tool's gold arguments normalised, once needed
+        counts["blank"] = 1
+    facts = _gold_arguments(gold)
     for call in trajectory.calls:
+        code = call.error_code
+        kind = None
         if not call.in_catalog:
-            counts["hallucinated"] += 1
-        elif call.error_code in TYPE_CODES:
-            counts["type"] += 1
-        elif call.error_code in VALIDATION_CODES:
-            counts["validation"] += 1
-        elif call.error_code in TOOL_FAILURES:
-            counts["tool_error"] += 1
-        elif (
-            call.error_code is None
-            and call.name in gold_args
-            and not _matches(call.arguments, gold_args[call.name], normalized, call.name)
-        ):
-            counts["wrong_value"] += 1
+            kind = "hallucinated"
+        elif code is not None:
+            if code in TYPE_CODES:
+                kind = "type"
+            elif code in VALIDATION_CODES:
+                kind = "validation"
+            elif code in TOOL_FAILURES:
+                kind = "tool_error"
+        elif call.name in facts.by_tool and not facts.matches(call.name, call.arguments):
+            kind = "wrong_value"
+        if kind is not None:
+            counts[kind] = counts.get(kind, 0) + 1
         if call.distractor:
-            counts["distractor"] += 1
-    return dict(counts)
+            counts["distractor"] = counts.get("distractor", 0) + 1
+    return counts
 
 
-def _matches(arguments: Any, golds: list[Any], normalized: dict[str, list[Any]], name: str) -> bool:
-    """Whether ``arguments`` equal one of ``golds`` once both are normalised. Flat arguments
-    (an object of scalars and lists of strings) equal to a gold call's as they are equal it
-    normalised too: that common case is settled without normalising either side.
-    ``normalized`` caches the episode's normalised gold arguments per tool ``name``."""
-    if (
-        arguments.__class__ is dict
-        and arguments in golds
-        and all(
-            value.__class__ in SCALARS or equal_is_matching(value) for value in arguments.values()
-        )
-    ):
-        return True
-    if name not in normalized:
-        normalized[name] = [normalize(gold) for gold in golds]
-    return normalize(arguments) in normalized[name]
+class _GoldArguments:
+    """A gold's call arguments per tool, as the error taxonomy compares a call's against them:
+    built once a gold (:attr:`Gold.memo`), with each tool's arguments normalised when first
+    needed."""
+
+    def __init__(self, gold: Gold) -> None:
+        self.by_tool: dict[str, list[Any]] = {}
+        for wanted in gold.calls:
+            self.by_tool.setdefault(wanted.name, []).append(wanted.arguments)
+        # per tool, the gold arguments that are flat (an object of scalars and lists of
+        # strings): arguments equal to one of them as given are equal to it normalised too
+        self.flat = {
+            name: [
+                args
+                for args in golds
+                if args.__class__ is dict
+                and all(v.__class__ in SCALARS or equal_is_matching(v) for v in args.values())
+            ]
+            for name, golds in self.by_tool.items()
+        }
+        self.normalized: dict[str, list[Any]] = {}
+        self._normalized_calls: dict[int, Any] = {}  # id of a gold call -> its arguments
+
+    def normalized_call(self, wanted: ToolCall) -> Any:
+        """A gold call's arguments normalised (once; the call lives as long as its gold)."""
+        key = id(wanted)
+        if key not in self._normalized_calls:
+            self._normalized_calls[key] = normalize(wanted.arguments)
+        return self._normalized_calls[key]
+
+    def matches(self, name: str, arguments: Any) -> bool:
+        """Whether ``arguments`` equal one of tool ``name``'s gold arguments once both are
+        normalised (the common case, equal to a flat one as given, without normalising)."""
+        if arguments.__class__ is dict and arguments in self.flat[name]:
+            return True
+        normalized = self.normalized.get(name)
+        if normalized is None:
+            normalized = self.normalized[name] = [normalize(g) for g in self.by_tool[name]]
+        return normalize(arguments) in normalized
+
+
+def _gold_arguments(gold: Gold) -> _GoldArguments:
+    facts = gold.memo.get("calls")
+    if facts is None:
+        facts = gold.memo["calls"] = _GoldArguments(gold)
+    return facts  # type: ignore[return-value]
 
 
 def _errors(case: Case) -> Score:
