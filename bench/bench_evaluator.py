@@ -24,6 +24,7 @@ import timeit
 from pathlib import Path
 
 import orjson
+from bench_otlp_codecs import plain_orjson_read
 
 from sopgym.evaluation.evaluator import TaskSet, evaluate
 from sopgym.evaluation.sources import trace_files
@@ -82,6 +83,13 @@ def main() -> None:
         result = evaluate(spans, taskset)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         size = store.stat().st_size
+        # the hand-written reader's share (issue 35): the same store through a plain orjson
+        # reader (bench_otlp_codecs' contender), which would replace it
+        data = store.read_bytes()
+        plain = time.process_time()
+        plain_orjson_read(data)
+        plain = time.process_time() - plain
+        del data
     print(f"store: {size / 1e6:.1f} MB, {spans.total} spans ({len(spans.spans)} decoded), "
           f"{result['episodes']} episodes, {len(result['per_task'])} task rows "
           f"({copies} copies of a {per_copy}-span run)")  # fmt: skip
@@ -91,6 +99,10 @@ def main() -> None:
     print(f"total {wall:.2f} s wall, {cpu:.2f} s CPU: {spans.total / wall:,.0f} spans/s "
           f"by the wall clock, {spans.total / cpu:,.0f} by CPU time "
           f"(target >= 250,000 on one core)")  # fmt: skip
+    read_cpu = parsed - started  # (wall: the read is CPU-bound, one core)
+    print(f"reader side by side: ours {read_cpu:.2f} s, plain orjson + dict walk {plain:.2f} s "
+          f"CPU (records only, not yet span objects): replacing ours would add at least "
+          f"{(plain - read_cpu) / wall:.0%} to the evaluation's time")  # fmt: skip
     probe = min(timeit.repeat("d.get(1)", "d = {1: 1}", number=200_000, repeat=5)) / 200_000
     print(f"machine speed probe: dict.get {probe * 1e9:.0f} ns (shared machines vary; "
           f"an idle modern x86 core: ~20-25 ns)")  # fmt: skip
