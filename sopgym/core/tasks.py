@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import Final
+from typing import Any, Final
 
 from sopgym.types import JSON
 
@@ -91,7 +91,7 @@ class Gold:
     messages: list[JSON] = field(default_factory=list)
 
     @cached_property
-    def memo(self) -> dict[str, object]:
+    def memo(self) -> dict[str, Any]:
         """What scorers derive from this gold once and reuse for every episode of its task
         (an evaluation scores thousands against one gold), keyed by the scorer's name. Not a
         field: never compared, copied by ``replace`` or serialised; a gold is never mutated

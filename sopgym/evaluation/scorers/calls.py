@@ -167,10 +167,10 @@ class _GoldArguments:
 
 
 def _gold_arguments(gold: Gold) -> _GoldArguments:
-    facts = gold.memo.get("calls")
+    facts: _GoldArguments | None = gold.memo.get("calls")
     if facts is None:
         facts = gold.memo["calls"] = _GoldArguments(gold)
-    return facts  # type: ignore[return-value]
+    return facts
 
 
 def _errors(case: Case) -> Score:
