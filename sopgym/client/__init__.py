@@ -197,7 +197,7 @@ class GatewayClient:
 class Episode:
     """One open episode: its catalog, SOP and schemas, and the calls that act on it."""
 
-    def __init__(self, client: GatewayClient, opened: JSON) -> None:
+    def __init__(self, client: GatewayClientProtocol, opened: JSON) -> None:
         self._client = client
         self.id: str = opened["episode_id"]
         self.token: str = opened["token"]
@@ -205,6 +205,14 @@ class Episode:
         self.sop: str = opened.get("sop", "")
         self.input_schema: JSON = opened.get("input_schema", {})
         self.output_schema: JSON = opened.get("output_schema", {})
+
+    @property
+    def _http(self) -> GatewayClient:
+        """The HTTP client the default calls, messages and finish go through; an episode of a
+        transport with a client of its own (gRPC, MCP) overrides all three."""
+        if not isinstance(self._client, GatewayClient):
+            raise TypeError(f"{type(self).__name__} must override the calls of its transport")
+        return self._client
 
     @property
     def replica(self) -> str:
@@ -221,7 +229,7 @@ class Episode:
     def _call(self, name: str, arguments: Any) -> tuple[int, JSON]:
         """The transport's part of a call (gRPC episodes override it)."""
         path = f"/v1/episodes/{self.id}/tools/{quote(name, safe='')}"  # the model's name, as is
-        response = self._client.request("POST", path, token=self.token, json=arguments)
+        response = self._http.request("POST", path, token=self.token, json=arguments)
         return response.status, _body(response)
 
     def message(self, content: Any) -> ToolResult:
@@ -233,13 +241,13 @@ class Episode:
         return ToolResult(status, body)
 
     def _message(self, content: Any) -> tuple[int, JSON]:
-        response = self._client.request(
+        response = self._http.request(
             "POST", f"/v1/episodes/{self.id}/messages", token=self.token, json={"content": content}
         )
         return response.status, _body(response)
 
     def finish(self, outputs: JSON) -> None:
-        response = self._client.request(
+        response = self._http.request(
             "POST", f"/v1/episodes/{self.id}/finish", token=self.token, json={"outputs": outputs}
         )
         if response.status != 200:

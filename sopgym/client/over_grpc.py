@@ -169,7 +169,7 @@ class GrpcEpisode(Episode):
 
     def __init__(self, client: GrpcGatewayClient, reply: Any) -> None:
         super().__init__(
-            client,  # type: ignore[arg-type]
+            client,
             {
                 "episode_id": reply.episode_id,
                 "token": reply.token,
