@@ -219,11 +219,11 @@ def test_merge_counts_a_task_worked_twice_once_and_names_a_stuck_shard(
     started = time.monotonic()
     summary = merge(tmp_path, 2, wait_s=60, data_root=DATA_ROOT, log=heard.append, stall_s=0.2)
     assert time.monotonic() - started < 30, "a stuck shard ends the wait, not the full --wait"
-    assert summary["duplicate_task_rows"] == 1
+    assert summary.duplicate_task_rows == 1
     lines = (tmp_path / "results.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["task_id"] for line in lines] == [tasks[0]["id"]]
-    assert summary["unfinished_shards"] == [1]
-    assert "stuck (vm-dead0worker" in summary["unfinished_shard_states"]["1"]
+    assert summary.unfinished_shards == [1]
+    assert "stuck (vm-dead0worker" in summary.unfinished_shard_states["1"]
     assert any("stuck" in line and "shard 1" in line for line in heard)
 
 
