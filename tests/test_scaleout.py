@@ -52,6 +52,7 @@ def _oracle_run(url: str, tasks: list[JSON], clients: int) -> dict[str, JSON]:
             job = {"task": task, "replay": replays[(DOMAIN, task["id"])], "run_id": "scaleout"}
             report = run_job(agent, client, job, 60.0)
             assert report.status == "finished", report
+            assert report.episode_id and isinstance(report.token, str)
             return task["id"], {**client.record(report.episode_id, report.token)}
         finally:
             client.close()
@@ -118,6 +119,7 @@ def test_grpc_episodes_follow_their_replica_too(replicated: ReplicatedStack) -> 
             report = run_job(make_agent("oracle"), client, job, 60.0)
             assert report.status == "finished", report
             seen.add(report.replica)
+            assert report.episode_id and isinstance(report.token, str)
             record = client.record(report.episode_id, report.token)
             assert record["finished"] and record["final_state"] is not None
         finally:

@@ -37,7 +37,7 @@ from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import dumps, write_atomic
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
-from sopgym.evaluation.records import RunSummary
+from sopgym.evaluation.records import RunSummary, WorkerReport
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
 from sopgym.types import JSON
 
@@ -380,13 +380,15 @@ def _row(runner: Any, task: Task, response: Response, tally: Tally, key: str) ->
         tally.no_trajectory.append(key)
     model = runner.config.model  # a usage record that names no model: the --model label
     llm_calls = [{**call, "model": call.get("model") or model} for call in response.llm_calls]
-    report = {
-        "episode_id": trajectory.episode_id,
-        "status": "finished" if problem is None else "failed",
-        "error": problem,
-        "elapsed_s": response.elapsed_s,
-        "llm_calls": llm_calls,
-    }
+    report = WorkerReport(
+        task_id=task.id,
+        domain=task.domain,
+        episode_id=trajectory.episode_id,
+        status="finished" if problem is None else "failed",
+        error=problem,
+        elapsed_s=response.elapsed_s,
+        llm_calls=llm_calls,
+    )
     return runner.result_row(task, report, trajectory.to_json(), response.trial)
 
 
