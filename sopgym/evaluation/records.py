@@ -210,11 +210,6 @@ class WorkerReport(msgspec.Struct, kw_only=True):
             return None
         return self.error_record["type"]
 
-    def failed(self, status: str, error: str) -> None:
-        """Mark the episode failed by its driver after the worker answered (``status``:
-        ``infra_error`` when the infrastructure lost it)."""
-        self.status, self.error = status, error
-
     def to_json(self) -> JSON:
         """The report's JSON object, as a worker writes it (unset keys absent)."""
         data: JSON = msgspec.to_builtins(self)

@@ -443,8 +443,8 @@ class Runner:
             try:
                 record = admin.record(report.episode_id, admin_token)
             except InfraError as error:  # the gateway died: the episode cannot be scored
-                report = msgspec.structs.replace(report)
-                report.failed(INFRA_ERROR, record_unreadable(report, error))
+                cause = record_unreadable(report, error)
+                report = msgspec.structs.replace(report, status=INFRA_ERROR, error=cause)
         return self.result_row(task, report, record, trial)
 
     def result_row(

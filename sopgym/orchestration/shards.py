@@ -470,7 +470,7 @@ def _work_one(
         try:
             record = client.record(report.episode_id, token)
         except InfraError as error:  # the replica holding it is gone
-            report.failed(INFRA_ERROR, f"record lost: {error}")
+            report.status, report.error = INFRA_ERROR, f"record lost: {error}"
         except GatewayError as error:  # scored as incomplete, never dropped
             report.record_error = str(error)
     return report, record
