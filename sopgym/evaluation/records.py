@@ -15,7 +15,8 @@ folders written before still read (a reader ignores keys it does not know).
   mode the ``report`` of each line of ``runs/<id>/shards/shard-*.jsonl``. An agent's error
   crosses as its text (``error``, which result rows keep) and as a typed
   :class:`~sopgym.core.exceptions.ErrorRecord` (``error_record``: the exception's branch and
-  class, :attr:`WorkerReport.error_type`), so no reader parses class names out of the text.
+  class, :attr:`WorkerReport.error_type`): the episode metrics and the runner's check for a
+  dead model endpoint take the class from it, not from the text.
 * :class:`ResultRow`: one scored episode, a line of ``runs/<id>/results.jsonl``.
 * :class:`RunSummary`: a run's figures, ``runs/<id>/summary.json``
   (:meth:`RunSummary.to_json`); what ``sopgym.run`` and ``sopgym.score`` return (with
