@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
+from sopgym.evaluation.records import WorkerReport
 from sopgym.observability.metrics import Metrics
 from sopgym.types import JSON
 
@@ -28,20 +29,18 @@ def tool_error_class(code: str | None, in_catalog: bool = True) -> str | None:
 
 
 def exception_class(error: str | None) -> str | None:
-    """``"ModelCallError: ..."`` → ``"ModelCallError"`` (reports carry errors as text)."""
+    """``"ModelCallError: ..."`` → ``"ModelCallError"``: for errors that cross as text alone
+    (a model call's usage record, a report written before ``error_record`` existed)."""
     if not error:
         return None
     head = error.split(":", 1)[0].strip()
     return head if head.isidentifier() else "error"
 
 
-def _failure_class(report: JSON) -> str:
+def _failure_class(report: WorkerReport) -> str:
     """The class of a failed episode's error: from the worker's typed ``error_record``, or
     parsed from the text of reports written before it existed."""
-    record = report.get("error_record")
-    if isinstance(record, dict) and record.get("type"):
-        return str(record["type"])
-    return exception_class(report.get("error")) or "failed"
+    return report.error_type or exception_class(report.error) or "failed"
 
 
 @dataclass
@@ -72,15 +71,15 @@ class EpisodeFacts:
     tools: list[ToolCall] = field(default_factory=list)
 
 
-def episode_facts(report: JSON, record: JSON | None = None) -> EpisodeFacts:
-    finished = report.get("status") == "finished"
+def episode_facts(report: WorkerReport, record: JSON | None = None) -> EpisodeFacts:
+    finished = report.status == "finished"
     facts = EpisodeFacts(
-        domain=report.get("domain") or (record or {}).get("domain") or "unknown",
+        domain=report.domain or (record or {}).get("domain") or "unknown",
         status="finished" if finished else "failed",
         error=None if finished else _failure_class(report),
-        elapsed_s=float(report.get("elapsed_s") or 0.0),
+        elapsed_s=float(report.elapsed_s or 0.0),
     )
-    for usage in report.get("llm_calls") or ():
+    for usage in report.llm_calls:
         facts.llm.append(
             LlmCall(
                 latency_s=float(usage.get("latency_s") or 0.0),

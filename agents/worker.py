@@ -5,11 +5,12 @@ A job is ``{"task": {...}, "distractors": N, "sop_variant": "clean"}``, with ``"
 calls) when the run sets them, and for the oracle alone ``"replay"`` (the gold it replays,
 :func:`sopgym.agents.oracle.replay_of`): no job says where gold lives. The worker opens the
 episode at the gateway, lets its agent solve the task (one-shot kinds: one model call,
-:mod:`.oneshot`), finishes the episode and reports
-``{"task_id", "trial", "episode_id", "status", "error", "elapsed_s", ...}``; ``status`` is
-``finished``, ``failed`` (the agent's doing) or ``infra_error`` (a service, the gateway or the
-model endpoint failed it). It never imports a tool implementation: tools exist for it only
-behind the gateway.
+:mod:`.oneshot`), finishes the episode and reports a
+:class:`~sopgym.evaluation.records.WorkerReport` (``{"task_id", "trial", "episode_id",
+"status", "error", "elapsed_s", ...}``); ``status`` is ``finished``, ``failed`` (the agent's
+doing) or ``infra_error`` (a service, the gateway or the model endpoint failed it), and an
+error crosses typed too (``error_record``: its branch and class). It never imports a tool
+implementation: tools exist for it only behind the gateway.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
+from sopgym.evaluation.records import WorkerReport
 from sopgym.observability import genai, tracing
 from sopgym.types import JSON
 
@@ -41,7 +43,7 @@ def run_job(
     job: JSON,
     task_timeout: float,
     model: str | None = None,
-) -> JSON:
+) -> WorkerReport:
     """Work one job inside the episode's root span: one task episode is one trace."""
     task = Task.from_json(job["task"])
     if task.kind in ONE_SHOT_KINDS:
@@ -52,24 +54,15 @@ def run_job(
     parent = tracing.parent_from_traceparent(job.get("traceparent"))  # the runner's task span
     with genai.task_span(task.id, task.domain, agent.name, model, run_id, trial, parent) as span:
         report = _run_episode(agent, client, job, task, task_timeout)
-        genai.end_task(
-            span, report["status"], report["episode_id"], report["error"], report["llm_calls"]
-        )
+        genai.end_task(span, report.status, report.episode_id, report.error, report.llm_calls)
     return report
 
 
 def _run_episode(
     agent: Agent, client: GatewayClientProtocol, job: JSON, task: Task, task_timeout: float
-) -> JSON:
+) -> WorkerReport:
     started = time.monotonic()
-    report: JSON = {
-        "task_id": task.id,
-        "domain": task.domain,
-        "trial": job.get("trial", 0),
-        "episode_id": None,
-        "status": "failed",
-        "error": None,
-    }
+    report = WorkerReport(task_id=task.id, domain=task.domain, trial=job.get("trial", 0))
     context = AgentContext(
         replay=job.get("replay"),
         deadline=started + task_timeout,
@@ -83,25 +76,25 @@ def _run_episode(
             sop_variant=job.get("sop_variant", "clean"),
             meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
         )
-        report["episode_id"], report["token"] = episode.id, episode.token
+        report.episode_id, report.token = episode.id, episode.token
         context.episode_id = episode.id
         genai.record_tool_definitions(trace.get_current_span(), episode.tools)  # opt-in
         if episode.replica != client.base_url:  # a replicated gateway: where its record is
-            report["replica"] = episode.replica
+            report.replica = episode.replica
         outputs = agent.solve(task, episode, context)
         episode.finish(outputs)
-        report["status"] = "finished"
+        report.status = "finished"
     except InfraFailure as error:  # the infrastructure's fault, not the agent's
-        report["status"] = INFRA_ERROR
-        report["error"] = f"{type(error).__name__}: {error}"
-        report["error_record"] = error_record(error)
+        report.status = INFRA_ERROR
+        report.error = f"{type(error).__name__}: {error}"
+        report.error_record = error_record(error)
     except Exception as error:  # one task's failure must not end the worker
-        report["error"] = f"{type(error).__name__}: {error}"
-        report["error_record"] = error_record(error)  # typed: read without parsing the text
-        report["traceback"] = traceback.format_exc(limit=5)
-    report["elapsed_s"] = round(time.monotonic() - started, 4)
-    report["llm_calls"] = context.usage
-    report["answered_without_tools"] = context.answered_without_tools
+        report.error = f"{type(error).__name__}: {error}"
+        report.error_record = error_record(error)  # typed: read without parsing the text
+        report.traceback = traceback.format_exc(limit=5)
+    report.elapsed_s = round(time.monotonic() - started, 4)
+    report.llm_calls = context.usage
+    report.answered_without_tools = context.answered_without_tools
     return report
 
 
@@ -157,7 +150,7 @@ def serve(
     jobs: TextIO = sys.stdin,
     out: TextIO = sys.stdout,
     transport: str = "http",
-    observe: Callable[[JSON, JSON | None], None] | None = None,
+    observe: Callable[[WorkerReport, JSON | None], None] | None = None,
 ) -> None:
     """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
     agent = make_agent(agent_name, **agent_options)
@@ -170,14 +163,14 @@ def serve(
             try:
                 job = parse_job(line)
             except ValueError as error:  # a hand-fed worker answers a bad line and goes on
-                report: JSON = {
-                    "task_id": None, "status": "failed", "error": f"invalid job: {error}"
-                }
+                answer = {"task_id": None, "status": "failed", "error": f"invalid job: {error}"}
+                report = WorkerReport.from_json(answer)
             else:
                 report = run_job(agent, client, job, task_timeout, agent_options.get("model"))
                 if tracing.enabled():
-                    report["trace_flushed"] = delivery.flush()
-            out.write(orjson.dumps(report).decode() + "\n")
+                    report.trace_flushed = delivery.flush()
+                answer = report.to_json()
+            out.write(orjson.dumps(answer).decode() + "\n")
             out.flush()
             if observe is not None:
                 observe(report, None)

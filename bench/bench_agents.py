@@ -67,7 +67,7 @@ def run_once(agent: str, workers: int, limit: int | None, data_root: Path | None
         "agent": agent,
         "workers": workers,
         "tasks": len(rows),
-        "tsr": summary["tsr"],
+        "tsr": summary.tsr,
         "tasks_per_s": len(rows) / wall,
         "steady_tasks_per_s": steady,
         "steps_per_task": steps / len(rows),

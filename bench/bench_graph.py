@@ -147,8 +147,8 @@ def record(agent_name: str, todo: list[JSON]) -> Recording:
             current[0] = job["task"]["id"]
             seen.replies[current[0]], seen.results[current[0]] = [], []
             report = run_job(agent, client, job, 60.0, "scripted")
-            if report["status"] != "finished":
-                raise RuntimeError(f"live run of {current[0]}: {report['error']}")
+            if report.status != "finished":
+                raise RuntimeError(f"live run of {current[0]}: {report.error}")
         client.close()
     return seen
 
@@ -210,9 +210,9 @@ def agent_ms(agent_name: str, todo: list[JSON], rounds: int) -> tuple[float, flo
         for job in todo:
             replay.start(job["task"]["id"])
             report = run_job(agent, gateway, job, 60.0, "scripted")  # type: ignore[arg-type]
-            if report["status"] != "finished":
-                raise RuntimeError(f"replay of {job['task']['id']} diverged: {report['error']}")
-            steps += len(report["llm_calls"])
+            if report.status != "finished":
+                raise RuntimeError(f"replay of {job['task']['id']} diverged: {report.error}")
+            steps += len(report.llm_calls)
         return steps
 
     # the per-step log lines go to a file, as a worker's stderr goes to its log

@@ -5,11 +5,11 @@ The Python API (the ``sopgym`` command line is a thin layer over it)::
     import sopgym
 
     summary = sopgym.run(sopgym.RunConfig(domains=["patient_intake"], agent="oracle", limit=2))
-    summary["tsr"], summary["run_dir"]
+    summary.tsr, summary.run_dir
 
 - :func:`run` (``sopgym run``): validate a :class:`RunConfig`, run its tasks through the real
-  stack into a run folder, return the summary; a config that cannot run raises
-  :class:`UsageError` before anything starts.
+  stack into a run folder, return the summary (a typed ``RunSummary``); a config that cannot
+  run raises :class:`UsageError` before anything starts.
 - :func:`score` (``sopgym score``): score responses produced elsewhere into a run folder.
 - :func:`evaluate` (``sopgym eval``): evaluate a run folder's traces, or OTLP JSON files.
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 
@@ -22,6 +23,7 @@ from sopgym.client import GatewayClient, InfraError
 from sopgym.client.keepalive import Reply
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
+from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration import shards as shard_mode
 from sopgym.orchestration.jobs import Job, trial_seed
 from sopgym.orchestration.processes import free_port
@@ -66,9 +68,10 @@ def fake_gateway(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return tasks
 
 
-def _finished(job: dict[str, Any]) -> dict[str, Any]:
-    return {"task_id": job["task"]["id"], "domain": DOMAIN, "trial": job["trial"],
-            "episode_id": None, "status": "finished", "error": None}  # fmt: skip
+def _finished(job: dict[str, Any], **changes: Any) -> WorkerReport:
+    report = WorkerReport(task_id=job["task"]["id"], domain=DOMAIN, trial=job["trial"],
+                          status="finished")  # fmt: skip
+    return msgspec.structs.replace(report, **changes)
 
 
 def _lines(run_dir: Path, stem: str = "shard-0000-of-0001") -> list[dict[str, Any]]:
@@ -114,10 +117,10 @@ def test_a_shard_pauses_for_a_service_down_and_works_the_task_again(
             record = {
                 "calls": [{"name": "validate_insurance", "error_code": "service_unavailable"}]
             }
-            return {**_finished(job), "status": "failed"}, record
+            return _finished(job, status="failed"), record
         if answer == "unreachable":
             error = "InfraError: gateway http://gw unreachable: refused"
-            return {**_finished(job), "status": INFRA_ERROR, "error": error}, None
+            return _finished(job, status=INFRA_ERROR, error=error), None
         return _finished(job), None
 
     monkeypatch.setattr(shard_mode, "_work_one", work)
@@ -138,7 +141,7 @@ def test_an_outage_past_its_bound_is_recorded_as_an_infrastructure_error(
 ) -> None:
     def work(agent: Any, client: Any, job: dict[str, Any], settings: Any) -> tuple[Any, Any]:
         error = "InfraError: POST /v1/episodes: 503 service_unavailable after 5 attempt(s)"
-        return {**_finished(job), "status": INFRA_ERROR, "error": error}, None
+        return _finished(job, status=INFRA_ERROR, error=error), None
 
     monkeypatch.setattr(shard_mode, "_work_one", work)
     settings = ShardSettings(gateway="http://gw", domains=[DOMAIN], outage_wait=0.05)
@@ -147,7 +150,8 @@ def test_an_outage_past_its_bound_is_recorded_as_an_infrastructure_error(
 
 
 def test_an_injected_fault_is_no_outage() -> None:
-    faulted = {"status": INFRA_ERROR, "error": "lookup: upstream_error (given up)"}
+    error = "lookup: upstream_error (given up)"
+    faulted = WorkerReport(task_id="t", status=INFRA_ERROR, error=error)
     assert shard_mode.is_outage(faulted, {"calls": [{"error_code": "upstream_error"}]}) is None
 
 
@@ -219,11 +223,11 @@ def test_merge_counts_a_task_worked_twice_once_and_names_a_stuck_shard(
     started = time.monotonic()
     summary = merge(tmp_path, 2, wait_s=60, data_root=DATA_ROOT, log=heard.append, stall_s=0.2)
     assert time.monotonic() - started < 30, "a stuck shard ends the wait, not the full --wait"
-    assert summary["duplicate_task_rows"] == 1
+    assert summary.duplicate_task_rows == 1
     lines = (tmp_path / "results.jsonl").read_bytes().splitlines()
     assert [orjson.loads(line)["task_id"] for line in lines] == [tasks[0]["id"]]
-    assert summary["unfinished_shards"] == [1]
-    assert "stuck (vm-dead0worker" in summary["unfinished_shard_states"]["1"]
+    assert summary.unfinished_shards == [1]
+    assert "stuck (vm-dead0worker" in (given(summary.unfinished_shard_states) or {})["1"]
     assert any("stuck" in line and "shard 1" in line for line in heard)
 
 
@@ -374,4 +378,5 @@ def test_a_call_on_an_episode_its_restarted_service_lost_is_service_unavailable(
             client.close()
     (call,) = record["calls"]
     assert call["error_code"] == "service_unavailable", "never the agent's unknown_episode"
-    assert shard_mode.is_outage({"status": "failed"}, record) is not None, "the shard re-runs it"
+    failed = WorkerReport(task_id="t", status="failed")
+    assert shard_mode.is_outage(failed, record) is not None, "the shard re-runs it"

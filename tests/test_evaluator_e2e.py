@@ -201,7 +201,8 @@ def bad_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
                 job = {"task": task.to_json(), "distractors": 3, "sop_variant": "clean",
                        "run_id": "bad"}  # fmt: skip
                 report = run_job(BadAgent(stack.gateway_url), client, job, 60.0, model="none")
-                record = client.record(report["episode_id"], stack.admin_token)
+                assert report.episode_id, report
+                record = client.record(report.episode_id, stack.admin_token)
                 records[task.id] = Trajectory.from_json(record)
             crashed = data.tasks[4]
             episode = client.open(crashed.id, DOMAIN, meta={"agent": "bad", "run_id": "bad"})

@@ -9,6 +9,7 @@ import pkgutil
 import types
 from collections.abc import Iterator
 
+import orjson
 import pytest
 
 from sopgym.core.errors import ToolError, UnknownDomainError
@@ -129,6 +130,7 @@ def test_a_worker_report_carries_its_error_as_a_typed_record() -> None:
     from sopgym.agents.metrics import episode_facts
     from sopgym.agents.worker import _run_episode
     from sopgym.core.tasks import Task
+    from sopgym.evaluation.records import WorkerReport
 
     class Episode:
         id, token, replica = "e1", "t", "http://gw"
@@ -148,8 +150,11 @@ def test_a_worker_report_carries_its_error_as_a_typed_record() -> None:
 
     task = Task(id="t1", domain="d", inputs={})
     report = _run_episode(Agent(), Client(), {}, task, 5.0)  # type: ignore[arg-type]
-    assert report["error_record"] == {
+    assert report.error_record == {
         "kind": "agent", "type": "StepLimitExceeded", "message": "12: steps"
     }
-    report["error"] = "garbled"  # the record, not the text, names the class
-    assert episode_facts(report).error == "StepLimitExceeded"
+    # across the pipe: the line the worker writes reads back as the same typed record
+    line = WorkerReport.from_json(orjson.loads(orjson.dumps(report.to_json())))
+    assert line == report and line.error_type == "StepLimitExceeded"
+    line.error = "garbled"  # the record, not the text, names the class
+    assert episode_facts(line).error == "StepLimitExceeded"

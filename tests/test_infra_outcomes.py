@@ -180,7 +180,9 @@ def test_the_watch_names_a_dead_endpoint_and_probes_the_model_only_for_its_failu
     model = parse_model_spec("scripted", f"{dead}/v1")
     try:
         assert EndpointWatch(up, model).check("InfraError: ... service_unavailable") is None
-        down = EndpointWatch(up, model).check("ModelUnreachable: scripted: Connection error.")
+        cause = "ModelUnreachable: scripted: Connection error."
+        assert EndpointWatch(up, model).check(cause) is None  # untyped: no model probe
+        down = EndpointWatch(up, model).check(cause, "ModelUnreachable")
         assert down is not None and down.startswith("the model endpoint is down (scripted:")
     finally:
         gateway.shutdown()
@@ -202,11 +204,12 @@ def test_an_unreadable_episode_record_names_the_gateway_as_the_worker_does() -> 
     """The gateway died between the worker's report and the runner's read of the record: the
     row's cause reads like the worker's own gateway failures (``InfraError: gateway ...``), and
     a cause the worker already gave is kept."""
+    from sopgym.evaluation.records import WorkerReport
     from sopgym.orchestration.runner import record_unreadable
 
     dead = InfraError("gateway http://127.0.0.1:1 unreachable: [Errno 111] Connection refused")
-    played = {"status": "completed", "error": None, "episode_id": "e1"}
+    played = WorkerReport(task_id="t1", status="completed", error=None, episode_id="e1")
     assert record_unreadable(played, dead).startswith("InfraError: gateway http://127.0.0.1:1")
     cause = "InfraError: POST /v1/tools: 503"
-    failed = {"status": "infra_error", "error": cause, "episode_id": "e1"}
+    failed = WorkerReport(task_id="t1", status="infra_error", error=cause, episode_id="e1")
     assert record_unreadable(failed, dead) == cause

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from sopgym.agents.metrics import WorkerMetrics, episode_facts, tool_error_class
+from sopgym.evaluation.records import WorkerReport
 from sopgym.observability.metrics import Metrics, serve_metrics
 from sopgym.orchestration.loadtest import (
     JobFeed,
@@ -49,14 +50,19 @@ RECORD = {
 }
 
 
+def report(**changes: object) -> WorkerReport:
+    """REPORT as the runner reads a worker's line, with ``changes``."""
+    return WorkerReport.from_json({**REPORT, **changes})
+
+
 def test_episode_facts_read_reports_and_records() -> None:
-    facts = episode_facts(REPORT, RECORD)
+    facts = episode_facts(report(), RECORD)
     assert (facts.domain, facts.status, facts.error, facts.elapsed_s) == (
         "patient_intake", "finished", None, 1.5
     )  # fmt: skip
     assert [c.error for c in facts.llm] == [None, "APITimeoutError"]
     assert [c.error for c in facts.tools] == [None, "type", "hallucinated", "validation"]
-    failed = episode_facts({**REPORT, "status": "failed", "error": "ModelCallError: boom"})
+    failed = episode_facts(report(status="failed", error="ModelCallError: boom"))
     assert failed.error == "ModelCallError" and failed.tools == []
     assert tool_error_class("upstream_unavailable") == "upstream_unavailable"
 
@@ -71,8 +77,8 @@ def test_figures_rates_and_percentiles() -> None:
     }  # fmt: skip
     stats = Stats()
     stats.started = time.monotonic() - 2.0
-    stats.add(episode_facts(REPORT, RECORD))
-    stats.add(episode_facts({**REPORT, "status": "failed", "error": "DeadlineExceeded: t"}))
+    stats.add(episode_facts(report(), RECORD))
+    stats.add(episode_facts(report(status="failed", error="DeadlineExceeded: t")))
     figures = stats.figures(now=stats.started + 2.0)
     assert figures["episodes"] == 2 and figures["finished"] == 1
     assert figures["episodes_per_s"] == 1.0 and figures["tool_calls_per_s"] == 2.0
@@ -158,7 +164,7 @@ def test_failed_episodes_are_counted_with_their_reasons_in_every_report(tmp_path
 def test_prometheus_exposition_and_scrape_endpoint() -> None:
     metrics = Metrics("test", otel=False)
     workers = WorkerMetrics(metrics, "fc", "scripted")
-    workers.observe(episode_facts(REPORT, RECORD))
+    workers.observe(episode_facts(report(), RECORD))
     text = metrics.exposition().decode()
     assert "# TYPE sopgym_agent_episodes_total counter" in text
     assert 'sopgym_agent_episodes_total{domain="patient_intake",agent="fc",status="ok"} 1' in text

@@ -13,12 +13,13 @@ import orjson
 import pytest
 
 from sopgym.agents.metrics import episode_facts
+from sopgym.evaluation.records import WorkerReport
 from sopgym.orchestration.loadtest import LoadtestError, Outcome, Stats, gather, write_reports
 from tests.helpers import DATA_ROOT
 
 LLM_CALL = {"latency_s": 0.1, "input_tokens": 10, "output_tokens": 2, "error": None}
-REPORT = {"task_id": "T1", "domain": "patient_intake", "status": "finished", "elapsed_s": 0.5,
-          "llm_calls": [LLM_CALL]}  # fmt: skip
+REPORT = WorkerReport(task_id="T1", domain="patient_intake", status="finished", elapsed_s=0.5,
+                      llm_calls=[LLM_CALL])  # fmt: skip
 RECORD = {"calls": [{"name": "a", "duration_ms": 2.0, "error_code": None}]}
 
 

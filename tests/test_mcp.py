@@ -225,8 +225,8 @@ def test_oracle_episodes_are_identical_over_http_grpc_and_mcp(stack: Stack) -> N
                            "run_id": f"parity-{transport}",
                            "replay": replay_of(data.gold[task.id])}  # fmt: skip
                     report = run_job(OracleAgent(), client, job, 60.0, model="none")
-                    assert report["status"] == "finished", report
-                    episodes[transport][task.id] = report["episode_id"]
+                    assert report.status == "finished" and report.episode_id, report
+                    episodes[transport][task.id] = report.episode_id
             finally:
                 client.close()
         tracing.flush()

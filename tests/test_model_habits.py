@@ -35,6 +35,7 @@ from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
 from sopgym.evaluation.llm_usage import figures
+from sopgym.evaluation.records import WorkerReport
 from sopgym.gateway.catalog import Catalog, ServiceEntry
 from sopgym.observability.metrics import Metrics
 from sopgym.services.model import behaviours
@@ -402,7 +403,7 @@ def test_generation_speed_comes_from_the_servers_timings() -> None:
     assert "output_tokens_per_s_of_latency" in summary
     metrics = Metrics("test", otel=False)
     WorkerMetrics(metrics, "fc", "m").observe(
-        episode_facts({"status": "finished", "llm_calls": context.usage})
+        episode_facts(WorkerReport(task_id="t", status="finished", llm_calls=context.usage))
     )
     text = metrics.exposition().decode()
     assert 'sopgym_agent_llm_generation_seconds_total{model="m"} 2.5' in text

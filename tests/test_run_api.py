@@ -17,11 +17,12 @@ import pytest
 
 import sopgym
 from sopgym import RunConfig, UsageError
+from sopgym.evaluation.records import RunSummary
 from sopgym.orchestration.api import validate
 
 
 @pytest.fixture(scope="module")
-def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunSummary, Path]:
     runs = tmp_path_factory.mktemp("runs")
     seen: list[dict] = []
     config = RunConfig(domains=["patient_intake"], agent="oracle", limit=2, workers=1)
@@ -30,23 +31,23 @@ def oracle_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     return summary, runs / "api"
 
 
-def test_run_returns_the_summary_it_writes(oracle_run: tuple[dict, Path]) -> None:
+def test_run_returns_the_summary_it_writes(oracle_run: tuple[RunSummary, Path]) -> None:
     summary, run_dir = oracle_run
-    assert summary["run_dir"] == str(run_dir)
-    assert summary["tasks"] == 2
-    assert summary["tsr"] == 1.0  # the oracle through the real services
+    assert summary.run_dir == str(run_dir)
+    assert summary.tasks == 2
+    assert summary.tsr == 1.0  # the oracle through the real services
     stored = orjson.loads((run_dir / "summary.json").read_bytes())
-    assert {k: v for k, v in summary.items() if k != "run_dir"} == stored
+    assert summary.to_json() == stored and "run_dir" not in stored
     rows = (run_dir / "results.jsonl").read_bytes().splitlines()
     assert len(rows) == 2 and all(orjson.loads(r)["score"]["success"] for r in rows)
     config = orjson.loads((run_dir / "config.json").read_bytes())
     assert config["domains"] == ["patient_intake"] and config["agent"] == "oracle"
 
 
-def test_evaluate_reads_the_run_back(oracle_run: tuple[dict, Path]) -> None:
+def test_evaluate_reads_the_run_back(oracle_run: tuple[RunSummary, Path]) -> None:
     summary, run_dir = oracle_run
     evaluated = sopgym.evaluate(run_dir)
-    assert evaluated["tasks"] == summary["tasks"] and evaluated["tsr"] == summary["tsr"]
+    assert evaluated["tasks"] == summary.tasks and evaluated["tsr"] == summary.tsr
 
 
 def test_run_resolves_domain_patterns() -> None:
@@ -78,7 +79,7 @@ def test_a_bad_config_raises_usage_error_and_writes_nothing(
     assert not (tmp_path / "bad").exists()
 
 
-def test_an_existing_run_is_refused(oracle_run: tuple[dict, Path]) -> None:
+def test_an_existing_run_is_refused(oracle_run: tuple[RunSummary, Path]) -> None:
     _, run_dir = oracle_run
     config = RunConfig(domains=["patient_intake"], agent="oracle", limit=1)
     with pytest.raises(UsageError, match="exists"):

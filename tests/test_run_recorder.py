@@ -70,8 +70,8 @@ def test_sdk_episodes_are_recorded_scored_and_read_like_a_run(stack: Stack, tmp_
     assert rows[3]["status"] == "failed" and not rows[3]["score"]["completed"]
     assert all(r["agent"] == "my-harness" and r["model"] == "m1" for r in rows)
     # trials: the most played task's count; second and third have a trial 1 nobody played
-    assert (summary["tasks"], summary["correct"]) == (6, 2)
-    assert summary["trials"]["trials"] == 2
+    assert (summary.tasks, summary.correct) == (6, 2)
+    assert summary.trials["trials"] == 2
     config = orjson.loads((run / "config.json").read_bytes())
     assert config["source"] == {"kind": "sdk"} and config["task_count"] == 3
     assert RunFolder(run).state() == FINISHED

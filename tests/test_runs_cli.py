@@ -23,6 +23,7 @@ from sopgym.cli import main
 from sopgym.core.jsonio import dumps
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
 from sopgym.core.tasks import Task
+from sopgym.evaluation.records import WorkerReport
 from sopgym.orchestration.runner import RunConfig, Runner
 from sopgym.orchestration.runs import FINISHED, INTERRUPTED, RUNNING, read_run
 from sopgym.orchestration.selection import SelectionError, select_tasks
@@ -70,8 +71,9 @@ def _write_run(
     tasks = runner.prepare()
     rows = []
     for index, task in enumerate(tasks[:recorded]):
-        report = {"episode_id": f"ep-{index}", "status": "finished", "elapsed_s": 0.5,
-                  "llm_calls": [{"input_tokens": 100, "output_tokens": 10}]}  # fmt: skip
+        report = WorkerReport(task_id=task.id, episode_id=f"ep-{index}", status="finished",
+                              elapsed_s=0.5,
+                              llm_calls=[{"input_tokens": 100, "output_tokens": 10}])  # fmt: skip
         rows.append(runner.result_row(task, report, _record(task, runner, index, index == 1)))
     runner.paths.results.write_bytes(b"".join(dumps(r) + b"\n" for r in rows))
     if summary:

@@ -51,8 +51,9 @@ def _oracle_run(url: str, tasks: list[JSON], clients: int) -> dict[str, JSON]:
         try:
             job = {"task": task, "replay": replays[(DOMAIN, task["id"])], "run_id": "scaleout"}
             report = run_job(agent, client, job, 60.0)
-            assert report["status"] == "finished", report
-            return task["id"], {**client.record(report["episode_id"], report["token"])}
+            assert report.status == "finished", report
+            assert report.episode_id and isinstance(report.token, str)
+            return task["id"], {**client.record(report.episode_id, report.token)}
         finally:
             client.close()
 
@@ -116,9 +117,10 @@ def test_grpc_episodes_follow_their_replica_too(replicated: ReplicatedStack) -> 
         try:
             job = {"task": task, "replay": replays[(DOMAIN, task["id"])], "run_id": "grpc"}
             report = run_job(make_agent("oracle"), client, job, 60.0)
-            assert report["status"] == "finished", report
-            seen.add(report["replica"])
-            record = client.record(report["episode_id"], report["token"])
+            assert report.status == "finished", report
+            seen.add(report.replica)
+            assert report.episode_id and isinstance(report.token, str)
+            record = client.record(report.episode_id, report.token)
             assert record["finished"] and record["final_state"] is not None
         finally:
             client.close()
@@ -147,7 +149,7 @@ def test_losing_a_gateway_replica_fails_only_its_episodes_as_infra_errors(
         # the proxy's health check drops the dead replica: new episodes open on the live one
         replays = load_replays([DOMAIN], None)
         job = {"task": tasks[0], "replay": replays[(DOMAIN, tasks[0]["id"])], "run_id": "after"}
-        assert run_job(make_agent("oracle"), client, job, 60.0)["status"] == "finished"
+        assert run_job(make_agent("oracle"), client, job, 60.0).status == "finished"
         client.close()
 
 
@@ -163,12 +165,12 @@ def test_stateless_mcp_episodes_follow_their_handle_across_replicas(
         try:
             job = {"task": task, "replay": replays[(DOMAIN, task["id"])], "run_id": "mcp"}
             report = run_job(make_agent("oracle"), client, job, 60.0)
-            assert report["status"] == "finished", report
+            assert report.status == "finished", report
         finally:
             client.close()
         admin = {"authorization": f"Bearer {replicated.admin_token}"}
         found = [
-            httpx.get(f"{url}/v1/episodes/{report['episode_id']}", headers=admin)
+            httpx.get(f"{url}/v1/episodes/{report.episode_id}", headers=admin)
             for url in replicated.gateway_urls
         ]
         assert sorted(r.status_code for r in found) == [200, 404]  # one replica held it all

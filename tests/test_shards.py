@@ -55,7 +55,7 @@ def test_merge_refuses_another_shard_count_and_says_what_it_waits_for(
     monkeypatch.setattr(shard_mode, "POLL_S", 0.1)
     heard: list[str] = []
     summary = merge(tmp_path, shards=2, wait_s=0.3, data_root=DATA_ROOT, log=heard.append)
-    assert summary["unfinished_shards"] == [1]
+    assert summary.unfinished_shards == [1]
     assert heard and "1 of 2 shards finished" in heard[0] and "shard 1 unclaimed" in heard[0]
 
 
@@ -83,7 +83,7 @@ def test_a_shards_infra_errors_are_kept_apart_and_run_again_with_retry_infra(
         results.write_bytes(orjson.dumps({"report": lost, "record": None}) + b"\n")
         assert run_shard(settings, "0/1", run_dir, DATA_ROOT, log=lambda _: None) == 1
         summary = merge(run_dir, data_root=DATA_ROOT, log=lambda _: None)
-        assert [i["task_id"] for i in summary["infra_failed"]] == [first]
+        assert [i["task_id"] for i in summary.infra_failed] == [first]
         assert run_shard(settings, "0/1", run_dir, DATA_ROOT, retry_infra=True) == 1
     rows = [orjson.loads(line) for line in results.read_bytes().splitlines()]
     assert sorted(r["report"]["status"] for r in rows) == ["finished", "finished"]

@@ -12,9 +12,9 @@ from sopgym.cli.common import fail
 from sopgym.orchestration.after_run import slow_step
 from sopgym.orchestration.steps import STEP_PREFIX
 from sopgym.terminal import console
-from sopgym.types import JSON
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
+    from sopgym.evaluation.records import RunSummary
     from sopgym.orchestration.api import PreparedRun
     from sopgym.orchestration.runner import Runner
 
@@ -35,7 +35,7 @@ def progress_bar(disable: bool = False) -> Progress:
 
 def execute_with_progress(
     runner: Runner, prepared: PreparedRun, quiet: bool, verbose: bool
-) -> JSON:
+) -> RunSummary:
     """:func:`sopgym.orchestration.api.execute` under the progress bar: the success count so
     far, a line per task off a terminal (a log, CI), the model's turns (``--verbose``, or a
     real model's slow ones)."""

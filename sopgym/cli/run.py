@@ -305,7 +305,7 @@ def run(
     except Exception as error:  # one clear line, the details are in the run's logs
         console.print(f"[red]run failed[/]: {escape(str(error))}\nlogs: {run_dir / 'logs'}")
         sys.exit(1)
-    print_summary(summary)
+    print_summary(summary.to_json())
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")
     console.print("time: " + ", ".join(f"{k} {v:.2f} s" for k, v in runner.phases.items()))
     print_after_run(run_dir, runs_dir)  # the first failed tasks, why, and what to run next

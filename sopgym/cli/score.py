@@ -55,6 +55,7 @@ def score(
     a normal run folder that report, view, show, export and compare read. Tasks the selection
     holds and no response answers count as unanswered."""
     from sopgym.evaluation.external import ScoreRefused
+    from sopgym.evaluation.records import given
     from sopgym.orchestration import api
     from sopgym.orchestration.runner import new_run_id
     from sopgym.orchestration.selection import SelectionError
@@ -71,16 +72,16 @@ def score(
         fail(str(error))
     except OSError as error:
         fail(f"cannot use run folder {run_dir}: {error.strerror or error}")
-    print_summary(summary)
-    tally = summary["responses"]
+    print_summary(summary.to_json())
+    tally = given(summary.responses) or {}
     problems = ("unknown", "not_selected", "ambiguous", "duplicates", "unreadable", "missing",
                 "no_trajectory")  # fmt: skip
     console.print(f"responses: {tally['read']} read, {tally['scored']} scored, "
                   + ", ".join(f"{tally[k]} {k.replace('_', ' ')}" for k in problems))  # fmt: skip
-    if summary["undecided"]:
-        console.print(f"undecided: {summary['undecided']} episode(s) passed every gate that "
+    if summary.undecided:
+        console.print(f"undecided: {summary.undecided} episode(s) passed every gate that "
                       "could be judged, not the final state (no service held it): TSR "
-                      f"{summary['tsr']:.1%}, {summary['tsr_if_undecided_pass']:.1%} had they "
+                      f"{summary.tsr:.1%}, {summary.tsr_if_undecided_pass:.1%} had they "
                       "passed it")  # fmt: skip
     for name in problems:
         for item in tally[f"{name}_listed"][:5]:

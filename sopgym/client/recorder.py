@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from sopgym.client import Episode
     from sopgym.client.transports import GatewayClientProtocol
     from sopgym.core.tasks import Task
+    from sopgym.evaluation.records import RunSummary
 
 
 class RunRecorder:
@@ -98,14 +99,18 @@ class RunRecorder:
         if task is None:
             domains = ", ".join(self.runner.config.domains)
             raise KeyError(f"no task {key[1]!r} in {key[0]!r} (this run records {domains})")
+        from sopgym.evaluation.records import WorkerReport
+
         finished = bool(record.get("finished"))
-        report = {
-            "episode_id": record.get("episode_id"),
-            "status": "finished" if finished else "failed",
-            "error": None if finished else "the episode was not finished",
-            "elapsed_s": elapsed_s,
-            "llm_calls": llm_calls or [],
-        }
+        report = WorkerReport(
+            task_id=task.id,
+            domain=task.domain,
+            episode_id=record.get("episode_id"),
+            status="finished" if finished else "failed",
+            error=None if finished else "the episode was not finished",
+            elapsed_s=elapsed_s,
+            llm_calls=llm_calls or [],
+        )
         with self._lock:
             if self.closed:
                 raise RuntimeError("the recorder is closed")
@@ -115,13 +120,15 @@ class RunRecorder:
             self._results.append(row)
         return row
 
-    def close(self) -> JSON:
+    def close(self) -> RunSummary:
         """Write the summary over the tasks played (each with as many trials as the most
         played one: a task played fewer times has its missing trials counted incomplete) and
         let go of the run; the summary."""
         with self._lock:
             if self.closed:
-                return orjson.loads(self.runner.paths.summary.read_bytes())
+                from sopgym.evaluation.records import RunSummary
+
+                return RunSummary.read(self.runner.paths.summary)
             self.closed = True
             self._results.close()
             tasks = [self.tasks[key] for key in self.played]

@@ -37,6 +37,7 @@ from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import dumps, write_atomic
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.evaluation.records import RunSummary, WorkerReport
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
 from sopgym.types import JSON
 
@@ -331,7 +332,7 @@ def score_responses(
     tasks: list[Task],
     items: Iterable[Response | Unreadable],
     tally: Tally,
-) -> JSON:
+) -> RunSummary:
     """Score ``items`` against ``tasks`` (prepared by ``runner``, a
     :class:`~sopgym.orchestration.runner.Runner` whose folder is new), write ``results.jsonl``
     and ``summary.json`` (with the ``responses`` block), and return the summary."""
@@ -363,9 +364,9 @@ def score_responses(
     ]
     tally.scored = len(rows)
     write_atomic(runner.paths.results, b"".join(dumps(row) + b"\n" for row in rows.values()))
-    summary: JSON = runner.write_summary(tasks)
-    summary["responses"] = tally.to_json()
-    write_atomic(runner.paths.summary, dumps(summary))
+    summary = runner.write_summary(tasks)
+    summary.responses = tally.to_json()
+    write_atomic(runner.paths.summary, dumps(summary.to_json()))
     return summary
 
 
@@ -379,13 +380,15 @@ def _row(runner: Any, task: Task, response: Response, tally: Tally, key: str) ->
         tally.no_trajectory.append(key)
     model = runner.config.model  # a usage record that names no model: the --model label
     llm_calls = [{**call, "model": call.get("model") or model} for call in response.llm_calls]
-    report = {
-        "episode_id": trajectory.episode_id,
-        "status": "finished" if problem is None else "failed",
-        "error": problem,
-        "elapsed_s": response.elapsed_s,
-        "llm_calls": llm_calls,
-    }
+    report = WorkerReport(
+        task_id=task.id,
+        domain=task.domain,
+        episode_id=trajectory.episode_id,
+        status="finished" if problem is None else "failed",
+        error=problem,
+        elapsed_s=response.elapsed_s,
+        llm_calls=llm_calls,
+    )
     return runner.result_row(task, report, trajectory.to_json(), response.trial)
 
 
@@ -410,7 +413,7 @@ def score_into_run(
     responses: Path,
     reader_name: str | None,
     data_root: Path | None = None,
-) -> JSON:
+) -> RunSummary:
     """``sopgym score``: read ``responses`` with the named reader, score them against the
     tasks ``config`` (a :class:`~sopgym.orchestration.runner.RunConfig`) selects, and write the
     run folder ``run_dir``; the summary. :class:`ScoreRefused` before anything is written when

@@ -1,31 +1,288 @@
-"""The typed record of a run's ``results.jsonl`` rows, and the one check every reader applies.
+"""The typed records that cross sopgym's process boundaries and live in its run folders.
 
-A row is valid JSON of the wrong shape when it lacks ``task_id``, carries a ``score`` missing
-fields, or holds a value of the wrong type: every reader (``sopgym run --resume`` and
+Inspect AI's typed ``EvalSample``/``EvalLog`` is the model: every record is a
+:class:`msgspec.Struct` whose JSON is byte-for-byte what the dict it replaced wrote, so run
+folders written before still read (a reader ignores keys it does not know).
+
+* :class:`RunConfig`: what ``sopgym run`` runs; ``runs/<id>/config.json`` (its fields, then
+  ``created``, ``task_count`` and ``provenance``), the ``config`` of ``summary.json``, and
+  the argument of ``sopgym.run``. Re-exported by :mod:`sopgym.orchestration.runner`.
+* :class:`Job`: one episode for an agent worker, built once for every driver (``sopgym
+  run``, shard mode, the load test); on the wire it is the JSON line on the worker's stdin
+  (:meth:`Job.to_json`, read by :func:`sopgym.agents.worker.parse_job`). Re-exported by
+  :mod:`sopgym.orchestration.jobs` with :func:`trial_seed`.
+* :class:`WorkerReport`: the worker's answer, one JSON line per job on its stdout; in shard
+  mode the ``report`` of each line of ``runs/<id>/shards/shard-*.jsonl``. An agent's error
+  crosses as its text (``error``, which result rows keep) and as a typed
+  :class:`~sopgym.core.exceptions.ErrorRecord` (``error_record``: the exception's branch and
+  class, :attr:`WorkerReport.error_type`): the episode metrics and the runner's check for a
+  dead model endpoint take the class from it, not from the text.
+* :class:`ResultRow`: one scored episode, a line of ``runs/<id>/results.jsonl``.
+* :class:`RunSummary`: a run's figures, ``runs/<id>/summary.json``
+  (:meth:`RunSummary.to_json`); what ``sopgym.run`` and ``sopgym.score`` return (with
+  ``run_dir``, which the file does not hold).
+
+A results row is valid JSON of the wrong shape when it lacks ``task_id``, carries a ``score``
+missing fields, or holds a value of the wrong type: every reader (``sopgym run --resume`` and
 ``--repair``, ``show``, ``report``, ``eval`` of an untraced run, the viewer) reads rows through
 :func:`read_results`, which checks each against :class:`ResultRow` and raises
 :class:`~sopgym.core.jsonio.CorruptRow` naming the file and line (``--repair`` drops such
 rows: their tasks run again). A row recorded twice for one task and trial, or one for a task
 the run did not select (:class:`RowCheck` given the run's planned attempts), is refused the
-same way instead of being silently kept or ignored.
-
-:class:`ResultRow` is the seed of the typed results record: the fields every reader relies
-on are typed here, the rest pass through untouched.
+same way instead of being silently kept or ignored. :class:`ResultRow` types the fields every
+reader relies on; the rest pass through untouched.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import orjson
+from msgspec import UNSET, UnsetType
 
-from sopgym.core.exceptions import DataError
+from sopgym.core.exceptions import DataError, ErrorRecord
 from sopgym.core.jsonio import read_jsonl_prefix
+from sopgym.core.tasks import Task
 from sopgym.evaluation.scoring import TaskScore
+from sopgym.types import JSON
+
+T = TypeVar("T")
+
+
+def given(value: T | UnsetType) -> T | None:
+    """An optional record field's value, None where the record does not carry it."""
+    return None if isinstance(value, UnsetType) else value
+
+
+class RunConfig(msgspec.Struct):
+    """What a run runs: ``config.json``'s keys in this order (every one written, defaults
+    too), then the runner's ``created``, ``task_count`` and ``provenance``."""
+
+    domains: list[str]
+    agent: str = "oracle"
+    model: str = "scripted"
+    workers: int = 2
+    distractors: int = 0
+    sop_variant: str = "clean"
+    limit: int | None = None
+    task_timeout: float = 300.0
+    agent_options: JSON = msgspec.field(default_factory=dict)
+    base_url: str | None = None  # the model endpoint (scripted: the stack's model server)
+    trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
+    capture_messages: bool = False  # the model's messages on its chat spans (opt-in: size)
+    transport: str = "http"  # how the agent workers reach the gateway: http or grpc
+    trials: int = 1  # times every task runs
+    seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
+    faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
+    service_groups: int = 1  # tool-service processes the run's domains share
+    # the task selection (sopgym.orchestration.selection), kept so that a resume takes the same
+    task_ids: list[str] | None = None  # --tasks
+    match: str | None = None  # --match: a glob over task ids
+    sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
+    prices: str | None = None  # a price table file: the summary's LLM cost estimate
+
+    def validate(self) -> RunConfig:
+        """This config with its domain patterns resolved, or :class:`UsageError` saying what
+        cannot run (:func:`sopgym.orchestration.api.validate`: domains, agent, model, SOP
+        variant, faults, prices). ``sopgym.run`` calls it first."""
+        from sopgym.orchestration.api import validate
+
+        return validate(self)
+
+    def to_json(self) -> JSON:
+        """The config's JSON object: every field, in order (as ``config.json`` holds it)."""
+        data: JSON = msgspec.to_builtins(self)
+        return data
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(f.name for f in msgspec.structs.fields(cls))
+
+    @classmethod
+    def from_json(cls, data: JSON) -> RunConfig:
+        """The config in ``data``, ignoring the keys that are not fields (``created``, a
+        shard's settings, a newer version's); :class:`TypeError` when a field is missing or
+        of the wrong type."""
+        known = cls.field_names()
+        try:
+            return msgspec.convert({k: v for k, v in data.items() if k in known}, cls)
+        except msgspec.ValidationError as error:
+            raise TypeError(str(error)) from None
+
+    @classmethod
+    def read(cls, path: Path) -> RunConfig:
+        """A run folder's ``config.json``; :class:`ValueError` saying why if it is not one."""
+        try:
+            data = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            raise ValueError(f"{path} is not JSON: {error}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("domains"), list):
+            raise ValueError(f"{path} is not a run config (no list of domains)")
+        try:
+            return cls.from_json(data)
+        except TypeError as error:
+            raise ValueError(f"{path} is not a run config: {error}") from None
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """The seed of one trial: the run's own for the first, one derived from it for each
+    other, so trials draw differently and the same run seed replays them all."""
+    if trial == 0:
+        return seed
+    digest = hashlib.blake2b(f"{seed}|trial|{trial}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big")
+
+
+class Job(msgspec.Struct, frozen=True):
+    """One episode for an agent worker: the task's inputs (those of its SOP variant, see
+    :meth:`Task.inputs_for`), never where its gold lives. Built here once, so no driver can
+    drop a key another sends: a shard's job carries the trial and its seed exactly as a local
+    run's does, and a seeded sharded run replays like a local one.
+
+    ``replay`` is the oracle's alone (:func:`sopgym.agents.oracle.replay_of`);
+    ``traceparent`` makes the worker's spans children of the driver's task span.
+    """
+
+    task: JSON
+    run_id: str
+    trial: int = 0
+    seed: int = 0  # the run's seed; the job carries the trial's own (trial_seed)
+    distractors: int = 0
+    sop_variant: str = "clean"
+    replay: JSON | None = None
+    traceparent: str | None = None
+
+    def to_json(self) -> JSON:
+        """The job line's object (keys absent rather than null where a worker needs none)."""
+        job: JSON = {
+            "task": Task.from_json(self.task).as_given(self.sop_variant),
+            "distractors": self.distractors,
+            "sop_variant": self.sop_variant,
+            "run_id": self.run_id,
+            "trial": self.trial,
+            "seed": trial_seed(self.seed, self.trial),
+        }
+        if self.traceparent:
+            job["traceparent"] = self.traceparent
+        if self.replay is not None:
+            job["replay"] = self.replay
+        return job
+
+
+class WorkerReport(msgspec.Struct, kw_only=True):
+    """An agent worker's answer to one job (its keys in this order; the unset ones absent).
+
+    ``status`` is ``finished``, ``failed`` (the agent's doing) or ``infra_error`` (a service,
+    the gateway or the model endpoint failed it). ``token`` (the episode's, to read its record)
+    and ``replica`` (the gateway replica holding it) are the driver's, ``error_record`` and
+    ``traceback`` come with an exception, ``trace_flushed`` when the worker exports spans,
+    ``record_error`` when a shard could not read the episode's record. A line the worker could
+    not read as a job is answered ``{"task_id": null, "status": "failed", "error": ...}``,
+    which reads as a report with the defaults. The runner builds reports too, for tasks no
+    worker answered (a worker that died or timed out, an endpoint found down).
+    """
+
+    task_id: str | None
+    domain: str | None = None
+    trial: int = 0
+    episode_id: str | None = None
+    status: str = "failed"
+    error: str | None = None  # the human text (result rows keep it): "ClassName: message"
+    token: str | UnsetType = UNSET
+    replica: str | UnsetType = UNSET
+    error_record: ErrorRecord | UnsetType = UNSET  # the same error, typed
+    traceback: str | UnsetType = UNSET
+    elapsed_s: float | None = None
+    llm_calls: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    answered_without_tools: bool = False
+    trace_flushed: bool | UnsetType = UNSET  # None in a result row: not traced
+    record_error: str | UnsetType = UNSET
+
+    @property
+    def error_type(self) -> str | None:
+        """The class of the exception that ended the episode (``ModelUnreachable``,
+        ``InfraError`` ...), from the typed record; None without one."""
+        if isinstance(self.error_record, UnsetType):
+            return None
+        return self.error_record["type"]
+
+    def to_json(self) -> JSON:
+        """The report's JSON object, as a worker writes it (unset keys absent)."""
+        data: JSON = msgspec.to_builtins(self)
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> WorkerReport:
+        """A report read back (a worker's line, a shard file's ``report``); a
+        :class:`msgspec.ValidationError` names the key of the wrong type."""
+        return msgspec.convert(data, cls)
+
+
+class RunSummary(msgspec.Struct, kw_only=True):
+    """A run's figures, ``summary.json``'s keys in this order: the run, its config, the
+    scores' aggregate (:func:`sopgym.evaluation.scoring.summarize`) and the run-level blocks.
+    The keys at the end are set only by the command that adds them (``sopgym merge``:
+    the shards'; ``sopgym score``: ``responses``); ``run_dir`` is the API's, never written."""
+
+    run_id: str
+    config: RunConfig
+    # sopgym.evaluation.scoring.aggregate over every episode (task x trial)
+    tasks: int
+    scored: int
+    infra_errors: int
+    completed: int
+    correct: int
+    ecr: float
+    c_tsr: float
+    tsr: float
+    tool_precision: float | None
+    tool_recall: float | None
+    tool_f1: float | None
+    errors: dict[str, int]
+    order_violations: int
+    answered_without_tools: int
+    undecided: int
+    tsr_if_undecided_pass: float
+    scores: dict[str, float | None]
+    paper: dict[str, Any]
+    robustness: dict[str, Any]
+    domains: dict[str, dict[str, Any]]  # the same aggregate, per domain
+    infra_failed: list[dict[str, Any]]  # {task_id, domain, trial, cause} per episode
+    trace_loss: int  # episodes whose spans the trace receiver did not confirm
+    missing: list[str]  # tasks with an episode never recorded
+    trials: dict[str, Any]  # pass^k / pass@k
+    tsr_intervals: dict[str, Any]
+    llm: dict[str, Any]
+    # sopgym merge
+    unfinished_shards: list[int] | UnsetType = UNSET
+    unfinished_shard_states: dict[str, str] | UnsetType = UNSET
+    unknown_task_rows: int | UnsetType = UNSET
+    duplicate_task_rows: int | UnsetType = UNSET
+    # sopgym score
+    responses: dict[str, Any] | UnsetType = UNSET
+    # the run's folder (sopgym.run, sopgym.score): not in summary.json
+    run_dir: str | UnsetType = UNSET
+
+    def to_json(self) -> JSON:
+        """``summary.json``'s object: the set fields in order, ``run_dir`` left out; the
+        figure blocks as they were computed."""
+        data: JSON = {}
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
+            if name == "run_dir" or isinstance(value, UnsetType):
+                continue
+            data[name] = value.to_json() if isinstance(value, RunConfig) else value
+        return data
+
+    @classmethod
+    def read(cls, path: Path) -> RunSummary:
+        """A ``summary.json`` written by this version (keys it does not know are ignored)."""
+        return msgspec.json.decode(path.read_bytes(), type=cls)
 
 
 class ResultRow(msgspec.Struct, kw_only=True):

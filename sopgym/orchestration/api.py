@@ -2,7 +2,8 @@
 
 ``sopgym.run(RunConfig(domains=["patient_intake"], agent="oracle"))`` validates the config,
 prepares the run folder, runs every selected task through the real stack and returns the run's
-summary (what ``summary.json`` holds). The ``sopgym run`` command is a thin layer over the same
+summary, a typed :class:`~sopgym.evaluation.records.RunSummary` (what ``summary.json`` holds,
+and ``run_dir``). The ``sopgym run`` command is a thin layer over the same
 functions: it adds the progress bar, ``--resume`` and the one-line refusals.
 
 A config the run cannot honour (an unknown domain, agent, model spec, SOP variant or price
@@ -15,16 +16,18 @@ is the model.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from sopgym.core.exceptions import UsageError
 from sopgym.core.registry import load_domain, select_domains
 from sopgym.core.tasks import Task
+from sopgym.evaluation.records import RunSummary
 from sopgym.orchestration.runner import Attempt, RunConfig, Runner, new_run_id
 from sopgym.orchestration.steps import StepFollower
-from sopgym.types import JSON
 
 # The agents whose catalog ``tool_retrieval`` narrows (the others are not given a catalog).
 RETRIEVAL_AGENTS = ("fc", "mcp")
@@ -65,7 +68,7 @@ def validate(config: RunConfig) -> RunConfig:
         from sopgym.evaluation.llm_usage import read_prices
 
         read_prices(Path(config.prices))  # a PriceTableError: a UsageError
-    return replace(config, domains=names)
+    return msgspec.structs.replace(config, domains=names)
 
 
 def new_run_dir(runs_dir: Path, run_id: str | None = None) -> Path:
@@ -117,7 +120,7 @@ def execute(
     prepared: PreparedRun,
     on_result: Callable[[dict], None] | None = None,
     on_step: Callable[[str], None] | None = None,
-) -> JSON:
+) -> RunSummary:
     """Run the prepared tasks through the stack and return the run's summary; ``on_result``
     sees each result row as it lands, ``on_step`` each model turn the workers log."""
     if on_step is None:  # nobody to show the steps to: no thread following the logs
@@ -134,10 +137,11 @@ def run(
     data_root: Path | None = None,
     on_result: Callable[[dict], None] | None = None,
     on_step: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Run ``config`` into ``runs_dir/run_id`` (a fresh id by default) and return its summary:
-    the figures ``summary.json`` holds (``tsr``, ``tasks``, ``success`` ...; ``run_dir`` is
-    added, the folder that ``report``, ``view`` and ``compare`` read).
+    the figures ``summary.json`` holds (``summary.tsr``, ``.tasks``, ``.correct`` ...;
+    ``.to_json()`` is the file's object) and ``run_dir``, the folder that ``report``,
+    ``view`` and ``compare`` read.
 
     Raises :class:`~sopgym.core.exceptions.UsageError` for a config that cannot run (before
     anything is written) and :class:`~sopgym.agents.models.ModelUnavailable` (a UsageError
@@ -146,8 +150,8 @@ def run(
     run_dir = new_run_dir(Path(runs_dir), run_id)
     runner = Runner(config, run_dir, data_root)
     runner.check_model()
-    summary = dict(execute(runner, prepare(runner), on_result, on_step))
-    summary["run_dir"] = str(run_dir)
+    summary = execute(runner, prepare(runner), on_result, on_step)
+    summary.run_dir = str(run_dir)
     return summary
 
 
@@ -165,7 +169,7 @@ def score(
     limit: int | None = None,
     seed: int = 0,
     data_root: Path | None = None,
-) -> dict[str, Any]:
+) -> RunSummary:
     """Score responses produced elsewhere (a file or a folder of them, in the ``reader``
     format; detected when None) against the tasks ``domains`` select, into a new run folder
     that ``report``, ``view`` and ``compare`` read; its summary, with ``run_dir`` added.
@@ -178,8 +182,8 @@ def score(
                        workers=0, trace=False, task_ids=task_ids, match=match, sample=sample,
                        limit=limit, seed=seed)  # fmt: skip
     run_dir = Path(runs_dir) / (run_id or new_run_id())
-    summary = dict(score_into_run(config, run_dir, Path(responses), reader, data_root))
-    summary["run_dir"] = str(run_dir)
+    summary = score_into_run(config, run_dir, Path(responses), reader, data_root)
+    summary.run_dir = str(run_dir)
     return summary
 
 

@@ -20,8 +20,9 @@ import httpx
 from sopgym.agents.models import ModelSpec, ModelUnavailable, preflight
 
 PROBE_TIMEOUT_S = 2.0
-# How a worker's report names a model endpoint that failed (sopgym.agents.llm.ModelUnreachable);
-# only then is the model probed, so a dead tool service never sends requests to a provider.
+# The class a worker's report types a failed model endpoint with (its ``error_record``:
+# sopgym.agents.llm.ModelUnreachable); only then is the model probed, so a dead tool service
+# never sends requests to a provider.
 MODEL_FAILURE = "ModelUnreachable"
 
 
@@ -34,12 +35,14 @@ class EndpointWatch:
         self.down: str | None = None  # why the remaining tasks cannot run, once known
         self._probing = threading.Lock()
 
-    def check(self, cause: str) -> str | None:
-        """After a task failed for ``cause``, probe the endpoints (one thread at a time; a
-        later caller sees the verdict) and return why the remaining tasks cannot run, if so."""
+    def check(self, cause: str, error_type: str | None = None) -> str | None:
+        """After a task failed for ``cause`` (``error_type``: the class of the worker's error,
+        :attr:`~sopgym.evaluation.records.WorkerReport.error_type`), probe the endpoints (one
+        thread at a time; a later caller sees the verdict) and return why the remaining tasks
+        cannot run, if so."""
         with self._probing:
             if self.down is None:
-                model = cause.startswith(MODEL_FAILURE)
+                model = error_type == MODEL_FAILURE
                 self.down = self._probe_gateway() or (self._probe_model() if model else None)
             return self.down
 

@@ -34,8 +34,8 @@ from typing import Any
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
 from sopgym.client.transports import TRANSPORTS
 from sopgym.core.exceptions import InfrastructureError
+from sopgym.evaluation.records import Job, WorkerReport, given
 from sopgym.evaluation.stats import percentiles
-from sopgym.orchestration.jobs import Job
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
 
@@ -429,8 +429,8 @@ def _work_one(
     """Have ``worker`` work ``job`` and count the episode; ``False`` when the worker is gone
     (stopped because ``cutting`` is set: the episode is cut, not counted)."""
     task = job["task"]
-    report = worker.exchange(job)
-    if report is None:
+    answer = worker.exchange(job)
+    if answer is None:
         if cutting is None or not cutting.is_set():
             stats.add(
                 EpisodeFacts(task["domain"], "failed", "WorkerExited", 0.0),
@@ -438,12 +438,13 @@ def _work_one(
                  "error": f"WorkerExited: code {worker.popen.poll()}; log: {worker.log_tail(5)}"},
             )  # fmt: skip
         return False
-    record = None
-    if report.get("episode_id") and report.get("token"):
+    report, record = WorkerReport.from_json(answer), None
+    token = given(report.token)
+    if report.episode_id and token:
         with contextlib.suppress(Exception):  # figures without the gateway's record: no tools
-            record = client.record(report["episode_id"], report["token"], report.get("replica"))
-    failure = {"task_id": task["id"], "worker": worker.name, "error": report.get("error"),
-               "traceback": report.get("traceback")}  # fmt: skip
+            record = client.record(report.episode_id, token, given(report.replica))
+    failure = {"task_id": task["id"], "worker": worker.name, "error": report.error,
+               "traceback": given(report.traceback)}  # fmt: skip
     stats.add(episode_facts(report, record), failure)
     return True
 

@@ -26,9 +26,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import msgspec
 import orjson
 from opentelemetry import trace
 
@@ -47,7 +48,13 @@ from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.breakdown import tags
 from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.paper_figures import summary_figures
-from sopgym.evaluation.records import read_results
+from sopgym.evaluation.records import (  # RunConfig: re-exported
+    RunConfig,
+    RunSummary,
+    WorkerReport,
+    given,
+    read_results,
+)
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.stats import tsr_intervals
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
@@ -60,58 +67,6 @@ from sopgym.orchestration.provenance import provenance
 from sopgym.orchestration.selection import select_tasks
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.types import JSON
-
-
-@dataclass
-class RunConfig:
-    domains: list[str]
-    agent: str = "oracle"
-    model: str = "scripted"
-    workers: int = 2
-    distractors: int = 0
-    sop_variant: str = "clean"
-    limit: int | None = None
-    task_timeout: float = 300.0
-    agent_options: JSON = field(default_factory=dict)
-    base_url: str | None = None  # the model endpoint (scripted: the stack's model server)
-    trace: bool = True  # export spans to the run's trace store (runs/<id>/traces/)
-    capture_messages: bool = False  # the model's messages on its chat spans (opt-in: size)
-    transport: str = "http"  # how the agent workers reach the gateway: http or grpc
-    trials: int = 1  # times every task runs
-    seed: int = 0  # drives every random draw of the run (model mistakes, distractors, faults)
-    faults: str | None = None  # the gateway's fault injection spec (sopgym.gateway.faults)
-    service_groups: int = 1  # tool-service processes the run's domains share
-    # the task selection (sopgym.orchestration.selection), kept so that a resume takes the same
-    task_ids: list[str] | None = None  # --tasks
-    match: str | None = None  # --match: a glob over task ids
-    sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
-    prices: str | None = None  # a price table file: the summary's LLM cost estimate
-
-    def validate(self) -> RunConfig:
-        """This config with its domain patterns resolved, or :class:`UsageError` saying what
-        cannot run (:func:`sopgym.orchestration.api.validate`: domains, agent, model, SOP
-        variant, faults, prices). ``sopgym.run`` calls it first."""
-        from sopgym.orchestration.api import validate
-
-        return validate(self)
-
-    @classmethod
-    def from_json(cls, data: JSON) -> RunConfig:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
-
-    @classmethod
-    def read(cls, path: Path) -> RunConfig:
-        """A run folder's ``config.json``; :class:`ValueError` saying why if it is not one."""
-        try:
-            data = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as error:
-            raise ValueError(f"{path} is not JSON: {error}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("domains"), list):
-            raise ValueError(f"{path} is not a run config (no list of domains)")
-        try:
-            return cls.from_json(data)
-        except TypeError as error:
-            raise ValueError(f"{path} is not a run config: {error}") from None
 
 
 def new_run_id() -> str:
@@ -199,7 +154,7 @@ class Runner:
         self._take_lock()
         if not self.paths.config.exists():
             recorded = {
-                **asdict(self.config),
+                **self.config.to_json(),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "task_count": len(tasks),  # before a summary exists, `sopgym runs` counts on it
                 "provenance": provenance(self.config.domains),
@@ -229,8 +184,8 @@ class Runner:
         """Change the prepared run's config (``RunConfig`` fields such as ``trials`` or
         ``task_ids``; other keys go to config.json only): a run played outside the runner learns
         its trials and tasks from what was played, and its rows are read against those."""
-        fields = {k: v for k, v in recorded.items() if k in RunConfig.__dataclass_fields__}
-        self.config = replace(self.config, **fields)  # type: ignore[arg-type]
+        fields = {k: v for k, v in recorded.items() if k in RunConfig.field_names()}
+        self.config = msgspec.structs.replace(self.config, **fields)
         self.planned = {(t.domain, t.id, n) for t in tasks for n in range(self.config.trials)}
         config = orjson.loads(self.paths.config.read_bytes())
         write_atomic(self.paths.config, dumps({**config, **recorded}))
@@ -269,7 +224,7 @@ class Runner:
         ]
 
     # ---- execution ----
-    def execute(self, tasks: list[Task], progress: Progress | None = None) -> JSON:
+    def execute(self, tasks: list[Task], progress: Progress | None = None) -> RunSummary:
         todo = self.pending(tasks)
         self.phases = {"start-up": 0.0, "tasks": 0.0, "scoring": 0.0, "shut-down": 0.0}
         if todo:
@@ -317,7 +272,7 @@ class Runner:
         watch = EndpointWatch(stack.gateway_url, self._live_model(stack))
         task_spans = TaskSpans(stack.env)  # each episode's trace root, with its outcome
 
-        def record(task: Task, trial: int, report: JSON) -> None:
+        def record(task: Task, trial: int, report: WorkerReport) -> None:
             scoring = time.perf_counter()
             row = self._score(admin, stack.admin_token, task, trial, report)  # in the trace
             score = row["score"]
@@ -335,7 +290,8 @@ class Runner:
             if progress:
                 progress(row)
             if row["status"] == INFRA_ERROR and watch.down is None:
-                watch.check(row["error"] or "")  # a dead gateway or model fails all the rest
+                # a dead gateway or model fails all the rest
+                watch.check(row["error"] or "", report.error_type)
 
         def work(index: int) -> None:
             try:
@@ -370,7 +326,7 @@ class Runner:
         stack: Stack,
         index: int,
         jobs: queue.Queue[Attempt | None],
-        record: Callable[[Task, int, JSON], None],
+        record: Callable[[Task, int, WorkerReport], None],
         stopping: threading.Event,
         live: dict[int, ManagedProcess],
         watch: EndpointWatch,
@@ -382,18 +338,18 @@ class Runner:
             with task_spans.task(task.id, task.domain, self.paths.root.name, trial) as traced:
                 if watch.down is not None:  # no worker could play it: recorded, never dispatched
                     cause = f"not run: {watch.down}"
-                    record(task, trial, {"task_id": task.id, "episode_id": None,
-                                         "status": INFRA_ERROR, "error": cause})  # fmt: skip
+                    record(task, trial, WorkerReport(task_id=task.id, status=INFRA_ERROR,
+                                                     error=cause))  # fmt: skip
                     continue
                 job = self.job(task, trial, traced[1])
                 try:  # a worker stuck past the task's time (a hung tool, say) is stopped
-                    report = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
+                    answer = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
                 except TimeoutError:
-                    report, timed_out = None, True
+                    answer, timed_out = None, True
                 else:
                     timed_out = False
-                if report is not None:
-                    record(task, trial, report)
+                if answer is not None:
+                    record(task, trial, WorkerReport.from_json(answer))
                     continue
                 if stopping.is_set():  # stopped by the interrupt: resume runs the task again
                     self.interrupted.append(attempt)
@@ -405,16 +361,7 @@ class Runner:
                     if timed_out
                     else (INFRA_ERROR, f"agent worker exited: {worker.log_tail(5)}")
                 )
-                record(
-                    task,
-                    trial,
-                    {
-                        "task_id": task.id,
-                        "episode_id": None,
-                        "status": status,
-                        "error": why,
-                    },
-                )
+                record(task, trial, WorkerReport(task_id=task.id, status=status, error=why))
                 worker.stop()
                 worker = live[index] = self._spawn_worker(stack, index)
         worker.stop()
@@ -489,41 +436,43 @@ class Runner:
         return read_prices(Path(self.config.prices)) if self.config.prices else None
 
     def _score(
-        self, admin: GatewayClient, admin_token: str, task: Task, trial: int, report: JSON
+        self, admin: GatewayClient, admin_token: str, task: Task, trial: int, report: WorkerReport
     ) -> JSON:
         record = None
-        if report.get("episode_id"):
+        if report.episode_id:
             try:
-                record = admin.record(report["episode_id"], admin_token)
+                record = admin.record(report.episode_id, admin_token)
             except InfraError as error:  # the gateway died: the episode cannot be scored
                 cause = record_unreadable(report, error)
-                report = {**report, "status": INFRA_ERROR, "error": cause}
+                report = msgspec.structs.replace(report, status=INFRA_ERROR, error=cause)
         return self.result_row(task, report, record, trial)
 
-    def result_row(self, task: Task, report: JSON, record: JSON | None, trial: int = 0) -> JSON:
+    def result_row(
+        self, task: Task, report: WorkerReport, record: JSON | None, trial: int = 0
+    ) -> JSON:
         """The results.jsonl row of a task's ``trial``: the worker's ``report`` scored against
         the gold with the gateway's episode ``record`` (``sopgym merge`` scores shard results
         here too)."""
         domain_data = self.data[task.domain]
         trajectory = Trajectory.from_json(record) if record else None
         gold = domain_data.gold[task.id]
-        infra = report.get("error") or "failed" if report.get("status") == INFRA_ERROR else None
+        infra = report.error or "failed" if report.status == INFRA_ERROR else None
         score = score_episode(
-            domain_data.domain, task, trajectory, gold, infra, agent_error=report.get("error")
+            domain_data.domain, task, trajectory, gold, infra, agent_error=report.error
         )
-        score.answered_without_tools = bool(report.get("answered_without_tools"))
+        score.answered_without_tools = report.answered_without_tools
         return {
             "task_id": task.id,
             "trial": trial,
             "domain": task.domain,
             "agent": self.config.agent,
             "model": self.config.model,
-            "episode_id": report.get("episode_id"),
-            "status": INFRA_ERROR if score.infra_error else report.get("status"),
-            "error": score.infra_error or report.get("error"),
-            "elapsed_s": report.get("elapsed_s"),
-            "llm_calls": report.get("llm_calls", []),
-            "trace_flushed": report.get("trace_flushed"),  # None: not traced
+            "episode_id": report.episode_id,
+            "status": INFRA_ERROR if score.infra_error else report.status,
+            "error": score.infra_error or report.error,
+            "elapsed_s": report.elapsed_s,
+            "llm_calls": report.llm_calls,
+            "trace_flushed": given(report.trace_flushed),  # None: not traced
             "inputs": task.inputs,  # what the agent was given (the viewer shows it)
             "outputs": trajectory.outputs if trajectory else None,
             "gold_outputs": gold.outputs,
@@ -532,7 +481,7 @@ class Runner:
         }
 
     # ---- summary ----
-    def write_summary(self, tasks: list[Task]) -> JSON:
+    def write_summary(self, tasks: list[Task]) -> RunSummary:
         """Summarise every episode (task x trial) of the run, plus pass^k/pass@k over the
         trials; an episode with no result counts as incomplete."""
         read = read_results(self.paths.results, planned=self.planned)
@@ -559,22 +508,22 @@ class Runner:
         # is left out of it (and listed under infra_failed)
         failed = {(i["domain"], i["task_id"]) for i in infra}
         outcomes = [o for o in outcomes if (o.domain, o.task_id) not in failed]
-        summary = {
-            "run_id": self.paths.root.name,
-            "config": asdict(self.config),
+        summary = RunSummary(
+            run_id=self.paths.root.name,
+            config=msgspec.structs.replace(self.config),  # a copy: replan may change ours
             **summarize(scores),
-            "infra_failed": infra,
+            infra_failed=infra,
             # episodes whose spans the trace receiver did not confirm (down, or too slow)
-            "trace_loss": sum(r.get("trace_flushed") is False for r in rows.values()),
-            "missing": sorted(missing),
-            "trials": summarize_trials(outcomes, self.config.trials),
-            "tsr_intervals": tsr_intervals(episodes),
-            "llm": llm_figures(list(rows.values()), self.config.agent, self.prices()),
-        }
+            trace_loss=sum(r.get("trace_flushed") is False for r in rows.values()),
+            missing=sorted(missing),
+            trials=summarize_trials(outcomes, self.config.trials),
+            tsr_intervals=tsr_intervals(episodes),
+            llm=llm_figures(list(rows.values()), self.config.agent, self.prices()),
+        )
         tagged = {(t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}
         if paper := summary_figures(tasks, scores, tagged):  # the papers' own tables
-            summary["paper"] = {**summary.get("paper", {}), **paper}
-        write_atomic(self.paths.summary, dumps(summary))
+            summary.paper = {**summary.paper, **paper}
+        write_atomic(self.paths.summary, dumps(summary.to_json()))
         return summary
 
 
@@ -609,10 +558,10 @@ def _drain(jobs: queue.Queue[Attempt | None], workers: int) -> None:
         jobs.put(None)
 
 
-def record_unreadable(report: JSON, error: InfraError) -> str:
+def record_unreadable(report: WorkerReport, error: InfraError) -> str:
     """The infra cause of a task whose episode record the gateway could not give: the worker's
     own infra cause when it had one, else the gateway's failure in the worker's format
     (``InfraError: ...``), so every row the dead gateway failed names it the same way."""
-    if report.get("status") == INFRA_ERROR and report.get("error"):
-        return str(report["error"])
+    if report.status == INFRA_ERROR and report.error:
+        return report.error
     return f"{type(error).__name__}: {error} (reading the episode record)"

@@ -7,11 +7,11 @@ Registered on the main group; heavy imports (pandas, the dataset) happen inside 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 import orjson
 from click.core import ParameterSource
 from rich.markup import escape
@@ -55,7 +55,7 @@ def resumed_config(ctx: click.Context, stored: RunConfig) -> RunConfig:
     if given.get("run_id") not in (None, ctx.params["resume"]):
         raise click.UsageError("--run-id names a new run; --resume RUN_ID continues one")
     for name, value in given.items():
-        if name not in RunConfig.__dataclass_fields__ or name in _FREE_ON_RESUME:
+        if name not in RunConfig.field_names() or name in _FREE_ON_RESUME:
             continue
         if name == "domains":
             if not value:
@@ -72,7 +72,7 @@ def resumed_config(ctx: click.Context, stored: RunConfig) -> RunConfig:
                 "to change it)"
             )
     workers = given.get("workers")
-    return replace(stored, workers=workers) if workers is not None else stored
+    return msgspec.structs.replace(stored, workers=workers) if workers is not None else stored
 
 
 def _option_name(ctx: click.Context, name: str, value: Any) -> str:

@@ -19,12 +19,13 @@ from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.client.transports import TRANSPORTS
+from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration.shards import OUTAGE_WAIT_S
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
 from sopgym.validation import AGENT_HELP, DATA_ROOT, MODEL_HELP, SECONDS
 
-Observer = Callable[[JSON, JSON | None], None]
+Observer = Callable[[WorkerReport, JSON | None], None]
 RUNS_DIR_ENV = "SOPGYM_RUNS_DIR"
 TRACE_SETTLE_S = 5.0  # > OTEL_BSP_SCHEDULE_DELAY (1 s in compose/k8s) + the Collector's batch
 
@@ -235,8 +236,8 @@ def merge_command(
         summary = merge(run_dir, shards, wait_s, data_root, console.print, stall_s)
     except ShardError as error:
         raise click.ClickException(str(error)) from None
-    print_summary(summary)
-    if summary.get("infra_failed"):  # in shard mode the shard's own workers work them again
+    print_summary(summary.to_json())
+    if summary.infra_failed:  # in shard mode the shard's own workers work them again
         console.print(
             "shards re-run their infrastructure errors with: sopgym agent-worker --shard I/N "
             "--run-dir RUN ... --retry-infra, then sopgym merge again"
@@ -246,9 +247,9 @@ def merge_command(
         if wait_s > 0:  # the shards just finished: their last spans are still on the way
             time.sleep(TRACE_SETTLE_S)  # through the batching exporters and the Collector
         _write_report(run_dir, data_root)
-    if summary["unfinished_shards"]:
-        states = summary.get("unfinished_shard_states", {})
-        for index in summary["unfinished_shards"]:
+    if summary.unfinished_shards:
+        states = given(summary.unfinished_shard_states) or {}
+        for index in summary.unfinished_shards:
             why = escape(states.get(str(index), "not finished"))
             console.print(f"[yellow]unfinished shard {index}[/]: {why}")
         sys.exit(1)

@@ -10,6 +10,7 @@ run`` does, so a run sharded over a cluster reads like any other run.
 Files under ``<run>/shards/`` (one set per shard):
 
 * ``shard-0003-of-0008.jsonl``: ``{"report": <worker report>, "record": <episode record>}``
+  (the report: a :class:`~sopgym.evaluation.records.WorkerReport` without its token)
   per task, appended as tasks finish (a restarted shard skips the tasks it already has);
 * ``shard-0003-of-0008.json``: the shard's settings and progress, ``finished_at`` once done;
 * ``shard-0003-of-0008.claim``: who works the shard. In ``auto`` mode (compose replicas have
@@ -48,11 +49,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from sopgym.core.errors import DOWN_CODE
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR
-from sopgym.orchestration.jobs import Job
+from sopgym.evaluation.records import Job, RunSummary, WorkerReport, given
 from sopgym.types import JSON
 
 SHARD_DIR = "shards"
@@ -253,12 +256,12 @@ class Outage:
             self.started = None
 
 
-def is_outage(report: JSON, record: JSON | None) -> str | None:
+def is_outage(report: WorkerReport, record: JSON | None) -> str | None:
     """Why this episode ended because a dependency was down (a service answered
     ``service_unavailable``, the gateway was unreachable), else ``None``. Injected faults and
     other infrastructure errors are not outages: they are the run's to record."""
-    error = str(report.get("error") or "")
-    if report.get("status") == INFRA_ERROR and (DOWN_CODE in error or "unreachable" in error):
+    error = report.error or ""
+    if report.status == INFRA_ERROR and (DOWN_CODE in error or "unreachable" in error):
         return error
     for call in (record or {}).get("calls", []):
         if call.get("error_code") == DOWN_CODE:
@@ -328,7 +331,7 @@ def run_shard(
     run_dir: Path,
     data_root: Path | None = None,
     wait_s: float = 300.0,
-    observe: Callable[[JSON, JSON | None], None] | None = None,
+    observe: Callable[[WorkerReport, JSON | None], None] | None = None,
     log: Callable[[str], None] = print,
     retry_infra: bool = False,
 ) -> int:
@@ -368,7 +371,7 @@ def _work_shard(
     run_dir: Path,
     data_root: Path | None,
     wait_s: float,
-    observe: Callable[[JSON, JSON | None], None] | None,
+    observe: Callable[[WorkerReport, JSON | None], None] | None,
     log: Callable[[str], None],
     retry_infra: bool,
 ) -> int:
@@ -385,8 +388,8 @@ def _work_shard(
         if retry_infra:
             log(f"{shard.stem}: retrying {drop_infra_errors(results)} infrastructure error(s)")
         done = {
-            (row["report"]["task_id"], row["report"].get("trial", 0))
-            for row in read_jsonl_prefix(results, repair=True)
+            (report.task_id, report.trial)
+            for report in map(_report, read_jsonl_prefix(results, repair=True))
         }
         todo = [
             (task, trial)
@@ -436,7 +439,7 @@ def _work_shard(
                         break
                     if not outage.retry(cause):
                         break
-                appender.append({"report": report, "record": record})
+                appender.append({"report": report.to_json(), "record": record})
                 if observe is not None:
                     observe(report, record)
         finally:
@@ -453,7 +456,7 @@ def _work_shard(
 
 def _work_one(
     agent: Any, client: Any, job: JSON, settings: ShardSettings
-) -> tuple[JSON, JSON | None]:
+) -> tuple[WorkerReport, JSON | None]:
     """One episode of ``job``: the worker's report and the gateway's record of it."""
     from sopgym.agents.worker import run_job
     from sopgym.client import GatewayError, InfraError
@@ -461,21 +464,27 @@ def _work_one(
 
     report = run_job(agent, client, job, settings.task_timeout, settings.model)
     tracing.flush()
-    token, record = report.pop("token", None), None
-    if report.get("episode_id") and token:
+    token, record = given(report.token), None
+    report.token = msgspec.UNSET  # the episode's secret stays out of the shard's file
+    if report.episode_id and token:
         try:
-            record = client.record(report["episode_id"], token)
+            record = client.record(report.episode_id, token)
         except InfraError as error:  # the replica holding it is gone
-            report.update(status=INFRA_ERROR, error=f"record lost: {error}")
+            report.status, report.error = INFRA_ERROR, f"record lost: {error}"
         except GatewayError as error:  # scored as incomplete, never dropped
-            report["record_error"] = str(error)
+            report.record_error = str(error)
     return report, record
+
+
+def _report(line: JSON) -> WorkerReport:
+    """The worker report of a shard file's line."""
+    return WorkerReport.from_json(line["report"])
 
 
 def drop_infra_errors(results: Path) -> int:
     """Remove a shard's ``infra_error`` lines (rewritten atomically); how many there were."""
     rows = read_jsonl_prefix(results, repair=True)
-    kept = [r for r in rows if r["report"].get("status") != INFRA_ERROR]
+    kept = [r for r in rows if _report(r).status != INFRA_ERROR]
     if len(kept) < len(rows):
         write_atomic(results, b"".join(dumps(r) + b"\n" for r in kept))
     return len(rows) - len(kept)
@@ -599,7 +608,7 @@ def merge(
     data_root: Path | None = None,
     log: Callable[[str], None] = print,
     stall_s: float | None = None,
-) -> JSON:
+) -> RunSummary:
     """Score every shard's results into ``results.jsonl`` and ``summary.json``.
 
     Tasks of the run that no shard reported count as incomplete (the summary lists them under
@@ -626,12 +635,12 @@ def merge(
     unknown = duplicates = 0
     for path in sorted(shard_dir(run_dir).glob("shard-*.jsonl")):
         for line in read_jsonl_prefix(path):
-            report = line["report"]
-            task = by_id.get(report["task_id"])
+            report = _report(line)
+            task = by_id.get(report.task_id or "")
             if task is None:
                 unknown += 1
                 continue
-            slot = (task.id, int(report.get("trial", 0)))
+            slot = (task.id, report.trial)
             if slot in rows:  # the first line stands: merged once
                 duplicates += 1
                 continue
@@ -645,11 +654,11 @@ def merge(
     write_atomic(runner.paths.results, b"".join(dumps(r) + b"\n" for r in ordered))
     summary = runner.write_summary(tasks)
     finished = {m["shard"] for m in metas if m.get("finished_at")}
-    summary["unfinished_shards"] = [i for i in range(count) if i not in finished]
-    summary["unfinished_shard_states"] = {
+    summary.unfinished_shards = [i for i in range(count) if i not in finished]
+    summary.unfinished_shard_states = {
         str(i): state for i, state in shard_states(run_dir, count, finished).items()
     }
-    summary["unknown_task_rows"] = unknown
-    summary["duplicate_task_rows"] = duplicates
-    write_atomic(runner.paths.summary, dumps(summary))
+    summary.unknown_task_rows = unknown
+    summary.duplicate_task_rows = duplicates
+    write_atomic(runner.paths.summary, dumps(summary.to_json()))
     return summary
