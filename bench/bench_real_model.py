@@ -51,6 +51,8 @@ from pathlib import Path
 import orjson
 
 from sopgym.agents.metrics import exception_class
+from sopgym.agents.prompts import example_answer
+from sopgym.core.registry import load_domain
 from sopgym.types import JSON
 
 
@@ -120,6 +122,18 @@ def family_score(row: JSON) -> tuple[str, float] | None:
     return None
 
 
+def copies_example(row: JSON) -> bool:
+    """Whether the row's answer repeats the prompt's example answer (``agents.prompts``'s,
+    whose values only show the form) in every field, or in all but one of three or more: a
+    model copying the form instead of deciding the case (seen with the 1.5B on banking)."""
+    outputs = row.get("outputs")
+    if not isinstance(outputs, dict) or not outputs:
+        return False
+    example = example_answer(load_domain(row["domain"]).output_schema) or {}
+    same = sum(name in outputs and outputs[name] == value for name, value in example.items())
+    return bool(example) and same >= (len(example) - 1 if len(example) >= 3 else len(example))
+
+
 def _mean(values: list[float]) -> float | None:
     return round(statistics.mean(values), 3) if values else None
 
@@ -142,6 +156,8 @@ def figures(rows: list[JSON], wall_s: float) -> JSON:
         float(r["llm_calls"][0].get("latency_s") or 0) for r in rows if r.get("llm_calls")
     ]
     later = [float(c.get("latency_s") or 0) for r in rows for c in (r.get("llm_calls") or ())[1:]]
+    later_firsts = [r["llm_calls"][0] for r in rows[1:] if r.get("llm_calls")]
+    processed = [c for c in later_firsts if c.get("prompt_tokens_processed") is not None]
     timed = [c for c in answered if c.get("generation_s")]
     generation_s = sum(float(c["generation_s"]) for c in timed)
     answered_s = sum(float(c.get("latency_s") or 0) for c in answered)
@@ -159,6 +175,15 @@ def figures(rows: list[JSON], wall_s: float) -> JSON:
         "first_step_s_task1": round(firsts[0], 2) if firsts else None,
         "first_step_s_later_tasks": _mean(firsts[1:]),
         "later_step_s": _mean(later),
+        # the server's own count (load does not change it): of the later tasks' first
+        # prompts, how many tokens it processed rather than took from its prefix cache
+        "first_step_prompt_processed_later": _mean(
+            [float(c["prompt_tokens_processed"]) for c in processed]
+        ),
+        "first_step_prompt_tokens_later": _mean(
+            [float(c.get("input_tokens") or 0) for c in processed]
+        ),
+        "example_copied": sum(copies_example(r) for r in rows),
         "generation_tokens_per_s": round(
             sum(int(c.get("generated_tokens") or 0) for c in timed) / generation_s, 2
         )
@@ -180,10 +205,13 @@ COLUMNS = (
     ("family", "family"), ("agent", "agent"), ("tasks", "tasks"), ("TSR", "tsr"),
     ("family score", "family_score"), ("tool calls", "tool_calls"), ("tool F1", "tool_f1"),
     ("1st step s (task 1)", "first_step_s_task1"),
-    ("1st step s (later tasks)", "first_step_s_later_tasks"), ("later steps s", "later_step_s"),
+    ("1st step s (later tasks)", "first_step_s_later_tasks"),
+    ("1st step prompt tokens processed (later tasks)", "first_step_prompt_processed_later"),
+    ("later steps s", "later_step_s"),
     ("gen tok/s", "generation_tokens_per_s"),
     ("out tok/s of latency", "output_tokens_per_s_of_latency"),
-    ("harness share", "harness_share"), ("how the tasks ended", "errors"),
+    ("harness share", "harness_share"), ("answers = the example", "example_copied"),
+    ("how the tasks ended", "errors"),
 )  # fmt: skip
 
 
@@ -191,6 +219,8 @@ def _cell(key: str, row: JSON) -> str:
     value = row.get(key)
     if key == "family_score" and value is not None:
         return f"{value:g} ({row.get('family_scorer')})"
+    if key == "first_step_prompt_processed_later" and value is not None:
+        return f"{value:,.0f} of {row.get('first_step_prompt_tokens_later') or 0:,.0f}"
     if key == "errors":
         return ", ".join(f"{k} {v}" for k, v in value.items()) if value else "-"
     if value is None:

@@ -68,6 +68,29 @@ def test_figures_split_first_steps_by_task_and_name_each_speed() -> None:
     assert "| maze | fc | after | 4 | 0.5 | 0.8 (answer_schema) |" in line
 
 
+def test_figures_count_cached_prompt_tokens_and_answers_that_copy_the_example() -> None:
+    """The server's count of prompt tokens processed on the later tasks' first steps (what
+    its prefix cache spared), and answers that repeat the prompt's example answer."""
+    from sopgym.agents.prompts import example_answer
+    from sopgym.core.registry import load_domain
+
+    example = example_answer(load_domain("patient_intake").output_schema)
+    assert example is not None and len(example) >= 3
+    first, second, third = (_row([9.0], False) for _ in range(3))
+    second["llm_calls"][0] |= {"input_tokens": 2600, "prompt_tokens_processed": 230}
+    third["llm_calls"][0] |= {"input_tokens": 2500, "prompt_tokens_processed": 170}
+    name = next(iter(example))
+    first |= {"domain": "patient_intake", "outputs": dict(example)}  # a copy
+    second |= {"domain": "patient_intake", "outputs": {**example, name: "other"}}  # all but one
+    third |= {"domain": "patient_intake", "outputs": {k: "other" for k in example}}
+    out = bench.figures([first, second, third], 30.0)
+    assert out["first_step_prompt_processed_later"] == 200.0
+    assert out["first_step_prompt_tokens_later"] == 2550.0
+    assert out["example_copied"] == 2
+    line = bench.table([{"family": "tool use", "agent": "fc", **out}]).splitlines()[2]
+    assert "| 200 of 2,550 |" in line
+
+
 @pytest.mark.slow
 def test_two_cells_against_the_scripted_model_server(tmp_path: Path) -> None:
     port = free_port()
