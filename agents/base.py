@@ -20,6 +20,7 @@ class AgentContext:
     seed: int | None = None  # the trial's seed, sent with every model call that takes one
     episode_id: str | None = None  # once opened: names the conversation on chat spans
     answered_without_tools: bool = False  # the model answered before any tool call
+    copied_example: bool = False  # a final answer repeated the prompt's example answer
 
 
 class Agent(Protocol):

@@ -32,10 +32,12 @@ from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
     case_message,
     cut_request,
+    example_copied_request,
     final_request,
     not_a_tool_note,
     observation,
     repeat_warning,
+    repeats_example,
     still_no_tool_request,
     tool_free_prompt,
     use_tools_request,
@@ -136,6 +138,7 @@ class Run:
     steps: int = 0
     tool_calls: int = 0  # calls made (refused ones included)
     corrections: int = 0  # "use the tools" turns given
+    example_questioned: bool = False  # an answer equal to the prompt's example was sent back
     notes: list[str] = field(default_factory=list)  # warnings for the model's next turn
     offered: list[str] = field(default_factory=list)  # names the model was offered
     _last_failure: tuple[str, int] = ("", 0)  # (signature, times in a row)
@@ -439,7 +442,9 @@ class GraphAgent:
         flagged (``answered_without_tools``) and, for :attr:`Limits.corrective_turns` turns,
         answered with a request to work through the tools instead. Each reminder fits the
         reply it answers: a reply ``cut`` at the length limit is told so, and a tool-less reply
-        after the "use the tools" turn is told to call a tool, not to answer."""
+        after the "use the tools" turn is told to call a tool, not to answer. An answer that
+        is the prompt's example answer value for value is sent back once (and flagged
+        ``copied_example``): the example only shows the form."""
         cut = reply is not None and was_cut(reply)
         final = declared_final_answer(text, run.fields)
         if run.tool_calls == 0 and (final is not None or extract_final_answer(text, run.fields)):
@@ -447,6 +452,11 @@ class GraphAgent:
             if run.corrections < run.limits.corrective_turns:
                 run.corrections += 1
                 return {"messages": [HumanMessage(use_tools_request(run.episode.output_schema))]}
+        if final is not None and repeats_example(final, run.episode.output_schema):
+            run.context.copied_example = True  # (reported even when it stands)
+            if not run.example_questioned:
+                run.example_questioned = True
+                return {"messages": [HumanMessage(example_copied_request())]}
         if final is not None:
             return {"final": final}
         if not cut:  # a cut reply is the limit's doing: asked again, never a repeat

@@ -375,6 +375,26 @@ def use_tools_request(output_schema: JSON) -> str:
     )
 
 
+def repeats_example(answer: Any, output_schema: JSON) -> bool:
+    """Whether ``answer`` is the prompt's example answer (:func:`example_answer`) value for
+    value, in a form of two fields or more: a small model copies the example, whose values
+    only show the form (seen with a 1.5B model), and where a task's gold happens to hold the
+    same values (the first enum values are often the plain case) the copy would score as the
+    agent's success. One field is left alone: its example is just the first allowed value."""
+    example = example_answer(output_schema)
+    return example is not None and len(example) >= 2 and answer == example
+
+
+def example_copied_request() -> str:
+    """After a final answer equal to the example answer, once: decide the values."""
+    return (
+        "Every value of that answer is the example's from the instructions, which only shows "
+        "the form. Decide each field from this case's input and the tool results, then give "
+        f"the final answer again in <{FINAL_TAG}></{FINAL_TAG}> tags (the same values stand "
+        "if this case's results really give them)."
+    )
+
+
 def still_no_tool_request() -> str:
     """A reply with neither a call nor an answer, after being told to use the tools: asking
     for the final answer now would contradict that."""

@@ -95,6 +95,8 @@ def _run_episode(
     report.elapsed_s = round(time.monotonic() - started, 4)
     report.llm_calls = context.usage
     report.answered_without_tools = context.answered_without_tools
+    if context.copied_example:
+        report.copied_example = True
     return report
 
 

@@ -441,3 +441,34 @@ def test_a_whole_run_on_the_small_local_model(agent: str, tmp_path: Path) -> Non
     summary = _summary(tmp_path)
     assert summary["tsr"] == 1.0 and not summary.get("answered_without_tools"), summary
     assert all(row["score"]["calls"] > 0 for row in _rows(tmp_path))
+
+
+# ---- the example answer is a form, not an answer (the matrix of 2026-11-27) ----
+class TwoFieldEpisode(FakeEpisode):
+    def __init__(self, results: list[ToolResult]) -> None:
+        super().__init__(results)
+        self.output_schema = {
+            "properties": {"status": {"enum": ["ok", "bad"]}, "level": {"enum": ["low", "high"]}}
+        }
+
+
+def test_an_answer_equal_to_the_example_is_sent_back_once_and_flagged() -> None:
+    """A 1.5B model answered patient intake with the prompt's example answer after one call;
+    the task's gold held the same values, so it scored a success it had not worked out."""
+    episode = TwoFieldEpisode([])
+    example = example_answer(episode.output_schema)
+    assert example == {"status": "ok", "level": "low"}
+    copied = AIMessage(f"<final_answer>{orjson.dumps(example).decode()}</final_answer>")
+    decided = AIMessage('<final_answer>{"status": "bad", "level": "high"}</final_answer>')
+    agent, chat = _agent("fc", [_call("lookup", {"id": "R1"}), copied, decided])
+    final, context = _solve(agent, episode)
+    assert final == {"status": "bad", "level": "high"} and context.copied_example
+    assert "only shows the form" in str(chat.seen[2][-1].content)
+    # the same answer again stands (it may be the case's), still flagged
+    agent, chat = _agent("fc", [_call("lookup", {"id": "R1"}), copied, copied])
+    final, context = _solve(agent, TwoFieldEpisode([]))
+    assert final == example and context.copied_example and len(chat.seen) == 3
+    # a one-field answer is just the first allowed value: never questioned
+    agent, chat = _agent("fc", [_call("lookup", {"id": "R1"}), AIMessage(ANSWER)])
+    final, context = _solve(agent, FakeEpisode([]))
+    assert final == {"status": "ok"} and not context.copied_example and len(chat.seen) == 2

@@ -32,8 +32,6 @@ _FORMAT_ROUND = re.compile(
     rf"^Thought:[^\n]*\nAction:[^\n]*\n{re.escape(REACT_MARKER)}[^\n]*$", re.MULTILINE
 )
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
-# a repeat warning, as the agents word theirs: the cue a repeating model takes to move on
-_TOLD_REPEATING = re.compile(r"times in a row", re.IGNORECASE)
 
 if TYPE_CHECKING:
     from sopgym.services.model.engine import ScriptedModel
@@ -83,7 +81,7 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
     last = convo.calls[-1] if convo.calls else None
     repeat = acting and last is not None and (
         (last.ok is False and drawn("repeat_failing"))
-        or (last.ok is True and drawn("repeats_success") and not _told(body))
+        or (last.ok is True and drawn("repeats_success") and _just_returned(body))
     )
     if repeat and last is not None:
         call = ToolCall(last.name, last.arguments)
@@ -102,10 +100,14 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
     return reply
 
 
-def _told(body: JSON) -> bool:
-    """Whether the agent's last word was that the model is repeating itself."""
+def _just_returned(body: JSON) -> bool:
+    """Whether the agent's last word is a call's result (a tool message, a ReAct observation):
+    the turn where a model with the habit makes a successful call again. Told it is repeating
+    itself, or asked anything else, it goes on with the procedure."""
     last = body["messages"][-1]
-    return last.get("role") == "user" and bool(_TOLD_REPEATING.search(_text(last)))
+    if last.get("role") == "tool":
+        return True
+    return last.get("role") == "user" and _text(last).lstrip().startswith("Observation:")
 
 
 def _text(message: JSON) -> str:

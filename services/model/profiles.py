@@ -43,7 +43,8 @@ Hermes ``<tool_call>`` tags) instead of native ``tool_calls``; ``copies_format``
 ReAct prompt's example round as its first reply; ``bare_enums`` writes an enum value that looks
 like a number as a number unless the prompt shows it quoted; ``truncates`` has its first reply
 cut at the length limit (``finish_reason: length``); ``repeats_success`` makes each successful
-call again, unchanged, until told it is repeating itself; ``echoes_format`` goes on after its
+call again, unchanged, right after its result (told it is repeating itself, or asked anything
+else, it goes on); ``echoes_format`` goes on after its
 ReAct action, echoing the prompt's instructions (what stop sequences must cut).
 """
 

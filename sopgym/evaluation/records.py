@@ -200,6 +200,7 @@ class WorkerReport(msgspec.Struct, kw_only=True):
     elapsed_s: float | None = None
     llm_calls: list[dict[str, Any]] = msgspec.field(default_factory=list)
     answered_without_tools: bool = False
+    copied_example: bool | UnsetType = UNSET  # set (True) only when it happened
     trace_flushed: bool | UnsetType = UNSET  # None in a result row: not traced
     record_error: str | UnsetType = UNSET
 

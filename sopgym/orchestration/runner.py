@@ -461,7 +461,7 @@ class Runner:
             domain_data.domain, task, trajectory, gold, infra, agent_error=report.error
         )
         score.answered_without_tools = report.answered_without_tools
-        return {
+        row: JSON = {
             "task_id": task.id,
             "trial": trial,
             "domain": task.domain,
@@ -479,6 +479,9 @@ class Runner:
             "score": score.to_json(),
             "trajectory": trajectory.to_json() if trajectory else None,
         }
+        if report.copied_example is True:  # the answer was the prompt's example, value for value
+            row["copied_example"] = True
+        return row
 
     # ---- summary ----
     def write_summary(self, tasks: list[Task]) -> RunSummary:
