@@ -124,14 +124,17 @@ def family_score(row: JSON) -> tuple[str, float] | None:
 
 def copies_example(row: JSON) -> bool:
     """Whether the row's answer repeats the prompt's example answer (``agents.prompts``'s,
-    whose values only show the form) in every field, or in all but one of three or more: a
-    model copying the form instead of deciding the case (seen with the 1.5B on banking)."""
+    whose values only show the form) in all its fields but at most one, in a form of three
+    fields or more: a model copying the form instead of deciding the case (seen with the 1.5B
+    on banking). The agents send back an exact copy once and flag it ``copied_example``; a
+    form of one or two fields is left out (its example is little more than the first allowed
+    values)."""
     outputs = row.get("outputs")
     if not isinstance(outputs, dict) or not outputs:
         return False
     example = example_answer(load_domain(row["domain"]).output_schema) or {}
     same = sum(name in outputs and outputs[name] == value for name, value in example.items())
-    return bool(example) and same >= (len(example) - 1 if len(example) >= 3 else len(example))
+    return len(example) >= 3 and same >= len(example) - 1
 
 
 def _mean(values: list[float]) -> float | None:
