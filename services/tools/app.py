@@ -68,11 +68,13 @@ EPISODE_HEADER = b"x-sopgym-episode"  # set by the gateway on every call it forw
 TOOL_PATH = "/v1/tools/"
 TOOL_ROUTE = RouteTemplate(TOOL_PATH + "{name}")
 EPISODES_PATH = "/v1/episodes"
-TOOL_THREADS = 32
+TOOL_THREADS = 64  # started as needed: an idle service holds few
 # How many calls of one tool may hold pool threads at once (the others wait their turn, within
 # the same per-call limit): a tool that hangs keeps at most this many threads, so the domain's
-# other tools always have the rest of the pool.
-CALLS_PER_TOOL = TOOL_THREADS // 4
+# other tools always have the rest of the pool. Half the pool: a quarter (8 of 32) cut a busy
+# service's throughput by a third (bench/bench_gateway.py, 32 connections calling one tool:
+# 14,500 req/s against 21,700 with the gate as wide as the connections).
+CALLS_PER_TOOL = TOOL_THREADS // 2
 EPISODES_ROUTE = RouteTemplate(EPISODES_PATH)
 EPISODE_ROUTE = RouteTemplate(EPISODES_PATH + "/{episode_id}")
 log = logging.getLogger("sopgym.services")
@@ -190,7 +192,14 @@ class ToolService:
         if gate is None:
             gate = self._gates[name] = asyncio.Semaphore(CALLS_PER_TOOL)
         try:
-            return await asyncio.wait_for(self._admitted(gate, job), self.tool_timeout_s)
+            # the wait for the tool's gate counts against the call's limit too; the gate is
+            # given back when the tool's code returns, however late (a timed-out call keeps
+            # it), in the same loop callback that delivers the answer. (No task per call, and
+            # one wake-up of the loop: wrapping this in wait_for and releasing the gate on
+            # its own wake-up cost a third of the service's throughput.)
+            async with asyncio.timeout(self.tool_timeout_s):
+                await gate.acquire()
+                return await self._threads.run(job, gate.release)
         except TimeoutError:  # the thread runs on; its answer, if any, is dropped
             log.error("tool %s did not answer within %g s", name, self.tool_timeout_s)
             return self._refusal(
@@ -199,22 +208,6 @@ class ToolService:
                     f"tool {name!r} did not answer within {self.tool_timeout_s:g} s",
                 )
             )
-
-    async def _admitted(
-        self, gate: asyncio.Semaphore, job: Callable[[], tuple[int, bytes]]
-    ) -> tuple[int, bytes]:
-        """``job`` on a pool thread once its tool's ``gate`` admits it; the thread gives the
-        gate back when the tool's code returns, however late (a timed-out call keeps it)."""
-        await gate.acquire()
-        loop = asyncio.get_running_loop()
-
-        def run_then_release() -> tuple[int, bytes]:
-            try:
-                return job()
-            finally:
-                loop.call_soon_threadsafe(gate.release)
-
-        return await self._threads.run(run_then_release)
 
     def _run(
         self, tool: Tool, arguments: JSON, context: ToolContext, turn: threading.Lock | None
@@ -253,6 +246,11 @@ class ToolService:
 Reply = tuple[int, bytes]
 
 
+# a job, the future of its answer, the loop that awaits it and what runs there once it returned
+_Done = Callable[[], object] | None
+_Job = tuple[Callable[[], Reply], asyncio.Future[Reply], asyncio.AbstractEventLoop, _Done]
+
+
 class ToolThreads:
     """At most ``size`` daemon threads running tool implementations, started as needed. Not
     the standard pool: its threads are joined when the interpreter exits, so one hung tool
@@ -260,13 +258,14 @@ class ToolThreads:
 
     def __init__(self, size: int) -> None:
         self._size, self._started, self._idle = size, 0, 0
-        self._jobs: queue.SimpleQueue[
-            tuple[Callable[[], Reply], asyncio.Future[Reply], asyncio.AbstractEventLoop]
-        ] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
 
-    def run(self, job: Callable[[], Reply]) -> asyncio.Future[Reply]:
-        """``job``'s answer, as a future of the running loop."""
+    def run(
+        self, job: Callable[[], Reply], on_done: Callable[[], object] | None = None
+    ) -> asyncio.Future[Reply]:
+        """``job``'s answer, as a future of the running loop; ``on_done`` runs on the loop
+        once the job has returned, even when no one waits for its answer any more."""
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[Reply] = loop.create_future()
         with self._lock:
@@ -275,23 +274,29 @@ class ToolThreads:
                 threading.Thread(target=self._work, name="tool", daemon=True).start()
             else:
                 self._idle -= 1  # an idle thread takes this job
-        self._jobs.put((job, answer, loop))
+        self._jobs.put((job, answer, loop, on_done))
         return answer
 
     def _work(self) -> None:
         while True:
-            job, answer, loop = self._jobs.get()
+            job, answer, loop, on_done = self._jobs.get()
             try:
                 outcome: Reply | BaseException = job()
             except BaseException as error:  # handed to the caller, never lost in a thread
                 outcome = error
             with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: no one waits
-                loop.call_soon_threadsafe(_settle, answer, outcome)
+                loop.call_soon_threadsafe(_settle, answer, outcome, on_done)
             with self._lock:
                 self._idle += 1
 
 
-def _settle(answer: asyncio.Future[Reply], outcome: Reply | BaseException) -> None:
+def _settle(
+    answer: asyncio.Future[Reply],
+    outcome: Reply | BaseException,
+    on_done: Callable[[], object] | None,
+) -> None:
+    if on_done is not None:
+        on_done()
     if answer.done():  # timed out meanwhile: the caller was answered tool_timeout
         return
     if isinstance(outcome, BaseException):
