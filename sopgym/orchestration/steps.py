@@ -36,8 +36,12 @@ class StepFollower:
 
     def _follow(self) -> None:
         while not self._stop.wait(self.interval_s):
-            for path in sorted(self.logs.glob("worker-*.log")):
-                self._read(path)
+            self._read_all()
+        self._read_all()  # the steps logged since the last look: a short run has only those
+
+    def _read_all(self) -> None:
+        for path in sorted(self.logs.glob("worker-*.log")):
+            self._read(path)
 
     def _read(self, path: Path) -> None:
         offset = self._offsets.get(path, 0)
