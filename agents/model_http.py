@@ -42,18 +42,31 @@ class KeepAliveTransport(httpx.BaseTransport):
             raise httpx.UnsupportedProtocol(f"only http:// is served here, not {request.url}")
         timeouts = request.extensions.get("timeout", {})
         host, port = request.url.host, request.url.port or 80
-        sock = self._connections.kept(host, port) or self._connect(
-            host, port, timeouts.get("connect"), request
-        )
+        kept = self._connections.kept(host, port)
+        sock = kept or self._connect(host, port, timeouts.get("connect"), request)
         try:
-            sock.settimeout(timeouts.get("read"))
-            response, reusable = _exchange(sock, request)
-        except BaseException:
-            self._connections.drop(host, port, sock)  # its state is unknown: the next opens anew
-            raise
+            response, reusable = self._send(sock, request, timeouts)
+        except (httpx.RemoteProtocolError, httpx.WriteError) as error:
+            if kept is None or not _closed_while_idle(error):
+                raise
+            # the server closed the kept connection as the request left (its keep-alive
+            # timeout): nothing of an answer came, so the request goes once more, on a new one
+            sock = self._connect(host, port, timeouts.get("connect"), request)
+            response, reusable = self._send(sock, request, timeouts)
         if not reusable:
             self._connections.drop(host, port, sock)
         return response
+
+    def _send(
+        self, sock: socket.socket, request: httpx.Request, timeouts: dict[str, float | None]
+    ) -> tuple[httpx.Response, bool]:
+        host, port = request.url.host, request.url.port or 80
+        try:
+            sock.settimeout(timeouts.get("read"))
+            return _exchange(sock, request)
+        except BaseException:
+            self._connections.drop(host, port, sock)  # its state is unknown: the next opens anew
+            raise
 
     def _connect(
         self, host: str, port: int, timeout: float | None, request: httpx.Request
@@ -72,6 +85,15 @@ class KeepAliveTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self._connections.close()
+
+
+def _closed_while_idle(error: httpx.HTTPError) -> bool:
+    """Whether a request on a kept connection failed because the server had closed it: a
+    reset or a broken pipe before any of an answer came (never one cut mid-answer)."""
+    cause = error.__cause__
+    return isinstance(cause, ConnectionResetError | BrokenPipeError) and "mid-answer" not in str(
+        cause
+    )
 
 
 def _exchange(sock: socket.socket, request: httpx.Request) -> tuple[httpx.Response, bool]:

@@ -87,6 +87,29 @@ def test_a_refused_connection_is_a_connect_error_caused_by_the_refusal() -> None
     assert is_refused(caught.value) and is_retryable(caught.value)
 
 
+def read_request(connection: socket.socket) -> None:
+    """One whole request off ``connection``: its head, then as many body bytes as it says.
+    (A server that closes with request bytes still unread makes the kernel reset the
+    connection, and the client may see the reset before the answer sent ahead of it.)"""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
+         if line.lower().startswith(b"content-length:")),
+        0,
+    )  # fmt: skip
+    while len(body) < length:
+        chunk = connection.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
 @contextmanager
 def closing_server(answers: Sequence[bytes | None]) -> Iterator[int]:
     """A raw server that, per connection, reads one request and sends the next of ``answers``
@@ -98,7 +121,7 @@ def closing_server(answers: Sequence[bytes | None]) -> Iterator[int]:
         for answer in answers:
             connection, _ = listener.accept()
             with connection:
-                connection.recv(65536)
+                read_request(connection)
                 if answer is not None:
                     connection.sendall(answer)
 
@@ -170,3 +193,22 @@ def test_replies_in_chunks_or_ended_by_the_close_are_read_whole_and_garbage_is_r
             client.post(url, json={})
         with pytest.raises(httpx.LocalProtocolError, match="line break"):
             client.post(url, json={}, headers={"x-bad": "a\r\nx-smuggled: 1"})
+
+
+def test_a_kept_connection_the_server_closed_as_the_request_left_is_replaced_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server closes an idle kept connection (its keep-alive timeout) just as the next
+    request goes out on it, before the client could see the close: the request goes once
+    more on a new connection. (Seen as a rare reset in CI; forced here by handing out the
+    closed connection.)"""
+    import sopgym.client.keepalive as keepalive
+
+    kept_ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    fresh = b'HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n{"n": 2}'
+    with closing_server([kept_ok, fresh]) as port, client_for(port) as client:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        assert client.post(url, json={}).json() == {}
+        time.sleep(0.2)  # the server has closed the first connection by now
+        monkeypatch.setattr(keepalive, "_spoken_to_while_idle", lambda connection: False)
+        assert client.post(url, json={}).json() == {"n": 2}
