@@ -65,6 +65,13 @@ from sopgym.validation import (
     "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
 )
 @click.option("--options", default="{}", help="Agent options as a JSON object.")
+@click.option(
+    "--concurrency",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 20000),
+    help="Episodes this worker holds in flight at once (one thread each).",
+)
 @shard_options
 @click.option(
     "--metrics-port",
@@ -86,6 +93,7 @@ def agent_worker(
     base_url: str | None,
     task_timeout: float,
     options: str,
+    concurrency: int,
     metrics_port: int | None,
     metrics_host: str,
     **shard: Any,
@@ -119,6 +127,7 @@ def agent_worker(
             {"model": model, **agent_options},
             transport=transport,
             observe=observe,
+            concurrency=concurrency,
         )
     except ModelUnavailable as error:
         model_unavailable(error)
