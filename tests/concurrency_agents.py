@@ -25,15 +25,15 @@ from sopgym.types import JSON
 class _Wrapped:
     """The named agent underneath, built with the run's options."""
 
-    inner_name = "oracle"
-    uses_model = False
+    inner_name = "react"  # with the scripted model (a module:Class agent gets no replay)
+    uses_model = True
 
     def __init__(self, **options: Any) -> None:
         self.inner = make_agent(self.inner_name, **options)
         self.name = f"{type(self).__name__}({self.inner.name})"
 
 
-class PrintingOracle(_Wrapped):
+class PrintingReact(_Wrapped):
     """Thinks aloud on standard output, from Python and from file descriptor 1."""
 
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
@@ -42,7 +42,7 @@ class PrintingOracle(_Wrapped):
         return self.inner.solve(task, episode, context)
 
 
-class ForgingOracle(_Wrapped):
+class ForgingReact(_Wrapped):
     """Prints a report line of its own: an infrastructure error for its task, named as the
     worker would name it."""
 
@@ -57,9 +57,6 @@ class ForgingOracle(_Wrapped):
 class InfraClaimingReact(_Wrapped):
     """React, except that a failed tool call is declared the infrastructure's fault."""
 
-    inner_name = "react"
-    uses_model = True
-
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
         call = episode.call
 
@@ -73,9 +70,9 @@ class InfraClaimingReact(_Wrapped):
         return self.inner.solve(task, episode, context)
 
 
-class TroubledOracle(_Wrapped):
+class TroubledReact(_Wrapped):
     """Crashes on tasks whose id ends in 1 and hangs on those ending in 2; the rest it plays
-    like the oracle, after a pause so that many are in flight together."""
+    like react, after a pause so that many are in flight together."""
 
     concurrent_safe = True
 
@@ -88,8 +85,8 @@ class TroubledOracle(_Wrapped):
         return self.inner.solve(task, episode, context)
 
 
-class SlowOracle(_Wrapped):
-    """The oracle, after a pause: long enough that an interrupt finds many episodes in
+class SlowReact(_Wrapped):
+    """React, after a pause: long enough that an interrupt finds many episodes in
     flight."""
 
     concurrent_safe = True
