@@ -103,8 +103,11 @@ class RunConfig(msgspec.Struct):
         return validate(self)
 
     def to_json(self) -> JSON:
-        """The config's JSON object: every field, in order (as ``config.json`` holds it)."""
+        """The config's JSON object: every field, in order (as ``config.json`` holds it);
+        ``concurrency`` only when set, so a run recorded before it reads back byte for byte."""
         data: JSON = msgspec.to_builtins(self)
+        if data["concurrency"] is None:
+            del data["concurrency"]
         return data
 
     @classmethod
