@@ -206,7 +206,7 @@ def figures(  # type: ignore[no-untyped-def]
         "rss_total_mb": round(sampler.total_rss_peak / 2**20),
         "processes": {k: {"n": int(v["processes"]), "rss_mb": round(v["rss_mb"]),
                           "cpu_ms_per_call": round(1000 * v["cpu_s"] / max(1, len(calls)), 2)}
-                      for k, v in sorted(kinds.items())},  # fmt: skip
+                      for k, v in sorted(kinds.items())},
         "step_p50_s": round(statistics.median(steps), 3) if steps else None,
         "step_p99_s": round(percentile(steps, 0.99), 3) if steps else None,
         "longest_episode_s": round(tasks_wall, 2),
@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--profile", choices=("fixed", "gpu"), default="fixed")
     parser.add_argument("--latency", type=float, default=2.0, help="fixed: seconds per call")
     parser.add_argument("--trials", type=int, default=0,
-                        help="trials per task (default: enough for 2 episodes per slot)")  # fmt: skip
+                        help="trials per task (default: 2 episodes per slot)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=0, help="worker processes (default: auto)")
     parser.add_argument("--no-trace", action="store_true", help="runs without the trace store")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")

@@ -235,3 +235,67 @@ class WorkerLink:
                 if worker.popen.stdin is not None:
                     worker.popen.stdin.close()  # the worker finishes what it holds and leaves
             worker.stop(grace=1.0)
+
+
+class SharedWorker:
+    """One agent worker process that many threads hand jobs to at once (the load test's
+    slots): :meth:`exchange` sends a job under a fresh ``job_id`` and waits for the report that
+    names it, while one reader thread hands each report line to its waiter."""
+
+    def __init__(self, process: ManagedProcess) -> None:
+        self.process, self.name, self.popen = process, process.name, process.popen
+        self._waiting: dict[str, tuple[threading.Event, list[dict]]] = {}
+        self._lock, self._writing = threading.Lock(), threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def exchange(self, job: dict, timeout: float | None = None) -> dict | None:
+        """The report on ``job``; None when the worker exits first; :class:`TimeoutError`
+        when none comes within ``timeout`` seconds."""
+        job_id = secrets.token_hex(8)
+        answered: tuple[threading.Event, list[dict]] = (threading.Event(), [])
+        with self._lock:
+            if self._closed:
+                return None
+            self._waiting[job_id] = answered
+        stdin = self.popen.stdin
+        assert stdin is not None  # started with pipes
+        try:
+            with self._writing:
+                stdin.write(orjson.dumps({**job, "job_id": job_id}).decode() + "\n")
+                stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):  # gone: the reader wakes every waiter
+            pass
+        if not answered[0].wait(timeout):
+            with self._lock:
+                self._waiting.pop(job_id, None)
+            raise TimeoutError(f"{self.name} gave no answer within {timeout:g} s")
+        return answered[1][0] if answered[1] else None
+
+    def _read(self) -> None:
+        stream = self.popen.stdout
+        assert stream is not None
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                try:
+                    report = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    self.process.note(f"loadtest: dropped a line that is not a report: {line!r}")
+                    continue
+                job_id = report.get("job_id") if isinstance(report, dict) else None
+                with self._lock:
+                    waiter = self._waiting.pop(job_id, None) if isinstance(job_id, str) else None
+                if waiter is not None:
+                    waiter[1].append(report)
+                    waiter[0].set()
+        with self._lock:  # the worker is gone: nobody waits for it any longer
+            self._closed = True
+            waiting, self._waiting = self._waiting, {}
+        for event, _ in waiting.values():
+            event.set()
+
+    def log_tail(self, lines: int = 20) -> str:
+        return self.process.log_tail(lines)
+
+    def stop(self, grace: float = 5.0) -> None:
+        self.process.stop(grace)
