@@ -5,12 +5,12 @@ share of the episodes in flight, exactly as runs and the Kubernetes Job use them
 a running gateway and model, or at an embedded stack with the scripted model when no gateway
 is given. Each finished episode's facts (its worker report, and the gateway's record of its
 calls) feed the figures: episodes/s, tool calls/s, LLM calls and tokens/s, p50/p95/p99 of
-tool-call and LLM latency, and error rates by class. Every worker first works one warm-up episode (process start-up,
-imports and connection set-up are not load) that the figures leave out; a worker that cannot
-finish its warm-up stops the loadtest with an error naming it, rather than skewing the figures.
-At ``duration`` no new episode starts; episodes still running after a grace period are cut and
-reported as such. Every failed episode's error text is kept (the first few in the report), so
-a failure rate always comes with its reasons.
+tool-call and LLM latency, and error rates by class. Every worker first works one warm-up
+episode (process start-up, imports and connection set-up are not load) that the figures
+leave out; a worker that cannot finish its warm-up stops the loadtest with an error naming
+it, rather than skewing the figures. At ``duration`` no new episode starts; episodes still
+running after a grace period are cut and reported as such. Every failed episode's error text
+is kept (the first few in the report), so a failure rate always comes with its reasons.
 
 The figures come for the whole measured phase and over time (the phase cut into windows; an
 episode counts in the window it ended in, with its calls). A sweep runs the same load at several
