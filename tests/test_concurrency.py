@@ -180,3 +180,17 @@ def test_a_hand_fed_worker_runs_jobs_at_once_and_names_them(tmp_path: Path) -> N
     reports = [orjson.loads(line) for line in worker.stdout.splitlines()]
     assert sorted(r["job_id"] for r in reports) == sorted(j["job_id"] for j in jobs)
     assert all(r["status"] == "finished" for r in reports), reports
+
+
+def test_env_serve_works_as_many_requests_at_once_as_asked() -> None:
+    """anyio's default 40 threads would cap the episodes a trainer steps at once at 40."""
+    import anyio.to_thread
+    from fastapi.testclient import TestClient
+
+    from sopgym.env.server import EnvPool, create_app
+
+    app = create_app(EnvPool.__new__(EnvPool), concurrency=700)
+    with TestClient(app) as client:  # the lifespan runs on the client's own event loop
+        assert client.portal is not None
+        limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)
+        assert limiter.total_tokens == 700
