@@ -16,6 +16,7 @@ import json
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -268,6 +269,25 @@ def test_small_latency_calls_all_complete_and_are_counted() -> None:
     assert gpu["busy_slot_seconds"] == pytest.approx(0.25)  # 5 calls x 0.05 s, one at a time
     assert gpu["generated_tokens"] == stats["generated_tokens"] > 0
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "window"
+
+
+def test_every_door_waits_its_profiles_time() -> None:
+    """OpenAI Chat Completions, Anthropic Messages and Bedrock Converse calls naming one
+    latency profile are all held by its one simulated server."""
+    model = "scripted:latency=0.01"
+    client = TestClient(create_app([DOMAIN], DATA_ROOT))
+    hi = [{"role": "user", "content": "hi"}]
+    chat = client.post("/v1/chat/completions", json={"model": model, "messages": hi})
+    anthropic = client.post("/v1/messages", json={"model": model, "max_tokens": 5, "messages": hi})
+    converse = client.post(
+        f"/model/{quote(model, safe='')}/converse",
+        json={"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+    )
+    assert [chat.status_code, anthropic.status_code, converse.status_code] == [200] * 3
+    assert converse.json()["metrics"]["latencyMs"] >= 10  # the simulated time, at least
+    stats = client.get("/v1/stats").json()
+    assert [(g["spec"], g["served"]) for g in stats["servers"]] == [("latency=0.01", 3)]
+    assert stats["servers"][0]["busy_slot_seconds"] == pytest.approx(0.03)
 
 
 # ---- model names ----
