@@ -122,6 +122,17 @@ def test_calls_above_capacity_queue_first_come_first_served() -> None:
     assert recent["window_busy_slot_seconds"] == 0.625 and recent["utilisation"] == 0.625
 
 
+def test_utilisation_history_stays_small_at_thousands_of_calls_a_second() -> None:
+    profile = LatencyProfile(latency=0.001, capacity=4)
+    timings, gpu = simulate(profile, [(i / 4000, Job(1, 1)) for i in range(20_000)])
+    end = timings[-1].finished
+    assert len(gpu._occupancy.times) <= 1 + end / 0.1 + 1  # a checkpoint a tenth of a second
+    stats = gpu.stats(end, 60.0)
+    assert stats["busy_slot_seconds"] == pytest.approx(20.0)  # 20,000 x 1 ms
+    assert stats["window_busy_slot_seconds"] == pytest.approx(20.0)
+    assert stats["utilisation"] == pytest.approx(20.0 / (4 * end))
+
+
 def test_decode_slows_as_the_batch_fills() -> None:
     profile = LatencyProfile(tpot=0.125, decode_slowdown=0.5)  # no capacity: nothing queues
     jobs = [(0.0, Job(10, 3)), (0.125, Job(10, 3)), (0.1875, Job(10, 3)), (1.0, Job(10, 3))]
