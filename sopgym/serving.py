@@ -90,14 +90,14 @@ def serve(
         access_log=False,
         backlog=backlog,
     )
-    server = _Server(config, on_shutdown)
+    server = NotifyingServer(config, on_shutdown)
     with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: a second Ctrl-C, quietly
         server.run()
     if not server.started:
         sys.exit(STARTUP_FAILURE)
 
 
-class _Server(uvicorn.Server):
+class NotifyingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None] | None) -> None:
         super().__init__(config)
         self._on_shutdown = on_shutdown

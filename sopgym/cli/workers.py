@@ -150,7 +150,9 @@ def agent_worker(
     "--profile",
     default="perfect",
     show_default=True,
-    help="Error profile for requests whose model name does not say scripted:<profile>.",
+    help="Profile for requests whose model name does not say scripted:<profile>: errors "
+    "(noisy, kind=rate, ...) and latency (gpu, latency=S, ttft=, prefill=, tpot=, "
+    "decode_slowdown=, capacity=, kv_cache=; docs/model-latency.md).",
 )
 @click.option(
     "--injection-log",
@@ -168,7 +170,7 @@ def model_server(
     data_root: Path | None,
 ) -> None:
     """Serve the scripted model offline: OpenAI Chat Completions, Anthropic Messages and Bedrock
-    Converse endpoints."""
+    Converse endpoints; GET /v1/stats shows the simulated GPU's figures."""
     from sopgym.services.model.main import serve_model
 
     with entry_point_errors():
