@@ -178,6 +178,8 @@ def import_abcd(path: Path, home: Path | None) -> None:
         data = read_abcd(path)
         domain = build_abcd(path, data)
     except AbcdError as error:
+        for note in error.notes:  # what did not map: the cause of an import with no task
+            click.echo(f"  not mapped: {note}", err=True)
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
     for note in data.notes:

@@ -15,8 +15,13 @@ Where the source differs from our strict view:
   a tool name the source does not know raises in its tool manager and fails the episode; an
   infrastructure failure is a crash like any other and counts against ECR (our strict view
   leaves it out of every agent figure).
-- **the headline** (:func:`aggregate`): its "weighted average" is the mean of the per-SOP
-  percentages, not the figure pooled over all tasks.
+- **the headline** (:func:`headline`): the paper's "Weighted Average" row (Table 4) is the
+  mean of the per-SOP percentages weighted by each SOP's task count ``n`` (its FC-Agent row,
+  70% / 35% / 27%, is that mean of its SOP rows; their plain mean is 72.0 / 29.3 / 23.8). We
+  give it under the paper's name, ``weighted_average``, and the plain mean of the per-SOP
+  percentages (what the source's code reports as its "weighted average") beside it as
+  ``unweighted_mean``. The n-weighted ECR and TSR equal the pooled ones; its C-TSR does not
+  (it weights each SOP's C-TSR by its tasks, not its completed tasks).
 
 C-TSR = correct / completed and TSR = correct / tasks, as in the paper, with a task correct
 only when it completed and its answer matches.
@@ -28,7 +33,7 @@ import math
 from collections.abc import Iterable
 from functools import lru_cache
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from sopgym.types import JSON
 
@@ -196,10 +201,27 @@ def _rates(verdicts: list[JSON]) -> JSON:
     }
 
 
+RATES: Final = ("ecr", "c_tsr", "tsr")
+
+
+def headline(by_sop: dict[str, JSON]) -> tuple[JSON, JSON]:
+    """The per-SOP rates' mean weighted by each SOP's ``tasks`` (the paper's "Weighted
+    Average"), and their plain mean, each per rate."""
+    total = sum(rates["tasks"] for rates in by_sop.values())
+    weighted = {
+        key: sum(rates[key] * rates["tasks"] for rates in by_sop.values()) / total
+        if total else 0.0
+        for key in RATES
+    }
+    unweighted = {key: fmean(rates[key] for rates in by_sop.values()) for key in RATES}
+    return weighted, unweighted
+
+
 def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
-    """Run figures from (domain, verdict) pairs: per SOP, their mean (the source's "weighted
-    average"), the figures pooled over all tasks (for comparison), and how many episodes the
-    two views judge differently. ``None`` when no episode is SOP-Bench-style."""
+    """Run figures from (domain, verdict) pairs: per SOP, their n-weighted mean (the paper's
+    "Weighted Average") and their plain mean, the figures pooled over all tasks (for
+    comparison), and how many episodes the two views judge differently. ``None`` when no
+    episode is SOP-Bench-style."""
     per_sop: dict[str, list[JSON]] = {}
     for domain, found in episodes:
         per_sop.setdefault(domain, []).append(found)
@@ -207,13 +229,13 @@ def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
         return None
     every = [v for verdicts in per_sop.values() for v in verdicts]
     by_sop = {name: _rates(verdicts) for name, verdicts in sorted(per_sop.items())}
+    weighted, unweighted = headline(by_sop)
     return {
-        "definition": "SOP-Bench's published code: containment match, crash-only ECR, "
-        "mean of per-SOP percentages",
+        "definition": "SOP-Bench's published code: containment match, crash-only ECR; "
+        "headline = per-SOP percentages weighted by task count (the paper's Table 4)",
         "per_sop": by_sop,
-        "weighted_average": {
-            key: fmean(rates[key] for rates in by_sop.values()) for key in ("ecr", "c_tsr", "tsr")
-        },
+        "weighted_average": weighted,
+        "unweighted_mean": unweighted,
         "pooled": _rates(every),
         "empty_expected_tasks": sum("empty_expected" in v for v in every),
         "differs": sum(bool(v["differs"]) for v in every),
