@@ -108,6 +108,36 @@ def test_sopbench_step_limit_completes_an_unknown_tool_does_not() -> None:
     assert "lookup_everything" in strayed.paper["sopbench"]["why"]
 
 
+def test_sopbench_reads_a_multi_field_answer_from_the_tool_results_when_it_names_none() -> None:
+    """SOP-Bench's Evaluator parses the reasoning trace of a multi-field SOP: an answer that
+    names no expected field is judged by the fields the tool results hold. Here the tools
+    returned every expected value and the agent answered under other keys: correct there,
+    wrong here; a step-limited episode with no answer is completed and correct there."""
+    gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id]
+    first, *rest = list(gold.outputs.items())
+    results = [CallRecord("lookup", {}, 200, result={"noise": 1, first[0]: first[1]}),
+               CallRecord("decide", {}, 200, result=dict(rest))]  # fmt: skip
+    elsewhere = {"decision": "whatever", "note": "answered under other keys"}
+    trajectory = Trajectory(gold.task_id, "e", results, True, elsewhere)
+    score = _score(FLAGGING, 0, trajectory)
+    theirs = score.paper["sopbench"]
+    assert not score.success and theirs["correct"] and theirs["answer_from"] == "tool_results"
+    assert theirs["differs"] == ["correct"]
+    # an answer that names an expected field is what the source reads, tool results or not
+    named = Trajectory(gold.task_id, "e", results, True, {first[0]: first[1]})
+    theirs = _score(FLAGGING, 0, named).paper["sopbench"]
+    assert not theirs["correct"] and theirs["answer_from"] == "final_answer"
+    # no answer at the iteration limit: completed there, and the tool results match
+    limited = Trajectory(gold.task_id, "e", results, False, None)
+    said = "StepLimitExceeded: step limit of 40 model turns reached"
+    score = _score(FLAGGING, 0, limited, agent_error=said)
+    assert not score.completed and score.paper["sopbench"]["correct"]
+    # fewer than half the expected fields in the tool results: not read from them
+    few = Trajectory(gold.task_id, "e", results[:1], True, elsewhere)
+    theirs = _score(FLAGGING, 0, few).paper["sopbench"]
+    assert not theirs["correct"] and theirs["answer_from"] == "final_answer"
+
+
 def test_sopbench_infra_failures_count_against_ecr_and_the_headline_is_per_sop() -> None:
     flagging_gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
     intake = "patient_intake"
