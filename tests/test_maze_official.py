@@ -43,7 +43,7 @@ def test_a_required_key_the_target_never_names_is_mended_and_scored() -> None:
     found = read_file(L1)
     assert [r.unscorable for r in found.records] == [None, None]
     assert all("享" in r.free_keys and r.uncompared == ["享"] for r in found.records)
-    right = [
+    right: list[dict[str, Any]] = [
         {"酒店名称": "湖畔酒店", "套餐": {"住": "豪华大床房一晚", "食": ["双早"], "享": []},
          "说明": "无"},
         {"酒店名称": "山居民宿", "住": "山景房两晚", "享": "无", "说明": "无"},
