@@ -75,7 +75,8 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "wait_s",
             default=300.0,
             show_default=True,
-            help="Shard mode: seconds to wait for the gateway and the model to answer.",
+            help="Shard and lease modes: seconds to wait for the gateway, the model (and the "
+            "run service) to answer.",
         ),
         click.option(
             "--retry-infra",
@@ -101,8 +102,8 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=OUTAGE_WAIT_S,
             show_default=True,
             type=click.FloatRange(0),
-            help="Shard mode: seconds to pause for a tool service or the gateway that goes down "
-            "mid-run before its task is recorded as an infrastructure error.",
+            help="Shard and lease modes: seconds to pause for a tool service or the gateway "
+            "that goes down mid-run before its task is recorded as an infrastructure error.",
         ),
         DATA_ROOT,
     ]
