@@ -92,13 +92,14 @@ class Progress:
     resends: int  # a lease's result sent again (its answer lost): not a new result
     lapsed: int  # leases that lapsed (their worker gone) and went to another worker
     given_back: int  # leases a stopping worker gave back
+    held_by: dict[str, int]  # live leases per worker
 
     @property
     def finished(self) -> bool:
         return self.planned > 0 and self.done == self.planned
 
     def to_json(self) -> JSON:
-        return {**vars(self), "finished": self.finished}
+        return {**vars(self), "held_by": dict(self.held_by), "finished": self.finished}
 
 
 class LeaseStore:
@@ -154,7 +155,8 @@ class LeaseStore:
             )
 
     def settings(self) -> JSON:
-        row = self._db.execute("SELECT value FROM settings WHERE key = 'run'").fetchone()
+        with self._lock:
+            row = self._db.execute("SELECT value FROM settings WHERE key = 'run'").fetchone()
         return orjson.loads(row[0]) if row else {}
 
     # ---- leases ----
@@ -270,18 +272,28 @@ class LeaseStore:
 
     def results(self) -> dict[tuple[str, int], JSON]:
         """Every accepted result line by (task id, trial)."""
-        rows = self._db.execute("SELECT task_id, trial, line FROM results").fetchall()
+        with self._lock:
+            rows = self._db.execute("SELECT task_id, trial, line FROM results").fetchall()
         return {(task_id, trial): orjson.loads(line) for task_id, trial, line in rows}
 
     def progress(self) -> Progress:
-        now = time.time()
-        db = self._db
+        with self._lock:
+            return self._progress(self._db, time.time())
+
+    def _progress(self, db: sqlite3.Connection, now: float) -> Progress:
         planned, done = db.execute("SELECT COUNT(*), COALESCE(SUM(done), 0) FROM attempts").fetchone()
         leased = db.execute(
             "SELECT COUNT(*) FROM attempts WHERE done = 0 AND lease IS NOT NULL AND expires >= ?",
             (now,),
         ).fetchone()[0]
         counters = dict(db.execute("SELECT name, value FROM counters").fetchall())
+        held_by = dict(
+            db.execute(
+                "SELECT holder, COUNT(*) FROM attempts WHERE done = 0 AND lease IS NOT NULL "
+                "AND expires >= ? GROUP BY holder ORDER BY holder",
+                (now,),
+            ).fetchall()
+        )
         return Progress(
             planned=planned,
             done=done,
@@ -291,6 +303,7 @@ class LeaseStore:
             resends=counters.get("resents", 0),
             lapsed=counters.get("lapsed", 0),
             given_back=counters.get("given_back", 0),
+            held_by=held_by,
         )
 
     def close(self) -> None:

@@ -31,6 +31,8 @@ from typing import Any
 
 import msgspec
 import orjson
+from fastapi import FastAPI, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.tasks import Task
@@ -178,9 +180,7 @@ class RunService:
         self.runner.release()
 
 
-def create_app(service: RunService) -> Any:
-    from fastapi import FastAPI, Request, Response
-
+def create_app(service: RunService) -> FastAPI:
     app = FastAPI(title="sopgym run service", docs_url=None, redoc_url=None, openapi_url=None)
 
     def answer(body: JSON, status: int = 200) -> Response:
@@ -195,8 +195,6 @@ def create_app(service: RunService) -> Any:
             except (msgspec.ValidationError, msgspec.DecodeError) as error:
                 return answer({"error": f"malformed request: {error}"}, 400)
             try:
-                from starlette.concurrency import run_in_threadpool
-
                 return answer(await run_in_threadpool(handle, parsed))
             except LeaseRefused as error:
                 return answer({"error": str(error)}, 409)
