@@ -35,6 +35,21 @@ def agents_job() -> dict:
     return job
 
 
+def pod_failure_action(spec: dict, code: int | None, disrupted: bool) -> str:
+    """What the Job controller does with a pod that ended: ``Succeeded``, or the action of the
+    first ``podFailurePolicy`` rule it matches (``Count`` when none does)."""
+    if code == 0:
+        return "Succeeded"
+    for rule in spec["podFailurePolicy"]["rules"]:
+        conditions = {c["type"] for c in rule.get("onPodConditions", [])}
+        if "DisruptionTarget" in conditions and disrupted:
+            return str(rule["action"])
+        codes = rule.get("onExitCodes")
+        if codes and (code in codes["values"]) == (codes["operator"] == "In"):
+            return str(rule["action"])
+    return "Count"
+
+
 @dataclass
 class Pod:
     name: str
@@ -61,7 +76,8 @@ class JobController:
         for pod in [p for p in self.pods if p.process.popen.poll() is not None]:
             self.pods.remove(pod)
             code = pod.process.popen.returncode
-            action = "Deleted" if pod.deleted else self._judge(pod, code)
+            judged = pod_failure_action(self.spec, code, pod.disrupted)
+            action = "Deleted" if pod.deleted else judged
             self.exits.append((pod.name, code, action))
             if action == "Succeeded":
                 self.succeeded += 1
@@ -87,18 +103,6 @@ class JobController:
             pod = Pod(name, self.spawn(name))
             self.pods.append(pod)
             live.append(pod)
-
-    def _judge(self, pod: Pod, code: int | None) -> str:
-        if code == 0:
-            return "Succeeded"
-        for rule in self.spec["podFailurePolicy"]["rules"]:
-            conditions = {c["type"] for c in rule.get("onPodConditions", [])}
-            if "DisruptionTarget" in conditions and pod.disrupted:
-                return str(rule["action"])
-            codes = rule.get("onExitCodes")
-            if codes and (code in codes["values"]) == (codes["operator"] == "In"):
-                return str(rule["action"])
-        return "Count"
 
     @property
     def complete(self) -> bool:

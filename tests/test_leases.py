@@ -76,6 +76,16 @@ def test_renewal_keeps_a_lease_past_its_time(tmp_path: Path) -> None:
     assert [x.task_id for x in store.lease("b", 4, _give_up)] == ["t-2", "t-3", "t-1"]
 
 
+def test_a_lease_answered_is_not_reported_lost_when_renewed(tmp_path: Path) -> None:
+    """A worker renews the leases whose results are on their way: one the service has just
+    accepted is answered, not taken by another worker."""
+    store = _store(tmp_path)
+    (done, open_) = store.lease("w", 2, _give_up)
+    store.accept("w", done.lease, done.task_id, done.trial, _line(done.task_id, done.trial))
+    assert store.renew("w", [done.lease, open_.lease]) == []
+    assert store.renew("someone-else", [open_.lease]) == [open_.lease]
+
+
 def test_given_back_leases_are_free_at_once_and_not_counted_as_lapses(tmp_path: Path) -> None:
     store = _store(tmp_path)
     held = store.lease("evicted", 2, _give_up)

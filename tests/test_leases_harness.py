@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 from sopgym.evaluation.records import RunConfig
-from sopgym.orchestration.leases import EXIT_USAGE
+from sopgym.orchestration.leases import EXIT_INFRA, EXIT_USAGE
 from sopgym.orchestration.processes import (
     ManagedProcess,
     ProcessGroup,
@@ -33,7 +33,7 @@ from sopgym.orchestration.processes import (
 )
 from sopgym.orchestration.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT
-from tests.lease_harness import JobController
+from tests.lease_harness import JobController, agents_job, pod_failure_action
 
 COMPARED = ("status", "outputs", "gold_outputs", "error")
 Step = tuple[str, Callable[[dict], bool], Callable[[dict], None]]  # name, when, what
@@ -246,9 +246,35 @@ def test_a_worker_the_run_refuses_fails_the_job_at_once(tmp_path: Path) -> None:
         started = time.monotonic()
         job.run_until_done(60)
         assert job.failed is not None and "FailJob" in job.failed, job.exits
-        assert [code for _, code, _ in job.exits][0] == EXIT_USAGE
+        assert job.exits[0][1] == EXIT_USAGE
         assert job.made == 2, "no pod replaced a refused one"
         assert run.progress()["done"] == 0 and run.progress()["leased"] == 0
         assert time.monotonic() - started < 60
         log = (tmp_path / "agent-workers-1.log").read_text()
         assert "run service refused this worker: this run works agent 'oracle'" in log
+
+
+def test_a_worker_whose_run_service_never_answers_exits_3(tmp_path: Path) -> None:
+    """The infrastructure's exit (3): counted against the Job's backoffLimit, never FailJob."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = subprocess.run(sopgym_command(
+        "agent-worker", "--gateway", dead, "--agent", "oracle", "--leases", dead, "--wait", "1",
+    ), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == EXIT_INFRA, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    assert f"giving up: run service {dead}/v1/leases: ConnectError" in said
+    assert "Traceback" not in said
+    spec = agents_job()["spec"]  # what the agents' Job does with each status
+    assert pod_failure_action(spec, EXIT_INFRA, disrupted=False) == "Count"
+    assert pod_failure_action(spec, EXIT_USAGE, disrupted=False) == "FailJob"
+    assert pod_failure_action(spec, 143, disrupted=True) == "Ignore"
+
+
+def test_leases_and_shards_are_two_modes() -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    result = subprocess.run(sopgym_command(
+        "agent-worker", "--gateway", nowhere, "--leases", nowhere,
+        "--shard", "0/2", "--run-dir", "x", "--domain", "patient_intake",
+    ), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == EXIT_USAGE
+    assert "--leases and --shard are two modes: give one" in result.stderr

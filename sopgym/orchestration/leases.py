@@ -203,8 +203,8 @@ class LeaseStore:
         return given
 
     def renew(self, worker: str, leases: list[str]) -> list[str]:
-        """Extend ``worker``'s ``leases``; returns those it no longer holds (lapsed and taken
-        by another worker, or already answered)."""
+        """Extend ``worker``'s ``leases``; returns those it no longer holds: lapsed and taken
+        by another worker (one already answered, its result in, is not lost)."""
         expires = time.time() + self.lease_s
         lost = []
         with self._write() as db:
@@ -213,7 +213,10 @@ class LeaseStore:
                     "UPDATE attempts SET expires = ? WHERE lease = ? AND holder = ? AND done = 0",
                     (expires, lease, worker),
                 ).rowcount
-                if not updated:
+                answered = not updated and db.execute(
+                    "SELECT 1 FROM results WHERE lease = ?", (lease,)
+                ).fetchone()
+                if not updated and not answered:
                     lost.append(lease)
         return lost
 
@@ -281,7 +284,9 @@ class LeaseStore:
             return self._progress(self._db, time.time())
 
     def _progress(self, db: sqlite3.Connection, now: float) -> Progress:
-        planned, done = db.execute("SELECT COUNT(*), COALESCE(SUM(done), 0) FROM attempts").fetchone()
+        planned, done = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(done), 0) FROM attempts"
+        ).fetchone()
         leased = db.execute(
             "SELECT COUNT(*) FROM attempts WHERE done = 0 AND lease IS NOT NULL AND expires >= ?",
             (now,),

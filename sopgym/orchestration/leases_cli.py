@@ -173,8 +173,10 @@ def merge_leases_command(service: str, wait_s: float, report: bool) -> None:
         raise click.ClickException(f"run service {service}: HTTP {merged.status_code}: "
                                    f"{merged.text[:300]}")  # fmt: skip
     print_summary(merged.json())
-    console.print(f"leases: {progress['lapsed']} lapsed and re-leased, {progress['given_back']} "
-                  f"given back, {progress['duplicates']} late duplicate result(s) dropped")  # fmt: skip
+    console.print(
+        f"leases: {progress['lapsed']} lapsed and re-leased, {progress['given_back']} given "
+        f"back, {progress['duplicates']} late duplicate result(s) dropped"
+    )
     if not progress["finished"]:
         console.print(f"[yellow]unfinished[/]: {progress['planned'] - progress['done']} of "
                       f"{progress['planned']} attempts have no result")  # fmt: skip
@@ -197,8 +199,10 @@ def _wait_for_run(client: httpx.Client, wait_s: float) -> JSON:
         if progress["finished"] or now - started >= wait_s:
             return progress
         if now - said >= PROGRESS_S:
-            console.print(f"merge-leases: {progress['done']} of {progress['planned']} attempts "
-                          f"done, {progress['leased']} leased, after {now - started:.0f}s")  # fmt: skip
+            console.print(
+                f"merge-leases: {progress['done']} of {progress['planned']} attempts done, "
+                f"{progress['leased']} leased, after {now - started:.0f}s"
+            )
             said = now
         time.sleep(1.0)
 
