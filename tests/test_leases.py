@@ -179,3 +179,19 @@ def test_a_result_that_is_not_a_report_is_refused(service_client: TestClient) ->
         "worker": "w", "lease": "x", "line": {"report": {"trial": "zero"}}})  # fmt: skip
     assert response.status_code == 409
     assert response.json()["error"].startswith("line.report is not a worker report")
+
+
+def test_a_run_service_restarted_with_other_settings_is_refused(tmp_path: Path) -> None:
+    from sopgym.orchestration.run_service import RunService
+
+    run_dir = tmp_path / "restarted"
+    first = RunService(RunConfig(domains=["patient_intake"], agent="oracle", limit=2), run_dir,
+                       DATA_ROOT)  # fmt: skip
+    first.close()
+    again = RunService(RunConfig(domains=["patient_intake"], agent="oracle", limit=2), run_dir,
+                       DATA_ROOT)  # fmt: skip
+    assert again.store.progress().planned == 2, "the same run: carried on"
+    again.close()
+    with pytest.raises(LeaseRefused, match="seed 4 contradicts the run's stored 0"):
+        RunService(RunConfig(domains=["patient_intake"], agent="oracle", limit=2, seed=4),
+                   run_dir, DATA_ROOT)  # fmt: skip

@@ -33,7 +33,7 @@ from sopgym.orchestration.processes import (
 )
 from sopgym.orchestration.stack import Stack, embedded_stack
 from tests.helpers import DATA_ROOT
-from tests.lease_harness import JobController, agents_job, pod_failure_action
+from tests.lease_harness import JobController, Pod, agents_job, pod_failure_action
 
 COMPARED = ("status", "outputs", "gold_outputs", "error")
 Step = tuple[str, Callable[[dict], bool], Callable[[dict], None]]  # name, when, what
@@ -153,14 +153,23 @@ def _leased_run(
         job = JobController(run.spawner(concurrency), parallelism=pods)
         victims: dict[str, str] = {}
 
+        def holding(progress: dict) -> bool:
+            """Whether a live pod holds leases now (the victim of the next event)."""
+            live = {p.name for p in job.live()}
+            return any(n in live for n in progress["held_by"])
+
+        def holder(progress: dict) -> Pod:
+            live = {p.name: p for p in job.live()}
+            held = {n: k for n, k in progress["held_by"].items() if n in live}
+            return live[max(held, key=held.__getitem__)]
+
         def kill_a_holder(progress: dict) -> None:
-            holder = max(progress["held_by"], key=progress["held_by"].get)
-            (pod,) = [p for p in job.live() if p.name == holder]
-            victims["killed"] = holder
+            pod = holder(progress)
+            victims["killed"] = pod.name
             job.kill(pod)
 
         def evict(progress: dict) -> None:
-            pod = job.live()[0]
+            pod = holder(progress)
             victims["evicted"] = pod.name
             job.evict(pod)
 
@@ -172,12 +181,11 @@ def _leased_run(
 
         events = Events(run, [
             ("kill -9 a worker holding leases",
-             lambda p: p["done"] >= at["kill"] and bool(p["held_by"]), kill_a_holder),
+             lambda p: p["done"] >= at["kill"] and holding(p), kill_a_holder),
             ("parallelism raised", lambda p: p["done"] >= at["add"], add_one),
             ("run service restarted", lambda p: p["done"] >= at["restart"],
              lambda p: run.restart_service()),
-            ("a worker evicted", lambda p: p["done"] >= at["evict"] and bool(p["held_by"]),
-             evict),
+            ("a worker evicted", lambda p: p["done"] >= at["evict"] and holding(p), evict),
             ("parallelism lowered", lambda p: p["done"] >= at["lower"], scale_down),
         ])  # fmt: skip
         job.run_until_done(timeout, events)
@@ -214,25 +222,27 @@ def _check(run: LeaseRun, job: JobController, events: Events, facts: dict, local
         assert row["score"] == theirs["score"], row["task_id"]
 
 
-def test_a_leased_run_survives_kills_scaling_a_restart_and_an_eviction(tmp_path: Path) -> None:
-    tasks = 24
+@pytest.mark.parametrize(
+    ("domain", "tasks", "pods", "concurrency", "latency", "at"),
+    [
+        # the default suite's: 24 tasks on 2 pods of 2 episodes
+        ("patient_intake", 24, 2, 2, "60ms",
+         {"kill": 2, "add": 4, "restart": 7, "evict": 11, "lower": 14}),
+        # the issue's acceptance: 3 workers on 300 tasks (slow suite)
+        pytest.param("dangerous_goods", 300, 3, 4, "20ms",
+                     {"kill": 30, "add": 60, "restart": 120, "evict": 180, "lower": 220},
+                     marks=pytest.mark.slow, id="300-tasks"),
+    ],
+)  # fmt: skip
+def test_a_leased_run_survives_kills_scaling_a_restart_and_an_eviction(
+    tmp_path: Path, domain: str, tasks: int, pods: int, concurrency: int, latency: str,
+    at: dict[str, int],
+) -> None:  # fmt: skip
     run, job, events, facts = _leased_run(
-        tmp_path, "patient_intake", tasks, pods=2, concurrency=2, latency="60ms",
-        at={"kill": 2, "add": 4, "restart": 7, "evict": 11, "lower": 14}, timeout=150,
-    )  # fmt: skip
-    _check(run, job, events, facts, _local_rows("patient_intake", tasks, tmp_path), tasks)
-
-
-@pytest.mark.slow
-def test_three_workers_on_300_tasks_kill_add_restart_equal_the_local_run(tmp_path: Path) -> None:
-    tasks = 300
-    run, job, events, facts = _leased_run(
-        tmp_path, "dangerous_goods", tasks, pods=3, concurrency=4, latency="20ms",
-        at={"kill": 30, "add": 60, "restart": 120, "evict": 180, "lower": 220}, timeout=600,
-    )  # fmt: skip
-    _check(run, job, events, facts, _local_rows("dangerous_goods", tasks, tmp_path), tasks)
-    print(f"\n300 tasks: pods {[(n, c, a) for n, c, a in job.exits]}; "
-          f"progress {facts['progress']}")
+        tmp_path, domain, tasks, pods, concurrency, latency, at, timeout=150 + 2 * tasks
+    )
+    _check(run, job, events, facts, _local_rows(domain, tasks, tmp_path), tasks)
+    print(f"\n{tasks} tasks: pods {job.exits}; progress {facts['progress']}")
 
 
 def test_a_worker_the_run_refuses_fails_the_job_at_once(tmp_path: Path) -> None:

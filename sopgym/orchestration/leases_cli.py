@@ -3,7 +3,6 @@ agent worker's ``--leases`` loop (heavy imports inside the commands)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -42,7 +41,7 @@ def run_lease_command(
     exits with :mod:`sopgym.orchestration.leases`' statuses."""
     from sopgym.agents import uses_model
     from sopgym.agents.worker import EpisodePool
-    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm
+    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm, leave_now
     from sopgym.orchestration.lease_worker import LeaseSettings, LeaseWorker
     from sopgym.orchestration.shards import ShardError, default_owner, model_ready, wait_until
 
@@ -68,9 +67,7 @@ def run_lease_command(
         if stop.code != SIGTERM_STATUS:
             raise
         worker.give_back()  # the episodes in flight are not recorded: others take them now
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(SIGTERM_STATUS)  # not after the agents' threads end their calls
+        leave_now(SIGTERM_STATUS)
     worker.close()
     if status:
         sys.exit(status)

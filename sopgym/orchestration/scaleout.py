@@ -162,7 +162,7 @@ def run_shard_command(
     outage_wait: float,
     data_root: Path | None,
 ) -> None:
-    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm
+    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm, leave_now
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
 
     if not domains or run_dir is None:
@@ -196,9 +196,7 @@ def run_shard_command(
             raise
         # the shard's file is closed and its claim given back (run_shard's finally); leave now,
         # not after the agent's worker threads end their calls: the task is not recorded anyway
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(SIGTERM_STATUS)
+        leave_now(SIGTERM_STATUS)
     console.print(f"shard done: {worked} tasks worked")
 
 
