@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from sopgym.agents.worker import EpisodePool, TraceDelivery
-from sopgym.core.exceptions import InfrastructureError
+from sopgym.core.exceptions import InfrastructureError, UsageError
 from sopgym.evaluation.records import WorkerReport
 from sopgym.observability import tracing
 from sopgym.orchestration.leases import EXIT_DONE, EXIT_INFRA, EXIT_USAGE
@@ -43,7 +43,7 @@ class RunServiceDown(InfrastructureError, RuntimeError):
     """The run service did not answer within the worker's ``--wait``."""
 
 
-class WorkerRefused(InfrastructureError, RuntimeError):
+class WorkerRefused(UsageError, RuntimeError):
     """The run service refused this worker's request (409: another agent or model, a lease
     that is not the run's): retrying cannot help."""
 

@@ -91,9 +91,12 @@ def run_lease_command(
 @click.option("--agent", default=DEFAULT_AGENT, show_default=True, help=f"Agent: {AGENT_HELP}.")
 @click.option("--model", default="scripted", show_default=True, help=MODEL_HELP)
 @click.option("--limit", type=click.IntRange(1), default=None, help="First N per domain.")
-@click.option("--trials", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--distractors", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--trials", type=click.IntRange(1), default=1, show_default=True,
+              help="Times every task runs (as sopgym run --trials).")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="The run's seed (as sopgym run --seed).")  # fmt: skip
+@click.option("--distractors", type=click.IntRange(0), default=0, show_default=True,
+              help="Extra, unneeded tools added to each episode's catalog.")  # fmt: skip
 @click.option("--sop", "sop_variant", default="clean", show_default=True, help="SOP variant.")
 @click.option(
     "--lease-s",
