@@ -75,7 +75,8 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "wait_s",
             default=300.0,
             show_default=True,
-            help="Shard mode: seconds to wait for the gateway and the model to answer.",
+            help="Shard and lease modes: seconds to wait for the gateway, the model (and the "
+            "run service) to answer.",
         ),
         click.option(
             "--retry-infra",
@@ -101,8 +102,8 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=OUTAGE_WAIT_S,
             show_default=True,
             type=click.FloatRange(0),
-            help="Shard mode: seconds to pause for a tool service or the gateway that goes down "
-            "mid-run before its task is recorded as an infrastructure error.",
+            help="Shard and lease modes: seconds to pause for a tool service or the gateway "
+            "that goes down mid-run before its task is recorded as an infrastructure error.",
         ),
         DATA_ROOT,
     ]
@@ -161,7 +162,7 @@ def run_shard_command(
     outage_wait: float,
     data_root: Path | None,
 ) -> None:
-    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm
+    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm, leave_now
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
 
     if not domains or run_dir is None:
@@ -195,9 +196,7 @@ def run_shard_command(
             raise
         # the shard's file is closed and its claim given back (run_shard's finally); leave now,
         # not after the agent's worker threads end their calls: the task is not recorded anyway
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(SIGTERM_STATUS)
+        leave_now(SIGTERM_STATUS)
     console.print(f"shard done: {worked} tasks worked")
 
 
