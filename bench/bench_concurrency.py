@@ -177,8 +177,16 @@ def phases_of(printed: str) -> dict[str, float]:
     return phases
 
 
-def figures(  # type: ignore[no-untyped-def]
-    args, concurrency, run_dir, wall, phases, before, after, sampler, gpu
+def figures(
+    args: argparse.Namespace,
+    concurrency: int,
+    run_dir: Path,
+    wall: float,
+    phases: dict[str, float],
+    before: resource.struct_rusage,
+    after: resource.struct_rusage,
+    sampler: ProcessSampler,
+    gpu: dict | None,
 ) -> dict:
     rows = [orjson.loads(line) for line in (run_dir / "results.jsonl").read_bytes().splitlines()]
     calls = [c for r in rows for c in r["llm_calls"]]

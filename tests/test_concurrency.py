@@ -178,7 +178,7 @@ def test_a_hand_fed_worker_runs_jobs_at_once_and_names_them(tmp_path: Path) -> N
         )  # fmt: skip
     assert worker.returncode == 0, worker.stderr[-2000:]
     reports = [orjson.loads(line) for line in worker.stdout.splitlines()]
-    assert sorted(r["job_id"] for r in reports) == sorted(j["job_id"] for j in jobs)
+    assert sorted(str(r["job_id"]) for r in reports) == sorted(str(j["job_id"]) for j in jobs)
     assert all(r["status"] == "finished" for r in reports), reports
 
 

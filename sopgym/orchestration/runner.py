@@ -574,7 +574,8 @@ def not_this_job(record: JSON, task: Task, run_id: str, trial: int) -> str | Non
     """Why the gateway's episode ``record`` is not the episode of this job (another task,
     domain, run or trial), or None when it is: a report names its episode, and only the
     gateway's record says whose it is."""
-    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    meta = record.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
     found = (record.get("task_id"), record.get("domain"), meta.get("run_id"), meta.get("trial", 0))
     wanted = (task.id, task.domain, run_id, trial)
     if found == wanted:
