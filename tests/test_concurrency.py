@@ -194,3 +194,13 @@ def test_env_serve_works_as_many_requests_at_once_as_asked() -> None:
         assert client.portal is not None
         limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)
         assert limiter.total_tokens == 700
+
+
+def test_shard_mode_refuses_a_concurrency_it_would_not_use(tmp_path: Path) -> None:
+    refused = subprocess.run(
+        ["sopgym", "agent-worker", "--gateway", "http://127.0.0.1:9", "--shard", "0/2",
+         "--run-dir", str(tmp_path), "--domain", "patient_intake", "--concurrency", "4"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--concurrency" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -127,6 +127,11 @@ def agent_worker(
     observe = worker_metrics(agent, model, metrics_host, metrics_port)
     if lease_service is not None and shard["shard"] is not None:
         raise click.UsageError("--leases and --shard are two modes: give one")
+    if shard["shard"] is not None and concurrency > 1:  # never a knob that silently does nothing
+        raise click.UsageError(
+            "--concurrency holds many episodes with --leases or jobs on stdin; --shard works "
+            "its shard one episode at a time (use --leases for many per process)"
+        )
     try:
         if lease_service is not None:
             run_lease_command(
