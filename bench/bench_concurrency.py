@@ -19,6 +19,7 @@ an agent step (an episode's wall time over its model calls). ``--json PATH`` kee
     python bench/bench_concurrency.py                      # 1, 10, 100, 300, 1000; fixed
     python bench/bench_concurrency.py --levels 500 --trials 6 --profile fixed
     python bench/bench_concurrency.py --levels 300 --profile gpu
+    python bench/bench_concurrency.py --levels 32 --processes-up-to 32   # beside the old shape
 
 Run it on a quiet machine: the figures are CPU-bound, and anything else running takes its
 share of the same cores.
@@ -132,8 +133,12 @@ def start_model_server(profile: str, logs: Path) -> tuple[subprocess.Popen, str]
     raise SystemExit(f"the model server did not start: see {logs / 'model-server.log'}")
 
 
-def run_point(args: argparse.Namespace, concurrency: int, runs: Path) -> dict:
-    run_id = f"{args.profile}-c{concurrency}"
+def run_point(
+    args: argparse.Namespace, concurrency: int, runs: Path, shape: str = "threads"
+) -> dict:
+    """One run at ``concurrency``: ``threads`` (episodes spread over the default processes)
+    or ``processes`` (one process per episode in flight: how runs worked before)."""
+    run_id = f"{args.profile}-c{concurrency}-{shape}"
     model_args = ["--model", f"scripted:latency={args.latency:g}"]
     server, base_url = None, None
     if args.profile == "gpu":
@@ -142,7 +147,9 @@ def run_point(args: argparse.Namespace, concurrency: int, runs: Path) -> dict:
     argv = [sys.executable, "-m", "sopgym", "run", "patient_intake", *model_args,
             "--concurrency", str(concurrency), "--trials", str(args.trials), "--runs-dir",
             str(runs), "--run-id", run_id, "--quiet", "--task-timeout", "600"]  # fmt: skip
-    if args.workers:
+    if shape == "processes":
+        argv += ["--workers", str(concurrency)]
+    elif args.workers:
         argv += ["--workers", str(args.workers)]
     if args.no_trace:
         argv.append("--no-trace")
@@ -163,7 +170,9 @@ def run_point(args: argparse.Namespace, concurrency: int, runs: Path) -> dict:
         server.terminate()
         server.wait(10)
     phases = phases_of(out.decode(errors="replace"))
-    return figures(args, concurrency, runs / run_id, wall, phases, before, after, sampler, gpu)
+    point = figures(args, concurrency, runs / run_id, wall, phases, before, after, sampler, gpu)
+    point["shape"] = shape
+    return point
 
 
 def phases_of(printed: str) -> dict[str, float]:
@@ -231,7 +240,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def show(point: dict) -> None:
     print(
-        f"{point['profile']:>5} C={point['concurrency']:<5} {point['episodes']:>5} episodes "
+        f"{point['profile']:>5} {point['shape']:>9} C={point['concurrency']:<5} "
+        f"{point['episodes']:>5} episodes "
         f"({point['errors']} errors) in {point['tasks_s']:.1f} s: {point['episodes_per_s']:.1f}/s, "
         f"{100 * (point['share_of_ideal'] or 0):.0f}% of ideal ({point['ideal_s']:.1f} s); "
         f"CPU {point['cpu_ms_per_call']:.2f} ms/call ({point['harness_cpu_ms_per_call']:.2f} "
@@ -255,16 +265,26 @@ def main() -> None:
                         help="trials per task (default: 2 episodes per slot)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=0, help="worker processes (default: auto)")
     parser.add_argument("--no-trace", action="store_true", help="runs without the trace store")
+    parser.add_argument("--processes-up-to", type=int, default=0,
+                        help="also run levels up to this one as one process per episode (the "
+                        "shape runs had before), side by side")  # fmt: skip
+    parser.add_argument("--episodes-per-slot", type=int, default=2,
+                        help="episodes per slot when --trials is not given")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args()
     runs = Path(tempfile.mkdtemp(prefix="bench-concurrency-"))
     points = []
     try:
         for level in (int(x) for x in args.levels.split(",")):
-            trials = args.trials or max(1, -(-2 * level // 96))  # patient_intake: 96 tasks
-            point = run_point(argparse.Namespace(**{**vars(args), "trials": trials}), level, runs)
-            show(point)
-            points.append(point)
+            per_slot = args.episodes_per_slot  # patient_intake: 96 tasks
+            trials = args.trials or max(1, -(-per_slot * level // 96))
+            shapes = ["threads"] + (["processes"] if level <= args.processes_up_to else [])
+            for shape in shapes:
+                point = run_point(
+                    argparse.Namespace(**{**vars(args), "trials": trials}), level, runs, shape
+                )
+                show(point)
+                points.append(point)
     finally:
         shutil.rmtree(runs, ignore_errors=True)
     if args.json:
