@@ -48,8 +48,6 @@ class ToolsLoadError(DataError, RuntimeError):
     """``tools.py`` cannot be imported, or offers no object to call tools on."""
 
 
-
-
 class NullResult(dict[str, Any]):
     """``{"value": null}`` answering a tool that returned ``None``: SOP-Bench shows its model
     ``null`` as a success, so we do too; the type lets the call carry a warning saying so."""

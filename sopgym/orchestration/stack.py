@@ -3,6 +3,9 @@
 The tool services run in ``service_groups`` processes (one by default): a process serves its
 domains each in its own app over its own data (:mod:`sopgym.services.tools.group`), so the
 interpreter and libraries every service needs are paid for once per group, not per domain.
+An imported domain (:data:`~sopgym.core.imported.PREFIXES`) runs foreign code, its benchmark's
+``tools.py``, inside its tool service: it always has a process of its own, so that code can
+patch, read or starve no other domain's service.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 
 from sopgym.agents.models import is_scripted
 from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
+from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
 from sopgym.core.imported import TOOL_SEED_ENV
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
@@ -149,7 +153,11 @@ def embedded_stack(
 
 def split_groups(domains: list[str], groups: int) -> list[list[str]]:
     """``domains`` in ``groups`` runs of consecutive names (a family stays together), as even
-    in size as can be; fewer groups when there are fewer domains, none for no domain."""
+    in size as can be; fewer groups when there are fewer domains, none for no domain. Each
+    imported domain comes after them in a group of its own, whatever ``groups`` says (its
+    ``tools.py`` is foreign code: it shares no process with another domain)."""
+    imported = [[name] for name in domains if name.startswith(IMPORTED_PREFIXES)]
+    domains = [name for name in domains if not name.startswith(IMPORTED_PREFIXES)]
     count = max(1, min(groups, len(domains)))
     size, extra = divmod(len(domains), count)
     split, start = [], 0
@@ -157,7 +165,7 @@ def split_groups(domains: list[str], groups: int) -> list[list[str]]:
         end = start + size + (index < extra)
         split.append(domains[start:end])
         start = end
-    return [members for members in split if members]
+    return [members for members in split if members] + imported
 
 
 def start_model_server(
