@@ -93,8 +93,12 @@ def agent_worker(
     """Work tasks read as JSON lines on stdin, one result line per task on stdout; or, with
     --shard, one shard of --domain's tasks taken from the gateway, results in --run-dir."""
     from sopgym.agents.worker import serve
+    from sopgym.core.access import drop_privileges
     from sopgym.observability.tracing import setup_tracing
 
+    # before any agent code: a worker runs untrusted code, which must reach neither the
+    # runner's nor the servers' memory (secrets, gold), nor its sibling workers'
+    drop_privileges()
     try:
         agent_options = orjson.loads(options)
     except orjson.JSONDecodeError as error:

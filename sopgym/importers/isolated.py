@@ -49,7 +49,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from sopgym.core.access import make_undumpable
+from sopgym.core.access import drop_capabilities, forbid_new_privileges, make_undumpable
 from sopgym.core.exceptions import DataError, InfrastructureError
 
 T = TypeVar("T")
@@ -62,9 +62,7 @@ SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWPID = 0x20000, 0x10000000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
-LINUX_CAPABILITY_VERSION_3 = 0x20080522
+PR_SET_PDEATHSIG = 1
 DIED = "died"  # PID 1's word for code that died before answering, with its exit status
 
 
@@ -230,8 +228,8 @@ def confine(
     os.environ["TMPDIR"] = str(scratch)
     tempfile.tempdir = str(scratch)
     held.update(_limit(timeout_s))
-    held["no_new_privs"] = _no_new_privileges()
-    held["no_capabilities"] = _drop_capabilities()
+    held["no_new_privs"] = forbid_new_privileges()
+    held["no_capabilities"] = drop_capabilities()
     return held
 
 
@@ -302,39 +300,6 @@ def _mount_points() -> list[str]:
     lines = Path("/proc/self/mountinfo").read_text().splitlines()
     escaped = [line.split()[4] for line in lines]
     return [point.encode().decode("unicode_escape") for point in escaped]
-
-
-def _no_new_privileges() -> bool:
-    """``no_new_privs``: no program run from here gains a privilege (setuid bits, file caps)."""
-    return sys.platform.startswith("linux") and _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-
-
-def _drop_capabilities() -> bool:
-    """No capability left, the bounding set emptied too (root's next program gets none):
-    whether every set reads zero."""
-    if not sys.platform.startswith("linux"):
-        return False
-    libc = _libc()
-    with contextlib.suppress(OSError, ValueError):
-        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-        for capability in range(last + 1):
-            libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
-    sets = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (two words each): none
-    libc.capset(header, sets)
-    return _capabilities() == {"CapInh": 0, "CapPrm": 0, "CapEff": 0, "CapBnd": 0, "CapAmb": 0}
-
-
-def _capabilities() -> dict[str, int]:
-    """This process's capability sets, as /proc/self/status shows them."""
-    found = {}
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Cap"):
-                name, value = line.split(":")
-                found[name] = int(value, 16)
-    return found
 
 
 def _limit(timeout_s: float) -> dict[str, bool]:

@@ -5,7 +5,9 @@ domains each in its own app over its own data (:mod:`sopgym.services.tools.group
 interpreter and libraries every service needs are paid for once per group, not per domain.
 An imported domain (:data:`~sopgym.core.imported.PREFIXES`) runs foreign code, its benchmark's
 ``tools.py``, inside its tool service: it always has a process of its own, so that code can
-patch, read or starve no other domain's service.
+patch, read or starve no other domain's service. The process that starts the stack turns
+itself non-dumpable first (:func:`~sopgym.core.access.make_undumpable`): it holds the secrets
+and, in a run, the gold, and the agent workers it starts run as its user.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
-from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
+from sopgym.core.access import SERVICE_SECRET_ENV, make_undumpable, new_secret
 from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
 from sopgym.core.imported import TOOL_SEED_ENV
 from sopgym.core.registry import load_domain
@@ -72,6 +74,9 @@ def embedded_stack(
     injection spec (:mod:`sopgym.gateway.faults`), drawn from ``seed``. The domains with tools
     are served by ``service_groups`` processes (fewer when there are fewer such domains).
     """
+    # This process (the runner, the load test) holds the stack's secrets and, for a run,
+    # every task's gold; the agent workers it starts next run untrusted code as its user
+    make_undumpable()
     with ProcessGroup() as group:
         stack = Stack(
             group=group,
