@@ -193,7 +193,7 @@ def draw_per_thread() -> None:
     tools.py is imported, so its ``from random import choice`` takes the per-thread one."""
     with _rewiring:
         if "random" not in _rewired:
-            _forward_to_thread([random], random._inst, random.Random)  # type: ignore[attr-defined]
+            _forward_to_thread([random], random._inst, random.Random)
             _rewired.add("random")
         if "numpy" not in _rewired:
             try:
