@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -64,6 +65,17 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG = 1
 DIED = "died"  # PID 1's word for code that died before answering, with its exit status
+
+
+@dataclass(frozen=True)
+class ForeignCall:
+    """What the sandboxed child runs, and the sandbox it runs in."""
+
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+    scratch: Path
+    timeout_s: float
+    read_only: bool
 
 
 class IsolatedTimeout(InfrastructureError, TimeoutError):
@@ -87,9 +99,8 @@ def run_isolated(
     context: Any = multiprocessing.get_context(method)
     scratch = Path(tempfile.mkdtemp(prefix="sopgym-foreign-"))
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(
-        target=_child, args=(send, function, args, scratch, timeout_s, read_only), daemon=True
-    )
+    job = ForeignCall(function, args, scratch, timeout_s, read_only)
+    child = context.Process(target=_child, args=(send, job), daemon=True)
     answered = False
     try:
         child.start()
@@ -137,68 +148,60 @@ def _death_of(code: int | None) -> str:
     return f"the child exited with code {code} before answering"
 
 
-def _child(
-    send: Connection,
-    function: Callable[..., Any],
-    args: tuple[Any, ...],
-    scratch: Path,
-    timeout_s: float,
-    read_only: bool,
-) -> None:
-    """The forked child: as root, it makes the namespaces, forks their PID 1 and waits for it
-    (what the caller watches and kills); elsewhere it confines itself and runs the code."""
-    if not _unshare_namespaces():
+def _child(send: Connection, job: ForeignCall) -> None:
+    """The forked child the caller watches and kills: it makes the namespaces (as root), forks
+    the confined process (their PID 1 as root, else the code itself), waits for it and says
+    how it died when it died without a word. It closes none of its descriptors: one of them
+    tells the caller it is alive."""
+    own_pids = _unshare_namespaces()
+    confined = os.fork()
+    if confined == 0:
+        if own_pids:
+            _namespace_init(send, job)
         keep = send.fileno()
-        _answer(send, function, args, lambda: confine(scratch, timeout_s, read_only, keep))
-        return
-    init = os.fork()
-    if init == 0:
-        _namespace_init(send, function, args, scratch, timeout_s, read_only)
-    send.close()
-    _, status = os.waitpid(init, 0)
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        _answer(send, job, lambda: confine(job.scratch, job.timeout_s, job.read_only, keep))
+        os._exit(0)
+    _, status = os.waitpid(confined, 0)
+    _tell_an_early_death(send, status)
+    os._exit(0)
 
 
-def _namespace_init(
-    send: Connection,
-    function: Callable[..., Any],
-    args: tuple[Any, ...],
-    scratch: Path,
-    timeout_s: float,
-    read_only: bool,
-) -> None:
+def _namespace_init(send: Connection, job: ForeignCall) -> None:
     """PID 1 of the new PID namespace: confine, fork the code as PID 2, wait for it, say how it
     died when it died without answering, and exit, which kills whatever it left behind."""
-    parent = os.getppid()
-    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the caller's kill reaches us
-    if os.getppid() != parent:
-        os._exit(1)
+    # the caller's kill of our parent reaches us (a kill in the microseconds before this
+    # line leaves the code its CPU limit, and the namespace ends with it)
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     make_undumpable()  # PID 2, same user, cannot read our memory (a copy of the caller's)
     try:
-        confine(scratch, timeout_s, read_only, keep=send.fileno())
+        confine(job.scratch, job.timeout_s, job.read_only, keep=send.fileno())
     except BaseException as error:  # a sandbox that cannot be made: said, never half-run
         _send(send, ("raise", error))
         os._exit(0)
     code = os.fork()
     if code == 0:
-        _answer(send, function, args, lambda: None)
+        _answer(send, job, lambda: None)
         os._exit(0)
     while True:  # reap everything; orphans of the code are re-parented to us
         pid, status = os.waitpid(-1, 0)
         if pid == code:
             break
-    exit_code = os.waitstatus_to_exitcode(status)
-    if exit_code != 0:  # it died before answering (a clean exit follows its answer)
-        _send(send, (DIED, exit_code))
+    _tell_an_early_death(send, status)
     os._exit(0)
 
 
-def _answer(
-    send: Connection, function: Callable[..., Any], args: tuple[Any, ...], setup: Callable[[], Any]
-) -> None:
+def _tell_an_early_death(send: Connection, status: int) -> None:
+    """How the confined process died, when it died before answering (a clean exit follows
+    its answer): the caller reports it as the crash."""
+    exit_code = os.waitstatus_to_exitcode(status)
+    if exit_code != 0:
+        _send(send, (DIED, exit_code))
+
+
+def _answer(send: Connection, job: ForeignCall, setup: Callable[[], Any]) -> None:
     try:
         setup()
-        answer: tuple[str, Any] = ("return", function(*args))
+        answer: tuple[str, Any] = ("return", job.function(*job.args))
     except BaseException as error:  # handed to the parent, never lost here
         answer = ("raise", error)
     _send(send, answer)
