@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -62,3 +63,38 @@ def test_errors_and_values_translate() -> None:
         "x": None,
         "a": [1, 2],
     }
+
+
+HANGS_AND_DRAWS = """
+import random, threading, time
+import numpy as np
+
+release = threading.Event()
+
+def settle_batch():
+    release.wait(60)  # hangs (until the test ends)
+    return {"settled": True}
+
+def spot_check(order_id):
+    first = random.random()
+    time.sleep(0.05)  # another call's draws land here when the generators are shared
+    return {"order_id": order_id, "draws": [first, random.random(), int(np.random.randint(1e9))]}
+"""
+
+
+def test_a_hung_call_holds_nothing_the_other_calls_need(tmp_path: Path) -> None:
+    """Issue 41, point 5: 40 calls that never return, then healthy calls of the same benchmark
+    still answer at once, and two at the same time draw exactly what each draws alone."""
+    tools = bridge(tmp_path, HANGS_AND_DRAWS, ["settle_batch", "spot_check"])
+    module = tools.load()
+    alone = {o: tools.serve("spot_check", {"order_id": o}) for o in ("A", "B")}
+    with ThreadPoolExecutor(44) as pool:
+        try:
+            hung = [pool.submit(tools.serve, "settle_batch", {}) for _ in range(40)]
+            together = {o: pool.submit(tools.serve, "spot_check", {"order_id": o}) for o in "AB"}
+            answers = {o: call.result(timeout=10) for o, call in together.items()}
+            assert not any(call.done() for call in hung)  # still hanging meanwhile
+        finally:
+            module.release.set()
+    assert answers == alone
+    assert alone["A"] != alone["B"]  # the draws do differ by call

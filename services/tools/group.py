@@ -7,12 +7,17 @@ that base and keeps each domain apart all the same: every domain is a whole
 read-only context), mounted under ``/domains/<slug>`` (:func:`mount_path`), where it answers
 exactly as a one-domain service answers at ``/``. The gateway takes such a mount as the
 domain's service URL, so nothing past this router knows the domains share a process.
+
+An imported domain is never in a group: its benchmark's ``tools.py`` is foreign code running
+in its service's process, where it could patch another domain's tools or read its state.
 """
 
 from __future__ import annotations
 
 from sopgym.asgi import ASGIApp, Receive, Scope, Send, respond
 from sopgym.core.errors import ToolError
+from sopgym.core.exceptions import UsageError
+from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
 from sopgym.core.jsonio import dumps
 
 MOUNT_PREFIX = "/domains/"
@@ -28,6 +33,12 @@ class ToolServiceGroup:
     the app sees it served alone); ``/healthz`` and ``/readyz`` answer for the process."""
 
     def __init__(self, apps: dict[str, ASGIApp]) -> None:
+        foreign = [name for name in apps if name.startswith(IMPORTED_PREFIXES)]
+        if foreign and len(apps) > 1:
+            raise UsageError(
+                f"{foreign[0]} runs its benchmark's own tools.py: it is served alone, "
+                "in a tool service of its own, never beside another domain"
+            )
         self.apps = {mount_path(domain)[len(MOUNT_PREFIX) :]: app for domain, app in apps.items()}
         self.domains = sorted(apps)
 

@@ -51,7 +51,9 @@ def serve_tools(
 ) -> None:
     """Serve ``domains``' tools on ``host:port`` until stopped (traced as ``sopgym-tools``).
     A name no pack has is refused (a usage error) before tracing or the server starts."""
+    from sopgym.core.access import drop_privileges
     from sopgym.core.exceptions import UsageError
+    from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
     from sopgym.core.registry import load_domain
     from sopgym.observability.tracing import setup_tracing
     from sopgym.serving import serve
@@ -61,5 +63,9 @@ def serve_tools(
         raise UsageError("name at least one domain to serve")
     for name in names:
         load_domain(name)
+    if any(name.startswith(IMPORTED_PREFIXES) for name in names):
+        # its benchmark's tools.py is foreign code running here: even as root it must not
+        # trace or read the gateway's memory (the admin token) or anyone else's
+        drop_privileges()
     setup_tracing("sopgym-tools", {"sopgym.domain": names[0]} if len(names) == 1 else {})
     serve(tool_service_app(names, data_root, idle_timeout, tool_timeout), host, port)

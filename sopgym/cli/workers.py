@@ -115,8 +115,12 @@ def agent_worker(
     --leases, the run service's tasks until the run is done; or, with --shard, one shard of
     --domain's tasks taken from the gateway, results in --run-dir."""
     from sopgym.agents.worker import serve
+    from sopgym.core.access import drop_privileges
     from sopgym.observability.tracing import setup_tracing
 
+    # before any agent code: a worker runs untrusted code, which must reach neither the
+    # runner's nor the servers' memory (secrets, gold), nor its sibling workers'
+    drop_privileges()
     try:
         agent_options = orjson.loads(options)
     except orjson.JSONDecodeError as error:

@@ -16,6 +16,7 @@ import hmac
 import os
 import secrets
 import sys
+from pathlib import Path
 
 import orjson
 
@@ -91,13 +92,68 @@ def handed_secret(name: str) -> str | None:
 
 
 def make_undumpable() -> bool:
-    """``prctl(PR_SET_DUMPABLE, 0)``: the kernel then refuses other non-root processes of the
-    same user ptrace and /proc/<pid>/{mem,environ} of this one (no core dumps either). Whether
-    it took (Linux only)."""
+    """``prctl(PR_SET_DUMPABLE, 0)``: the kernel then refuses ptrace and
+    /proc/<pid>/{mem,environ} of this process to every process without ``CAP_SYS_PTRACE``
+    (other processes of the same user, root ones that dropped their capabilities), and writes
+    no core dump. Whether it took (Linux only). An ``execve`` turns it back on: each program
+    sets it for itself."""
     if not sys.platform.startswith("linux"):
         return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    return _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
 
 
-PR_SET_DUMPABLE = 4
+def drop_privileges() -> dict[str, bool]:
+    """For a process that runs untrusted code (an agent worker): non-dumpable (a sibling cannot
+    read it), ``no_new_privs`` and no capability left, the bounding set emptied too, so even
+    as root it cannot trace or read the memory of a non-dumpable process (the runner, the
+    servers holding secrets, its sibling workers), remount, ``setns`` or raise a hard limit.
+    What held, by name (Linux only; each false elsewhere)."""
+    return {
+        "undumpable": make_undumpable(),
+        "no_new_privs": forbid_new_privileges(),
+        "no_capabilities": drop_capabilities(),
+    }
+
+
+def forbid_new_privileges() -> bool:
+    """``no_new_privs``: no program run from here gains a privilege (setuid bits, file caps)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return _libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+
+
+def drop_capabilities() -> bool:
+    """No capability left, the bounding set emptied too (a root process's next program gets
+    none either): whether every set reads zero."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = _libc()
+    with contextlib.suppress(OSError, ValueError):  # dropping from the bounding set needs root
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+        for capability in range(last + 1):
+            libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    sets = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (two words each): none
+    libc.capset(header, sets)
+    return set(capabilities().values()) == {0}
+
+
+def capabilities() -> dict[str, int]:
+    """This process's capability sets by /proc/self/status's names (``CapEff``, ``CapBnd``...)."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Cap"):
+                name, value = line.split(":")
+                found[name] = int(value, 16)
+    return found
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 4, 24, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522

@@ -48,8 +48,6 @@ class ToolsLoadError(DataError, RuntimeError):
     """``tools.py`` cannot be imported, or offers no object to call tools on."""
 
 
-
-
 class NullResult(dict[str, Any]):
     """``{"value": null}`` answering a tool that returned ``None``: SOP-Bench shows its model
     ``null`` as a success, so we do too; the type lets the call carry a warning saying so."""
@@ -62,9 +60,6 @@ class ToolsBridge:
         self.none_as_error = none_as_error  # our strict view: None is the tool's failure
         self._target: Any = None
         self._literals: set[str] | None = None
-        # seeding the process-wide generators and drawing from them must not interleave
-        # with another call's (the tool service runs calls in a thread pool)
-        self._seeded = threading.Lock()
 
     # ---- loading ----
     def load(self) -> Any:
@@ -153,9 +148,10 @@ class ToolsBridge:
                 "internal_error", f"tool {name!r} is in toolspecs.json but {TOOLS} lacks it"
             )
         try:
-            with self._seeded:
-                seed_generators(call_seed(name, params))
-                raw = self.call(name, params)
+            # no lock: each call seeds and draws from its own thread's generators, so a call
+            # that hangs holds nothing another call needs (the tool service's thread pool)
+            seed_generators(call_seed(name, params))
+            raw = self.call(name, params)
         except ToolError:
             raise
         except (Exception, SystemExit) as error:
@@ -173,14 +169,73 @@ def call_seed(name: str, params: JSON) -> int:
 
 
 def seed_generators(seed: int) -> None:
-    """Seed Python's ``random`` and numpy's legacy global generator (what tools.py files draw
-    from when they draw unseeded)."""
+    """Seed this thread's ``random`` and numpy legacy generators (what tools.py files draw
+    from when they draw unseeded, :func:`draw_per_thread`)."""
+    draw_per_thread()
     random.seed(seed)
     try:
         import numpy
     except ImportError:  # numpy is pandas' dependency: absent only where pandas is
         return
     numpy.random.seed(seed)
+
+
+_thread_generators = threading.local()
+_rewiring = threading.Lock()
+_rewired: set[str] = set()
+
+
+def draw_per_thread() -> None:
+    """Turn the module-level functions of ``random`` and of numpy's legacy ``numpy.random``
+    (bound methods of one process-wide generator) into calls on a generator of the calling
+    thread's own, once per process. A call seeded and run on one thread then draws the same
+    whatever other calls do meanwhile, with no lock a hung call could hold. Done before
+    tools.py is imported, so its ``from random import choice`` takes the per-thread one."""
+    with _rewiring:
+        if "random" not in _rewired:
+            _forward_to_thread([random], random._inst, random.Random)
+            _rewired.add("random")
+        if "numpy" not in _rewired:
+            try:
+                import numpy.random
+                import numpy.random.mtrand
+            except ImportError:
+                return
+            shared = numpy.random.mtrand._rand
+            _forward_to_thread(
+                [numpy.random, numpy.random.mtrand], shared, numpy.random.RandomState,
+                # module functions of numpy's that call the shared generator's methods
+                also={"seed": "seed", "ranf": "random_sample", "sample": "random_sample"},
+            )  # fmt: skip
+            _rewired.add("numpy")
+
+
+def _forward_to_thread(
+    modules: list[Any], shared: Any, new_generator: Any, also: dict[str, str] | None = None
+) -> None:
+    kind = type(shared).__name__
+
+    def generator() -> Any:
+        own = getattr(_thread_generators, kind, None)
+        if own is None:  # a fresh thread draws from entropy, as the shared one would
+            own = new_generator()
+            setattr(_thread_generators, kind, own)
+        return own
+
+    def forward(name: str) -> Any:
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            return getattr(generator(), name)(*args, **kwargs)
+
+        draw.__name__ = draw.__qualname__ = name
+        return draw
+
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            # bound methods, Python's and builtin ones alike (random.random is the latter)
+            if callable(value) and getattr(value, "__self__", None) is shared:
+                setattr(module, name, forward(value.__name__))
+            elif name in (also or {}):
+                setattr(module, name, forward((also or {})[name]))
 
 
 def unimplemented(folder: Path, tool_names: list[str]) -> list[str]:

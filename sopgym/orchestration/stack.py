@@ -3,6 +3,11 @@
 The tool services run in ``service_groups`` processes (one by default): a process serves its
 domains each in its own app over its own data (:mod:`sopgym.services.tools.group`), so the
 interpreter and libraries every service needs are paid for once per group, not per domain.
+An imported domain (:data:`~sopgym.core.imported.PREFIXES`) runs foreign code, its benchmark's
+``tools.py``, inside its tool service: it always has a process of its own, so that code can
+patch, read or starve no other domain's service. The process that starts the stack turns
+itself non-dumpable first (:func:`~sopgym.core.access.make_undumpable`): it holds the secrets
+and, in a run, the gold, and the agent workers it starts run as its user.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
-from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
+from sopgym.core.access import SERVICE_SECRET_ENV, make_undumpable, new_secret
+from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
 from sopgym.core.imported import TOOL_SEED_ENV
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
@@ -68,6 +74,9 @@ def embedded_stack(
     injection spec (:mod:`sopgym.gateway.faults`), drawn from ``seed``. The domains with tools
     are served by ``service_groups`` processes (fewer when there are fewer such domains).
     """
+    # This process (the runner, the load test) holds the stack's secrets and, for a run,
+    # every task's gold; the agent workers it starts next run untrusted code as its user
+    make_undumpable()
     with ProcessGroup() as group:
         stack = Stack(
             group=group,
@@ -149,7 +158,11 @@ def embedded_stack(
 
 def split_groups(domains: list[str], groups: int) -> list[list[str]]:
     """``domains`` in ``groups`` runs of consecutive names (a family stays together), as even
-    in size as can be; fewer groups when there are fewer domains, none for no domain."""
+    in size as can be; fewer groups when there are fewer domains, none for no domain. Each
+    imported domain comes after them in a group of its own, whatever ``groups`` says (its
+    ``tools.py`` is foreign code: it shares no process with another domain)."""
+    imported = [[name] for name in domains if name.startswith(IMPORTED_PREFIXES)]
+    domains = [name for name in domains if not name.startswith(IMPORTED_PREFIXES)]
     count = max(1, min(groups, len(domains)))
     size, extra = divmod(len(domains), count)
     split, start = [], 0
@@ -157,7 +170,7 @@ def split_groups(domains: list[str], groups: int) -> list[list[str]]:
         end = start + size + (index < extra)
         split.append(domains[start:end])
         start = end
-    return [members for members in split if members]
+    return [members for members in split if members] + imported
 
 
 def start_model_server(
