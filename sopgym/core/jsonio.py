@@ -64,11 +64,25 @@ def loads_object(body: bytes) -> dict[str, Any]:
     return value
 
 
+# Owner only: run folders, reports, exports and eval output carry the gold (expected values,
+# field by field); docs/reliability.md lists where this holds.
+PRIVATE_MODE = 0o600
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write a whole file or nothing: readers never see half of it."""
+    """Write a whole file or nothing, owner-only (:data:`PRIVATE_MODE`) whatever the umask:
+    readers never see half of it. The file under its temporary name is created afresh
+    (``O_EXCL``, never through a link left there), so no earlier mode or owner carries over."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp.unlink(missing_ok=True)  # a leftover of a process that died with our pid
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class JsonlAppender:
@@ -79,8 +93,10 @@ class JsonlAppender:
     """
 
     def __init__(self, path: Path) -> None:
-        # owner only: results rows carry the gold (docs/reliability.md)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # owner only: results rows carry the gold (docs/reliability.md); a file made before
+        # that rule (0644) is narrowed too, as the mode given to open() applies on creation only
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_MODE)
+        os.fchmod(self._fd, PRIVATE_MODE)
 
     def append(self, record: dict[str, Any]) -> None:
         os.write(self._fd, dumps(record) + b"\n")
