@@ -50,11 +50,23 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
+# What can make Markdown text more than text: raw HTML (<), links and images ([ ]), a table
+# cell's end (|), entities (&), code spans (`) and the escape itself
+_MARKDOWN_SPECIAL = re.compile(r"([\\`<>\[\]|&])")
 
 
 def markdown_text(value: object) -> str:
-    """``value`` as literal Markdown text on one line: HTML and Markdown's punctuation
-    backslash-escaped (``<img onerror=...>`` shows as typed, a ``|`` cannot end a table cell,
-    a ``[link](...)`` is no link), controls escaped as on a terminal."""
+    """``value`` as literal Markdown text on one line: ``<img onerror=...>`` shows as typed, a
+    ``|`` cannot end a table cell, ``[text](url)`` is no link; controls escaped as on a
+    terminal."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", printable(value))
+
+
+def markdown_code(value: object) -> str:
+    """``value`` as one inline code span, whatever backticks it holds (CommonMark: a span
+    fenced by more backticks than any run inside cannot be closed early)."""
+    text = printable(value)
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{fence}{padded}{fence}"
