@@ -37,6 +37,16 @@ def _one_line_refusal(output: str) -> None:
     assert "Traceback" not in output
 
 
+def maze_folder(tmp: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, bytes]) -> Path:
+    """A folder of SOP-Maze files to import, with an empty import registry."""
+    isolated_home(tmp, monkeypatch)
+    folder = tmp / "maze"
+    folder.mkdir()
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    return folder
+
+
 def _score(tmp: Path, responses: Path, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, [
         "score", DOMAIN, "--responses", str(responses), "--limit", "2", "--run-id", "r",
@@ -66,10 +76,7 @@ def test_a_huge_trial_index_is_refused_not_planned(tmp_path: Path) -> None:
 def test_json_nested_100000_deep_is_one_line_everywhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    isolated_home(tmp_path, monkeypatch)
-    maze = tmp_path / "maze"
-    maze.mkdir()
-    (maze / "DFS_deep_records_1.json").write_bytes(DEEP)
+    maze = maze_folder(tmp_path, monkeypatch, {"DFS_deep_records_1.json": DEEP})
     result = CliRunner().invoke(import_group, ["sop-maze", str(maze)])
     assert result.exit_code == 2
     _one_line_refusal(result.output)

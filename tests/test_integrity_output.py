@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import shutil
 from pathlib import Path
 
 import orjson
@@ -18,12 +17,12 @@ from click.testing import CliRunner
 from sopgym.cli import main
 from sopgym.importers.cli import import_group
 from tests.helpers import DATA_ROOT, domain_data
-from tests.sopbench_helpers import isolated_home
+from tests.test_integrity_inputs import MAZE, maze_folder
 
 DOMAIN = "maze/telecom_requests"
 FAKE = "\x1b[1;32mTSR 100.0%\x1b[0m"  # what a hostile id paints on a terminal
 MODEL = '<img src=x onerror="alert(1)">'
-FORMULA = "=HYPERLINK(\"http://127.0.0.1:9/\",\"open\")"
+FORMULA = '=HYPERLINK("http://127.0.0.1:9/","open")'
 
 
 def _no_fake_line(output: str) -> None:
@@ -54,7 +53,8 @@ def test_helpers() -> None:
     assert [csv_cell(v) for v in ("=1", "+1", "-1", "@a", "\t=1", "\r=1", "a=1", -1, 2.5)] == [
         "'=1", "'+1", "'-1", "'@a", "'\t=1", "'\r=1", "a=1", -1, 2.5]  # fmt: skip
     assert markdown_text(MODEL + "|[x](javascript:y)") == (
-        '\\<img src=x onerror="alert(1)"\\>\\|\\[x\\](javascript:y)')
+        '\\<img src=x onerror="alert(1)"\\>\\|\\[x\\](javascript:y)'
+    )
     assert markdown_code("a`b") == "``a`b``"
 
 
@@ -65,11 +65,10 @@ def test_a_hostile_task_id_paints_nothing_on_the_terminal(tmp_path: Path) -> Non
 def test_a_hostile_file_name_paints_nothing_on_the_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    isolated_home(tmp_path, monkeypatch)
-    folder = tmp_path / "maze"
-    folder.mkdir()
-    good = Path(__file__).parent / "fixtures" / "sopmaze" / "good" / "BFS_hotel_requests_3.json"
-    shutil.copy(good, folder / f"BFS_hotel{FAKE}\nTSR 100.0%_3.json")
+    good = MAZE / "BFS_hotel_requests_3.json"
+    folder = maze_folder(
+        tmp_path, monkeypatch, {f"BFS_hotel{FAKE}\nTSR 100.0%_3.json": good.read_bytes()}
+    )
     result = CliRunner().invoke(import_group, ["sop-maze", str(folder)])
     assert result.exit_code == 0, result.output
     assert "\\x1b[1;32mTSR 100.0%" in result.output

@@ -239,8 +239,7 @@ def openenv_app(pool: EnvPool) -> FastAPI:
                         await _send(socket, "observation", answer)
                     elif kind == "step":
                         # OpenEnv's clients send the action itself as the data
-                        wrapped = isinstance(data, dict) and "type" not in data
-                        action = data.get("action") if wrapped else data
+                        action = data.get("action") if "type" not in data else data
                         answer = await run_in_threadpool(sessions.step, env_id, action)
                         await _send(socket, "observation", answer)
                     elif kind == "state":
