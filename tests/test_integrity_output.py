@@ -21,7 +21,7 @@ from tests.test_integrity_inputs import MAZE, maze_folder
 
 DOMAIN = "maze/telecom_requests"
 FAKE = "\x1b[1;32mTSR 100.0%\x1b[0m"  # what a hostile id paints on a terminal
-MODEL = '<img src=x onerror="alert(1)">'
+MODEL = '<img src=x onerror="alert(1)">\x1b[32m'
 FORMULA = '=HYPERLINK("http://127.0.0.1:9/","open")'
 
 
@@ -53,7 +53,7 @@ def test_helpers() -> None:
     assert [csv_cell(v) for v in ("=1", "+1", "-1", "@a", "\t=1", "\r=1", "a=1", -1, 2.5)] == [
         "'=1", "'+1", "'-1", "'@a", "'\t=1", "'\r=1", "a=1", -1, 2.5]  # fmt: skip
     assert markdown_text(MODEL + "|[x](javascript:y)") == (
-        '\\<img src=x onerror="alert(1)"\\>\\|\\[x\\](javascript:y)'
+        '\\<img src=x onerror="alert(1)"\\>\\\\x1b\\[32m\\|\\[x\\](javascript:y)'
     )
     assert markdown_code("a`b") == "``a`b``"
 
@@ -97,3 +97,10 @@ def test_the_dataset_card_and_the_report_show_a_model_name_as_text(tmp_path: Pat
         text = re.sub(r"(`+).*?\1", "", page.read_text())  # code spans show HTML as typed
         assert re.search(r"(?<!\\)<img", text) is None, page  # only an escaped \<img
         assert "\\<img" in text, page
+
+
+def test_compare_shows_run_text_as_text(tmp_path: Path) -> None:
+    run = _scored(tmp_path)
+    result = CliRunner().invoke(main, ["compare", str(run), str(run)])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"(?<!\\)<img", result.output) is None and "\\<img" in result.output
