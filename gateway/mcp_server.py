@@ -96,8 +96,11 @@ class McpDoor:
         # by MCP session id, least recently used first: past the manager's cap of live
         # sessions, the oldest entry is one whose session has ended (or idled out)
         self._episodes: OrderedDict[str, asyncio.Future[McpEpisode]] = OrderedDict()
-        # 2026-07-28: the episodes this replica opened, by id, least recently used first
-        self._handles: OrderedDict[str, McpEpisode] = OrderedDict()
+        # 2026-07-28: the episodes this replica opened, by id. An entry lives as long as its
+        # episode in the core's store (bounded by count and bytes, as for every door), never
+        # pushed out by other clients' openings: see _forget_gone_handles
+        self._handles: dict[str, McpEpisode] = {}
+        self._sweep_at = DEFAULT_MAX_SESSIONS
         self._tracer = tracing.lean_tracer(SCOPE_GATEWAY)
         self._stopping = asyncio.Event()
         self._held: asyncio.Task[None] | None = None
@@ -163,10 +166,9 @@ class McpDoor:
         token is checked as the HTTP door checks its bearer token)."""
         episode_id, token = _handle(path) or ("", "")
         session = self._handles.get(episode_id)
-        if session is None:
+        if session is None or self.core.episodes.get(episode_id) is not session.episode:
             raise ToolError("not_found", f"no episode {episode_id!r} on this gateway", "url")
         self.core.authorize(session.episode, token)
-        self._handles.move_to_end(episode_id)
         return session
 
     async def _open_by_handle(self, ctx: Any) -> types.CallToolResult:
@@ -175,11 +177,22 @@ class McpDoor:
         session = await self._open(request)
         episode = session.episode
         self._handles[episode.id] = session
-        if len(self._handles) > DEFAULT_MAX_SESSIONS:
-            self._handles.popitem(last=False)
+        if len(self._handles) > self._sweep_at:
+            self._forget_gone_handles()
         base = (self.core.replica or {}).get("http") or str(request.base_url).rstrip("/")
         url = f"{base}{MCP_PREFIX}{EPISODE_PATH}{episode.id}/{episode.token}"
         return _tool_result({"episode_id": episode.id, "url": url})
+
+    def _forget_gone_handles(self) -> None:
+        """Drop the handles whose episode the core no longer keeps. A handle is only ever
+        forgotten with its episode: a client opening 10,001 episodes cannot push out another's
+        (issue 41), and the handles cost no more than the core's own records allow. Sweeping
+        again only when the table has doubled keeps an opening's cost constant on average."""
+        kept = self.core.episodes
+        gone = [i for i, s in self._handles.items() if kept.get(i) is not s.episode]
+        for episode_id in gone:
+            del self._handles[episode_id]
+        self._sweep_at = max(DEFAULT_MAX_SESSIONS, 2 * len(self._handles))
 
     async def _open(self, request: Any) -> McpEpisode:
         domain, task_id, options = _task_address(request.url.path, request.url.query)

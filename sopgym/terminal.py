@@ -7,17 +7,39 @@ to 80 columns; there the consoles are wider, and a table is still only as wide a
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
 from rich.console import Console
 from rich.table import Column, Table
+from rich.text import Text
+
+from sopgym.core.untrusted import printable, printable_lines
 
 PIPED_WIDTH = 160
 
 
+class SafeConsole(Console):
+    """A console that shows control characters as escapes (``\x1b``) in every string it is
+    given, table cells included: a task id, file name or answer holding an escape sequence
+    cannot colour, move or hide what the terminal shows (a fake green "TSR 100.0%" line).
+    Newlines and tabs stay, as our messages use them: a value that must stay on its line goes
+    through :func:`~sopgym.core.untrusted.printable` first."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(printable_lines(text), **options)
+
+
+def echo(message: str, err: bool = False) -> None:
+    """``click.echo`` for the commands that print plain lines: the same escaping."""
+    click.echo(printable_lines(message), err=err)
+
+
 def _console(stderr: bool) -> Console:
-    console = Console(stderr=stderr, emoji=False)
+    console = SafeConsole(stderr=stderr, emoji=False)
     if console.is_terminal:
         return console
-    return Console(stderr=stderr, emoji=False, width=PIPED_WIDTH)
+    return SafeConsole(stderr=stderr, emoji=False, width=PIPED_WIDTH)
 
 
 console = _console(stderr=True)
@@ -40,6 +62,7 @@ def print_summary(summary: dict) -> None:
     rows = [*summary["domains"].items(), ("all", summary)]
     for name, s in rows:
         errors = ", ".join(f"{k}={v}" for k, v in s["errors"].items()) or "-"
+        name = printable(name)  # a domain's name may come from an imported file's
         # every episode an infrastructure error: no rate has a denominator, none is 0%
         played = s.get("scored", s["tasks"] - s.get("infra_errors", 0)) > 0
         table.add_row(
@@ -129,8 +152,8 @@ def _print_infra(summary: dict) -> None:
             "(left out of ECR/TSR; rerun them with --resume RUN --retry-infra)"
         )
         for item in failed[:10]:
-            console.print(f"  {item['task_id']} (trial {item.get('trial', 0)}): {item['cause']}",
-                          markup=False, soft_wrap=True)  # fmt: skip
+            console.print(f"  {printable(item['task_id'])} (trial {item.get('trial', 0)}): "
+                          f"{printable(item['cause'])}", markup=False, soft_wrap=True)  # fmt: skip
         if len(failed) > 10:
             console.print(f"  ... and {len(failed) - 10} more in summary.json (infra_failed)")
     if summary.get("trace_loss"):

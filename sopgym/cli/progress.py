@@ -11,7 +11,7 @@ from sopgym.agents.models import is_scripted
 from sopgym.cli.common import fail
 from sopgym.orchestration.after_run import slow_step
 from sopgym.orchestration.steps import STEP_PREFIX
-from sopgym.terminal import console
+from sopgym.terminal import console, printable
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
     from sopgym.evaluation.records import RunSummary
@@ -51,7 +51,7 @@ def execute_with_progress(
             solved[1] += bool(row["score"]["success"])
             bar.update(handle, advance=1, tsr=f"success {solved[1]}/{solved[0]}")
             if not console.is_terminal and not quiet:  # a log or CI: a line per task
-                console.print(f"done task={row['task_id']} status={row['status']} "
+                console.print(f"done task={printable(row['task_id'])} status={row['status']} "
                               f"success={row['score']['success']}", markup=False)  # fmt: skip
 
         def on_step(line: str) -> None:  # a model turn in flight somewhere

@@ -13,7 +13,7 @@ from sopgym.cli.common import (
 from sopgym.core.registry import (
     UnknownDomainError,
 )
-from sopgym.terminal import console, print_summary
+from sopgym.terminal import console, print_summary, printable
 from sopgym.validation import (
     DATA_ROOT,
     id_list,
@@ -85,5 +85,5 @@ def score(
                       "passed it")  # fmt: skip
     for name in problems:
         for item in tally[f"{name}_listed"][:5]:
-            console.print(f"  {name.replace('_', ' ')}: {escape(item)}", soft_wrap=True)
+            console.print(f"  {name.replace('_', ' ')}: {escape(printable(item))}", soft_wrap=True)
     console.print(f"results: {run_dir / 'results.jsonl'}\nsummary: {run_dir / 'summary.json'}")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import stat
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,6 +59,61 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+# A file a user hands us (an import, a responses file): bounds that hold before anything is
+# parsed. The published corpora are far below them (ABCD's conversations: ~130 MB of JSON).
+MAX_INPUT_BYTES = 512 * 2**20  # after decompression
+MAX_INPUT_DEPTH = 100  # SOP-Maze's schemas nest ~10 levels; Python's recursion stops near 1,000
+
+
+class InputRefused(DataError, OSError, ValueError):
+    """A user's input file refused before it is parsed whole (not a regular file, too large
+    once uncompressed, a broken gzip stream, JSON nested too deep): one line naming it. An
+    ``OSError`` (the file cannot be read as it is) and a ``ValueError`` (nor parsed), so the
+    callers' existing refusals of unreadable files take it."""
+
+
+def read_input(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a user's input file, ``.gz`` files decompressed, at most ``limit`` bytes
+    (default :data:`MAX_INPUT_BYTES`), or :class:`InputRefused`. Opened without blocking and
+    checked to be a regular file first: a FIFO or a device named ``*.json`` would hang the
+    read or never end."""
+    limit = MAX_INPUT_BYTES if limit is None else limit
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputRefused(f"{path}: not a regular file")
+        compressed = path.name.endswith(".gz")
+        try:
+            if compressed:
+                with gzip.GzipFile(fileobj=handle) as unzipped:
+                    data = unzipped.read(limit + 1)  # never more: a small bomb stays small
+            else:
+                data = handle.read(limit + 1)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+            raise InputRefused(f"{path}: not a whole gzip file ({error})") from None
+    if len(data) > limit:
+        what = "uncompressed " if compressed else ""
+        raise InputRefused(f"{path}: over the {limit // 2**20} MiB {what}input limit")
+    return data
+
+
+def parse_input_json(data: bytes, where: object, depth: int = MAX_INPUT_DEPTH) -> Any:
+    """JSON from a user's file; :class:`InputRefused` when it nests deeper than ``depth``
+    levels (the standard parser would raise ``RecursionError``, and our walks after it too),
+    ``ValueError`` when it is not JSON."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        value, depth_found = None, depth + 1
+    else:
+        # each level opens a bracket, so a file with few of them needs no walk
+        few = data.count(b"[") + data.count(b"{") <= depth
+        depth_found = 0 if few else json_depth(value)
+    if depth_found > depth:
+        raise InputRefused(f"{where}: JSON nested deeper than {depth} levels")
+    return value
+
+
 def loads_object(body: bytes) -> dict[str, Any]:
     """Parse a request body that must be a JSON object, or raise a structured error."""
     value = loads_request(body or b"{}")
@@ -64,11 +122,25 @@ def loads_object(body: bytes) -> dict[str, Any]:
     return value
 
 
+# Owner only: run folders, reports, exports and eval output carry the gold (expected values,
+# field by field); docs/reliability.md lists where this holds.
+PRIVATE_MODE = 0o600
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write a whole file or nothing: readers never see half of it."""
+    """Write a whole file or nothing, owner-only (:data:`PRIVATE_MODE`) whatever the umask:
+    readers never see half of it. The file under its temporary name is created afresh
+    (``O_EXCL``, never through a link left there), so no earlier mode or owner carries over."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    tmp.unlink(missing_ok=True)  # a leftover of a process that died with our pid
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class JsonlAppender:
@@ -79,8 +151,10 @@ class JsonlAppender:
     """
 
     def __init__(self, path: Path) -> None:
-        # owner only: results rows carry the gold (docs/reliability.md)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # owner only: results rows carry the gold (docs/reliability.md); a file made before
+        # that rule (0644) is narrowed too, as the mode given to open() applies on creation only
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_MODE)
+        os.fchmod(self._fd, PRIVATE_MODE)
 
     def append(self, record: dict[str, Any]) -> None:
         os.write(self._fd, dumps(record) + b"\n")

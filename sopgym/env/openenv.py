@@ -38,6 +38,7 @@ from sopgym.client import GatewayError
 from sopgym.core.answers import MESSAGE_ACTION, message_action_spec
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.errors import ToolError
+from sopgym.core.jsonio import loads_request
 from sopgym.env.server import EnvPool, _body, _error, _json
 from sopgym.types import JSON
 
@@ -225,14 +226,11 @@ def openenv_app(pool: EnvPool) -> FastAPI:
         env_id: str | None = None
         try:
             while True:
+                frame = await socket.receive()
+                if frame["type"] == "websocket.disconnect":
+                    break
                 try:
-                    message = orjson.loads(await socket.receive_text())
-                except orjson.JSONDecodeError:
-                    await _send_error(socket, ToolError("invalid_request", "not JSON"))
-                    continue
-                kind = message.get("type") if isinstance(message, dict) else None
-                data = message.get("data") or {} if isinstance(message, dict) else {}
-                try:
+                    kind, data = _frame_message(frame)
                     if kind == "close":
                         break
                     if kind == "reset":
@@ -241,8 +239,7 @@ def openenv_app(pool: EnvPool) -> FastAPI:
                         await _send(socket, "observation", answer)
                     elif kind == "step":
                         # OpenEnv's clients send the action itself as the data
-                        wrapped = isinstance(data, dict) and "type" not in data
-                        action = data.get("action") if wrapped else data
+                        action = data.get("action") if "type" not in data else data
                         answer = await run_in_threadpool(sessions.step, env_id, action)
                         await _send(socket, "observation", answer)
                     elif kind == "state":
@@ -266,6 +263,24 @@ def openenv_app(pool: EnvPool) -> FastAPI:
         await _close(socket)
 
     return app
+
+
+def _frame_message(frame: Any) -> tuple[Any, JSON]:
+    """A WebSocket frame's message type and data; a binary frame, text that is not JSON (or
+    nests too deep), a message that is not an object or ``data`` that is not one is a
+    :class:`ToolError`, answered as an error message on the open socket."""
+    text = frame.get("text")
+    if text is None:
+        raise ToolError("invalid_request", "binary frames are not accepted: send JSON as text")
+    message = loads_request(text.encode(), "message")
+    if not isinstance(message, dict):
+        raise ToolError("invalid_request", 'a message is a JSON object {"type", "data"}')
+    data = message.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ToolError("invalid_value", "data must be a JSON object", "data")
+    return message.get("type"), data
 
 
 async def _send(socket: WebSocket, kind: str, data: JSON) -> None:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from sopgym.terminal import console
+from sopgym.terminal import console, echo
 from sopgym.validation import DATA_ROOT
 
 RUNS_DIR = click.option(
@@ -225,7 +225,7 @@ def compare_command(
     if as_json:
         sys.stdout.buffer.write(dumps(deltas) + b"\n")
     else:
-        click.echo(to_markdown(deltas, str(run_a), str(run_b)))
+        echo(to_markdown(deltas, str(run_a), str(run_b)))  # escaped for the terminal
 
 
 EVALUATION_COMMANDS = [eval_command, report_command, compare_command]

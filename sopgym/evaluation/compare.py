@@ -3,6 +3,7 @@ and task by task (which tasks were fixed, which broke), over the episodes both s
 
 from __future__ import annotations
 
+from sopgym.core.untrusted import markdown_text
 from sopgym.evaluation.evaluator import metrics
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.stats import comparison_markdown, paired_comparison
@@ -119,9 +120,11 @@ def _fmt(value: float | None, rate: bool, signed: bool = False) -> str:
 
 def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
     agents = result.get("agents") or {}
-    lines = [f"# compare: A = {name_a}, B = {name_b}", ""]
+    # run names, agent/model names, domains and task ids are the runs' text: shown as text
+    lines = [f"# compare: A = {markdown_text(name_a)}, B = {markdown_text(name_b)}", ""]
     if agents:
-        lines += [f"A: {', '.join(agents['a']) or '?'}; B: {', '.join(agents['b']) or '?'}", ""]
+        a, b = (", ".join(map(markdown_text, agents[side])) or "?" for side in ("a", "b"))
+        lines += [f"A: {a}; B: {b}", ""]
     if result["warning"]:
         lines += [f"> **Warning**: {result['warning']}.", ""]
     else:
@@ -132,7 +135,8 @@ def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
         return "\n".join([*lines, *_own_markdown(result["own"])]) + "\n"
     sections = [("overall", result["overall"]), *result["domains"].items()]
     for title, figures in sections:
-        lines += [f"## {title}", "", "| metric | A | B | B - A |", "|---|---|---|---|"]
+        lines += [f"## {markdown_text(title)}", ""]
+        lines += ["| metric | A | B | B - A |", "|---|---|---|---|"]
         for key, label, rate in METRICS:
             m = figures[key]
             lines.append(
@@ -143,7 +147,8 @@ def to_markdown(result: JSON, name_a: str, name_b: str) -> str:
     for key, label in (("fixed", "fixed in B"), ("broken", "broken in B"), ("only_a", "only in A"),
                        ("only_b", "only in B")):  # fmt: skip
         items = result[key]
-        lines.append(f"**{label}** ({len(items)}): {', '.join(items[:50]) or '-'}")
+        shown = ", ".join(map(markdown_text, items[:50]))
+        lines.append(f"**{label}** ({len(items)}): {shown or '-'}")
         if len(items) > 50:
             lines[-1] += f", ... (+{len(items) - 50})"
     return "\n".join(lines) + "\n"

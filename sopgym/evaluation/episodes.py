@@ -71,6 +71,9 @@ class EpisodeSpans:
     open: SpanRecord | None = None
     finish: SpanRecord | None = None
     calls: list[SpanRecord] = field(default_factory=list)
+    # gateway spans past the one open and one finish a gateway writes (an exporter's resent
+    # copy of a span is not one): a second writer claims to be the gateway (see _problems)
+    conflicting: list[str] = field(default_factory=list)
     # settled: the identity the first span saying it gives (root, open, finish, first call)
     task_id: str | None = None
     domain: str | None = None
@@ -117,6 +120,13 @@ class EpisodeSpans:
 
     def _problems(self) -> list[str]:
         problems = []
+        if self.conflicting:
+            # the gateway writes one open and one finish span per episode: another process
+            # that reaches the collector wrote the others, and which is the gateway's cannot be
+            # told, so the episode is never scored (a forgery can cost a score, never make one)
+            problems.append(
+                f"conflicting gateway spans ({', '.join(self.conflicting)}): a second writer"
+            )
         if self.root is None:
             problems.append("agent root span missing (agent crashed or span lost)")
         if self.open is None:
@@ -129,6 +139,12 @@ class EpisodeSpans:
             counted = self.finish.attributes.get(CALL_COUNT, 0)
             if counted > len(self.calls):
                 problems.append(f"{counted - len(self.calls)} of {counted} call spans missing")
+            elif counted < len(self.calls) and self._gapless:  # (a gap is said above)
+                # calls the gateway never counted: not its spans
+                problems.append(
+                    f"{len(self.calls) - counted} call span(s) beyond the {counted} the finish "
+                    "span counted: a second writer"
+                )
             for flag, what in _TRUNCATION_FLAGS:
                 if self.finish.attributes.get(flag):
                     problems.append(f"{what} truncated on the finish span")
@@ -240,6 +256,18 @@ def _call_record(span: SpanRecord, gold: Gold | None) -> CallRecord:
     )
 
 
+def _only(kept: SpanRecord | None, span: SpanRecord, conflicting: list[str]) -> SpanRecord:
+    """The episode's one open (or finish) span: the first, noting a different second one."""
+    if kept is None:
+        return span
+    resent = (kept.trace_id, kept.span_id, kept.attributes) == (
+        span.trace_id, span.span_id, span.attributes
+    )  # fmt: skip
+    if not resent:
+        conflicting.append(f"{span.attributes.get(GATEWAY_OP)} span {span.span_id}")
+    return kept
+
+
 def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
     """Group spans into episodes (agent roots without an episode are keyed by trace)."""
     episodes: dict[str, EpisodeSpans] = {}
@@ -260,9 +288,9 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
             if op == OP_CALL:
                 episode.calls.append(span)
             elif op == OP_OPEN:
-                episode.open = episode.open or span
+                episode.open = _only(episode.open, span, episode.conflicting)
             elif op == OP_FINISH:
-                episode.finish = episode.finish or span
+                episode.finish = _only(episode.finish, span, episode.conflicting)
             if span.trace_id not in episode_of_trace:  # (an episode spread over traces)
                 episode_of_trace[span.trace_id] = episode_id
             continue

@@ -223,6 +223,7 @@ def evaluate(
     run: tuple[str, str] | None = None,
     run_filter: str | None = None,
     source: str = "",
+    recorded: dict[EpisodeKey, str] | None = None,
 ) -> JSON:
     """Score every episode in ``spans``.
 
@@ -231,9 +232,12 @@ def evaluate(
     traces of.
     ``run`` (a run folder's (run id, agent)) puts every episode in that one group, which
     exists even when no trace exists at all.
+    ``recorded`` (a run folder's results: the episode id its runner was given by the gateway
+    for each (domain, task id, trial)) is the only episode scored for that key: spans of
+    another episode claiming the task (a forged later attempt) are listed as unmatched.
     """
     with paused_gc():
-        return _evaluate(spans, taskset, expected, run, run_filter, source)
+        return _evaluate(spans, taskset, expected, run, run_filter, source, recorded or {})
 
 
 def _evaluate(
@@ -243,6 +247,7 @@ def _evaluate(
     run: tuple[str, str] | None,
     run_filter: str | None,
     source: str,
+    recorded: dict[EpisodeKey, str],
 ) -> JSON:
     started = time.perf_counter()
     episodes = assemble(spans.spans)
@@ -261,6 +266,9 @@ def _evaluate(
             unmatched.append(_brief(episode, "task not in the task set"))
             continue
         key = (str(domain), str(task_id), episode.trial)
+        if key in recorded and episode.episode_id != recorded[key]:
+            unmatched.append(_brief(episode, "not the episode the run recorded for the task"))
+            continue
         groups[run or (run_id or "", episode.agent or "")].append(
             (episode.started_ns, key, episode)
         )
@@ -365,8 +373,20 @@ def evaluate_path(path: Path, data_root: Path | None = None, run_filter: str | N
     spans = load_spans(path, sc.EVALUATED_SCOPES)
     if is_run_dir(path):
         expected, run = run_expectation(path, taskset)
-        return evaluate(spans, taskset, expected, run, run_filter, source=str(path))
+        recorded = recorded_episodes(path)
+        return evaluate(spans, taskset, expected, run, run_filter, str(path), recorded)
     return evaluate(spans, taskset, run_filter=run_filter, source=str(path))
+
+
+def recorded_episodes(run_dir: Path) -> dict[EpisodeKey, str]:
+    """The episode id the run's results record for each (domain, task id, trial) that has
+    one: the gateway gave it to the runner, which alone writes ``results.jsonl`` (owner-only),
+    so spans of any other episode for that task are not the run's."""
+    return {
+        (r["domain"], r["task_id"], int(r.get("trial") or 0)): r["episode_id"]
+        for r in read_results(run_dir / "results.jsonl")
+        if isinstance(r.get("episode_id"), str)
+    }
 
 
 def evaluate_results(run_dir: Path, taskset: TaskSet) -> JSON:

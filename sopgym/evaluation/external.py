@@ -34,7 +34,7 @@ import orjson
 
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.exceptions import UsageError
-from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.core.jsonio import MAX_INPUT_DEPTH, dumps, json_depth, read_input, write_atomic
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.records import RunSummary, WorkerReport
@@ -42,6 +42,9 @@ from sopgym.evaluation.scorers.base import TASK_SCHEMA
 from sopgym.types import JSON
 
 EXTERNAL_AGENT = "external"  # the agent name of a run scored from outputs made elsewhere
+# Trials a scored run may hold (sopgym run's --trials range): a response's trial index plans
+# that many episodes of every task, so one "trial": 1000000000 must not plan a billion
+MAX_TRIALS = 1000
 LISTED = 50  # problems listed by name in the summary (all are counted)
 
 
@@ -109,7 +112,9 @@ def text_protocol(domain: str) -> TextProtocol:
 def files_under(path: Path, suffixes: tuple[str, ...]) -> list[Path]:
     """``path`` itself, or the files with one of ``suffixes`` under the folder ``path``."""
     if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes))
+        # not only regular files: a FIFO or device of such a name is refused when read (never
+        # skipped in silence, never read until it ends)
+        return sorted(p for p in path.rglob("*") if not p.is_dir() and p.name.endswith(suffixes))
     if not path.exists():
         raise FileNotFoundError(f"no such file or folder: {path}")
     return [path]
@@ -126,7 +131,7 @@ class JsonlReader:
 
     def read(self, path: Path) -> Iterator[Response | Unreadable]:
         for file in files_under(path, (".jsonl",)):
-            for number, line in enumerate(file.read_bytes().splitlines(), 1):
+            for number, line in enumerate(read_input(file).splitlines(), 1):
                 if line.strip():
                     yield self.response(line, f"{file.name}:{number}")
 
@@ -137,6 +142,10 @@ class JsonlReader:
             return Unreadable(where, f"not JSON: {error}")
         if not isinstance(data, dict):
             return Unreadable(where, "not a JSON object")
+        if line.count(b"[") + line.count(b"{") > MAX_INPUT_DEPTH and (
+            json_depth(data) > MAX_INPUT_DEPTH
+        ):  # the scorers walk answers recursively
+            return Unreadable(where, f"nested deeper than {MAX_INPUT_DEPTH} levels")
         problem = _shape_problem(data)
         if problem:
             return Unreadable(where, problem)
@@ -343,6 +352,9 @@ def score_responses(
         tally.read += 1
         if isinstance(item, Unreadable):
             tally.unreadable.append(f"{item.where}: {item.why}")
+            continue
+        if not 0 <= item.trial < MAX_TRIALS:  # any reader's: the run plans every trial below
+            tally.unreadable.append(f"{item.where}: trial {item.trial} is not 0..{MAX_TRIALS - 1}")
             continue
         task, problem = located.find(item)
         key = f"{item.where}: {item.task_id}" + (f" trial {item.trial}" if item.trial else "")

@@ -338,8 +338,19 @@ def write_inspect_log(
 ) -> Path:
     """Write the run as an Inspect log at ``target`` (``.eval``: Inspect's zip format;
     ``.json``: its JSON format)."""
+    import os
+    import tempfile
+
     from inspect_ai.log import write_eval_log
 
+    from sopgym.core.jsonio import PRIVATE_MODE
+
     log = to_eval_log(rows, config, run_id, traces)
-    write_eval_log(log, str(target), format="json" if target.suffix == ".json" else "eval")
+    # written in an owner-only folder beside the target, narrowed to owner-only (the log holds
+    # the gold), then moved into place: at no moment readable by others
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as folder:
+        written = Path(folder) / target.name
+        write_eval_log(log, str(written), format="json" if target.suffix == ".json" else "eval")
+        os.chmod(written, PRIVATE_MODE)
+        os.replace(written, target)
     return target

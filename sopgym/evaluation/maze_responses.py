@@ -18,13 +18,13 @@ official scorer's, docs/sop-maze-import.md lists it and a test pins it.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from sopgym.core.imported import MAZE_PREFIX
+from sopgym.core.jsonio import InputRefused, parse_input_json, read_input
 from sopgym.evaluation.external import (
     TEXT_PROTOCOLS,
     Response,
@@ -63,12 +63,17 @@ def imported_files() -> dict[str, list[tuple[str, Path]]]:
 
 
 def _records(path: Path) -> list[Any] | None:
-    """The file's JSON array, or None when it is not one."""
+    """The file's JSON array, or None when it is not one; :class:`InputRefused` (an
+    ``OSError``: the path cannot be scored) for a file that is not a regular one, too large or
+    nested too deep."""
+    data = read_input(path)
     try:
-        data = json.loads(path.read_bytes())
+        parsed = parse_input_json(data, path.name)
+    except InputRefused:
+        raise
     except ValueError:
         return None
-    return data if isinstance(data, list) else None
+    return parsed if isinstance(parsed, list) else None
 
 
 class MazeResponsesReader:

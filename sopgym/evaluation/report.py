@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.core.untrusted import markdown_code, markdown_text
 from sopgym.evaluation.explain import because_line, call_differences, call_text, coverage_line
 from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.svg import bar_chart, percentile_chart
@@ -287,8 +288,10 @@ def _text(cell: Cell) -> str:
 
 
 def _md_cell(cell: Cell) -> str:
-    text = f"[{cell[0]}]({cell[1]})" if isinstance(cell, tuple) else cell
-    return text.replace("|", "\\|").replace("\n", " ")
+    # cells hold task ids, reasons and answers: text only, never HTML, a link or a cell's end
+    if isinstance(cell, tuple):
+        return f"[{markdown_text(cell[0])}]({cell[1].replace(')', '%29')})"
+    return markdown_text(cell.replace("\n", " "))
 
 
 def markdown(
@@ -297,9 +300,9 @@ def markdown(
     recorded: Sequence[JSON] = (),
     run_config: str | None = None,
 ) -> str:
-    head = [f"# sopgym evaluation: {result['source']}", ""]
+    head = [f"# sopgym evaluation: {markdown_text(result['source'])}", ""]
     if run_config is not None:
-        head += [f"{RUN_CONFIG_LABEL}: `{run_config}`", ""]
+        head += [f"{RUN_CONFIG_LABEL}: {markdown_code(run_config)}", ""]
     head += [_provenance(result), ""]
     coverage = coverage_line(result)
     if coverage:
@@ -463,10 +466,15 @@ def drilldown_markdown(recorded: Sequence[JSON]) -> str:
     if not failed:
         return "\n".join([*lines, "none", ""])
     for row in failed:
-        lines += [f"### {_heading(row)}", ""]
-        lines += [f"- wrong `{f}`: expected `{e}`, given `{g}`" for f, e, g in _wrong(row)]
-        lines += [f"- {gap}" for gap in _call_gaps(row)]
-        lines += [f"{i}. `{line}`" for i, line in enumerate(_call_lines(row), 1)] or ["no call"]
+        lines += [f"### {markdown_text(_heading(row))}", ""]
+        lines += [
+            f"- wrong {markdown_code(f)}: expected {markdown_code(e)}, given {markdown_code(g)}"
+            for f, e, g in _wrong(row)
+        ]
+        lines += [f"- {markdown_text(gap)}" for gap in _call_gaps(row)]
+        lines += [
+            f"{i}. {markdown_code(line)}" for i, line in enumerate(_call_lines(row), 1)
+        ] or ["no call"]
         lines.append("")
     return "\n".join(lines)
 

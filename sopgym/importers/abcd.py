@@ -37,9 +37,7 @@ not name) is one :class:`AbcdError` line, raised before anything is registered.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,7 @@ from typing import Any, Final
 
 from sopgym.core.domain import DomainPack, GeneratedData, PolicyRun
 from sopgym.core.exceptions import DataError
+from sopgym.core.jsonio import InputRefused, parse_input_json, read_input
 from sopgym.core.tasks import Solution, Task
 from sopgym.domains.tod.scoring import section_top1, section_top2
 from sopgym.evaluation.scorers import Case, Score, Scorer, schema_valid
@@ -120,8 +119,12 @@ def read_abcd(folder: Path) -> AbcdData:
     path = _conversations_file(folder)
     data = AbcdData([], actions, sections, notes)
     unmapped: dict[str, int] = {}
+    convos: set[str] = set()
     for record in _records(_json(path), path):
         convo, flow, subflow = _scenario(record, path)
+        if convo in convos:  # its tasks would take the ids of the first one's
+            raise AbcdError(f"{path}: convo_id {convo} appears more than once")
+        convos.add(convo)
         section = _resolve(ids, flow, subflow)
         if section is None:
             unmapped[f"{flow}/{subflow}"] = unmapped.get(f"{flow}/{subflow}", 0) + 1
@@ -137,12 +140,13 @@ def read_abcd(folder: Path) -> AbcdData:
 
 
 def _json(path: Path) -> Any:
-    if not path.is_file():
+    if not path.exists():
         raise AbcdError(f"{path.parent}: missing {path.name}")
-    try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        return json.loads(raw)
-    except (OSError, EOFError, ValueError) as error:
+    try:  # bounded: a regular file, its size after decompression, its nesting
+        return parse_input_json(read_input(path), path)
+    except InputRefused as error:
+        raise AbcdError(str(error)) from None
+    except (OSError, ValueError) as error:
         raise AbcdError(f"{path}: not readable JSON ({error})") from None
 
 

@@ -15,6 +15,7 @@ import click
 
 from sopgym.importers.index import HOME_ENV, ImportEntry, ImportIndexError, read_index, register
 from sopgym.importers.isolated import DEFAULT_TIMEOUT_S
+from sopgym.terminal import echo, printable
 
 if TYPE_CHECKING:
     from sopgym.importers.layout import Benchmark
@@ -72,10 +73,10 @@ def _warn_uncallable(folder: Path, tool_names: list[str], timeout: float) -> Non
     try:
         missing = run_isolated(unimplemented, (folder, tool_names), timeout, read_only=True)
     except Exception as error:  # a tools.py that hangs or fails: every call would fail
-        click.echo(f"  warning: tools.py did not load: {error} (every tool call will fail)")
+        echo(f"  warning: tools.py did not load: {error} (every tool call will fail)")
         return
     if missing:
-        click.echo(
+        echo(
             f"  warning: tools.py cannot call {', '.join(missing)} "
             "(calls to them will fail and count as tool_error)"
         )
@@ -127,10 +128,10 @@ def import_sop_bench(
             bench = read_benchmark(folder)
             domain = prepare(bench, given, strict_schemas, none_as_error)
         except ImportProblem as error:
-            click.echo(f"skipped {error}")  # the message starts with the benchmark's name
+            echo(f"skipped {error}")  # the message starts with the benchmark's name
             continue
         except Exception as error:  # a benchmark we cannot even parse: report, go on
-            click.echo(f"skipped {folder.name}: {type(error).__name__}: {error}")
+            echo(f"skipped {printable(folder.name)}: {type(error).__name__}: {error}")
             continue
         named = given if bench.input_columns is None else None
         entries.append(
@@ -142,28 +143,28 @@ def import_sop_bench(
         note = ""
         if defects(bench.problems):
             note = f" ({len(defects(bench.problems))} problem(s) in its files: run sopgym audit)"
-        click.echo(f"imported {bench.domain_name}: {tasks} tasks, {len(domain.tools)} tools{note}")
+        echo(f"imported {bench.domain_name}: {tasks} tasks, {len(domain.tools)} tools{note}")
         _warn_uncallable(bench.folder, [t.name for t in domain.tools], timeout)
         if bench.input_columns is None and not given and bench.inferred_input_columns:
-            click.echo(
+            echo(
                 f"  warning: {bench.name}'s metadata.json names no input_columns; inferred from "
                 f"{bench.inferred_from}: {_shown_inference(bench)} "
                 "(name others with --input-columns)"
             )
         if domain.empty_expected:
             rows = ", ".join(str(r) for r in sorted(domain.empty_expected))
-            click.echo(
+            echo(
                 f"  {len(domain.empty_expected)} row(s) with an empty expected output kept and "
                 f"flagged (SOP-Bench matches any null-like answer there): rows {rows}"
             )
     if not entries:
-        click.echo("nothing imported")
+        echo("nothing imported")
         sys.exit(1)
     try:
         where = register(entries)
     except (OSError, ImportIndexError) as error:
         raise click.ClickException(f"cannot write the import registry: {error}") from None
-    click.echo(f"registered {len(entries)} benchmark(s) in {where}")
+    echo(f"registered {len(entries)} benchmark(s) in {where}")
 
 
 def _shown_inference(bench: Benchmark) -> str:
@@ -191,17 +192,17 @@ def import_abcd(path: Path, home: Path | None) -> None:
         domain = build_abcd(path, data)
     except AbcdError as error:
         for note in error.notes:  # what did not map: the cause of an import with no task
-            click.echo(f"  not mapped: {note}", err=True)
-        click.echo(f"error: {error}", err=True)
+            echo(f"  not mapped: {note}", err=True)
+        echo(f"error: {error}", err=True)
         sys.exit(2)
     for note in data.notes:
-        click.echo(f"  warning: {note}")
+        echo(f"  warning: {note}")
     tasks = len(domain.generate(domain.seed, path).tasks)
     try:
         where = register([ImportEntry(DOMAIN_NAME, path.resolve())])
     except (OSError, ImportIndexError) as error:
         raise click.ClickException(f"cannot write the import registry: {error}") from None
-    click.echo(f"imported {DOMAIN_NAME}: {tasks} tasks; registered in {where}")
+    echo(f"imported {DOMAIN_NAME}: {tasks} tasks; registered in {where}")
 
 
 @import_group.command("sop-maze")
@@ -245,8 +246,8 @@ def import_sop_maze(path: Path, home: Path | None, shapes: tuple[str, ...], repl
     for name, twins in _same_names(parsed).items():  # one scenario twice in the folder
         for found in twins:
             found.name = f"{name}_{name_digest(found.path)}"
-        click.echo(f"  warning: {len(twins)} files name {name}; each keeps a digest of its "
-                   f"file name: {', '.join(t.name for t in twins)}")  # fmt: skip
+        echo(f"  warning: {len(twins)} files name {name}; each keeps a digest of its "
+                   f"file name: {', '.join(printable(t.name) for t in twins)}")  # fmt: skip
     try:
         known = read_index()
     except ImportIndexError as error:
@@ -260,14 +261,14 @@ def import_sop_maze(path: Path, home: Path | None, shapes: tuple[str, ...], repl
         domain = build_domain(found)
         flagged = len(found.records) - len(found.scorable)
         note = f" ({flagged} unscorable: run sopgym audit sop-maze)" if flagged else ""
-        click.echo(f"imported {domain.name}: {len(found.records)} items, {found.shape}{note}"
-                   f"  <- {found.path.name}")  # fmt: skip
+        echo(f"imported {domain.name}: {len(found.records)} items, {found.shape}{note}"
+                   f"  <- {printable(found.path.name)}")  # fmt: skip
     entries = [ImportEntry(p.name, p.path.resolve(), shape=overrides.get(p.path)) for p in parsed]
     try:
         where = register(entries)
     except (OSError, ImportIndexError) as error:
         raise click.ClickException(f"cannot write the import registry: {error}") from None
-    click.echo(f"registered {len(parsed)} file(s) in {where}")
+    echo(f"registered {len(parsed)} file(s) in {where}")
 
 
 def _same_names(parsed: list[Any]) -> dict[str, list[Any]]:
@@ -295,7 +296,7 @@ def _shape_overrides(
 
 
 def _bad_input(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    echo(f"error: {message}", err=True)
     sys.exit(2)
 
 
@@ -309,10 +310,10 @@ def list_imports(home: Path | None) -> None:
     except ImportIndexError as error:
         raise click.ClickException(str(error)) from None
     if not index:
-        click.echo("no imported benchmarks")
+        echo("no imported benchmarks")
     for name, entry in sorted(index.items()):
         inputs = f"  inputs: {','.join(entry.input_columns)}" if entry.input_columns else ""
-        click.echo(f"{name}  {entry.path}{inputs}")
+        echo(f"{name}  {entry.path}{inputs}")
 
 
 @click.group("audit")
@@ -352,14 +353,14 @@ def audit_sop_bench(
                 audit_benchmark, (folder, given, max_rows), timeout, read_only=True
             )
         except Exception as error:  # the audit of one benchmark must not stop the others
-            click.echo(f"{folder.name}: audit failed: {type(error).__name__}: {error}")
+            echo(f"{folder.name}: audit failed: {type(error).__name__}: {error}")
             continue
         reports.append(report)
         info = len(report.findings) - report.defect_count
         kinds = ", ".join(dict.fromkeys(f.kind for f in report.findings)) or "clean"
-        click.echo(f"{report.name}: {report.defect_count} defect(s), {info} info  [{kinds}]")
+        echo(f"{report.name}: {report.defect_count} defect(s), {info} info  [{kinds}]")
     write_reports(reports, out)
-    click.echo(f"reports: {out}")
+    echo(f"reports: {out}")
 
 
 @audit_group.command("sop-maze")
@@ -387,6 +388,6 @@ def audit_sop_maze(path: Path, out: Path) -> None:
         audit = audit_file(file)
         audits.append(audit)
         kinds = ", ".join(audit.kinds) or "clean"
-        click.echo(f"{audit.slug}: {audit.scorable} scorable of {audit.items}  [{kinds}]")
+        echo(f"{audit.slug}: {audit.scorable} scorable of {audit.items}  [{kinds}]")
     write_maze_reports(audits, out)
-    click.echo(f"reports: {out}")
+    echo(f"reports: {out}")

@@ -28,6 +28,7 @@ from jsonschema.exceptions import SchemaError
 
 from sopgym.core.domain import GeneratedData, PolicyRun
 from sopgym.core.exceptions import DataError
+from sopgym.core.jsonio import InputRefused, parse_input_json, read_input
 from sopgym.core.tasks import Solution, Task
 from sopgym.evaluation.scorers import default_scorers
 from sopgym.evaluation.scorers.answers import schema_errors
@@ -94,8 +95,10 @@ def read_file(path: Path, shape: str | None = None) -> MazeFile:
     """Parse one published file; :class:`MazeInputError` for bad input, findings for the rest.
     ``shape`` overrides the shape the name gives (``--shape``)."""
     where = path.name
-    try:
-        data = json.loads(path.read_bytes())
+    try:  # bounded: a regular file (a FIFO named *.json would hang), its size, its nesting
+        data = parse_input_json(read_input(path), where)
+    except InputRefused as error:
+        raise MazeInputError(str(error)) from None
     except (OSError, ValueError) as error:
         raise MazeInputError(f"{where}: not a JSON file ({error})") from None
     if not isinstance(data, list):

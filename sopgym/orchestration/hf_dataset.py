@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from sopgym.core.jsonio import write_atomic
+from sopgym.core.untrusted import markdown_text
 from sopgym.evaluation.stats import interval_text, tsr_intervals
 from sopgym.types import JSON
 
@@ -42,8 +44,10 @@ def write_hf_dataset(frame: Any, rows: list[JSON], config: JSON, run_id: str, ta
     ``config``."""
     data = target / DATA_FILE
     data.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(data, index=False)
-    (target / "README.md").write_text(dataset_card(rows, config, run_id, len(frame.columns)))
+    # owner-only, as every file that carries the gold (the rows hold gold.<field>)
+    write_atomic(data, frame.to_parquet(None, index=False))
+    card = dataset_card(rows, config, run_id, len(frame.columns))
+    write_atomic(target / "README.md", card.encode())
     return target
 
 
@@ -65,26 +69,30 @@ def dataset_card(rows: list[JSON], config: JSON, run_id: str, columns: int) -> s
         *(f"{key}: {orjson.dumps(value).decode()}" for key, value in front.items()),
         "---",
         "",
-        f"# sopgym run {run_id}",
+        f"# sopgym run {markdown_text(run_id)}",
         "",
         f"The results of one sopgym run: {len(rows)} episodes ({columns} columns), one row "
         "per task and trial, in `" + DATA_FILE + "` (the `train` split).",
         "",
         "## The run",
         "",
-        f"- domains: {', '.join(domains)}",
-        f"- agent: {config.get('agent')}; model: {config.get('model')}",
-        f"- trials per task: {config.get('trials') or 1}; created: {config.get('created')}",
+        # what the run's config names is the user's (or a file's) text, shown as typed: a model
+        # name such as <img onerror=...> must not run where the card is rendered
+        f"- domains: {', '.join(map(markdown_text, domains))}",
+        f"- agent: {markdown_text(config.get('agent'))}; "
+        f"model: {markdown_text(config.get('model'))}",
+        f"- trials per task: {markdown_text(config.get('trials') or 1)}; "
+        f"created: {markdown_text(config.get('created'))}",
     ]
     provenance = config.get("provenance") or {}
     if provenance:
         dirty = " (with local changes)" if provenance.get("git_dirty") else ""
         lines.append(
-            f"- sopgym {provenance.get('sopgym_version')}, commit "
-            f"{provenance.get('git_commit')}{dirty}"
+            f"- sopgym {markdown_text(provenance.get('sopgym_version'))}, commit "
+            f"{markdown_text(provenance.get('git_commit'))}{dirty}"
         )
     lines += ["", "## Results", "", f"- all: {interval_text(intervals['overall'])}"]
-    lines += [f"- {d}: {interval_text(i)}" for d, i in intervals["domains"].items()]
+    lines += [f"- {markdown_text(d)}: {interval_text(i)}" for d, i in intervals["domains"].items()]
     lines += ["", "## Columns", "", "| columns | what they hold |", "| --- | --- |"]
     lines += [f"| `{names}` | {what} |" for names, what in COLUMNS.items()]
     lines += [

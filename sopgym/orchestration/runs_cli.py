@@ -18,8 +18,9 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from sopgym.agents import uses_model
-from sopgym.core.jsonio import CorruptRow
+from sopgym.core.jsonio import CorruptRow, write_atomic
 from sopgym.core.registry import UnknownDomainError, select_domains
+from sopgym.core.untrusted import csv_cell
 from sopgym.evaluation.explain import field_verdicts
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
@@ -395,7 +396,7 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
     rows = _rows(root)
     frame = export_frame(rows)
     if to_stdout:
-        text = frame.to_csv(index=False) if fmt == "csv" else _jsonl(frame)
+        text = _csv(frame) if fmt == "csv" else _jsonl(frame)
         sys.stdout.write(text)
         return
     if fmt == "hf":
@@ -406,12 +407,13 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
         console.print(f"wrote {len(frame)} rows and a dataset card to {folder}")
         return
     target = out or root / f"export.{fmt}"
+    # owner-only like every file that carries the gold (write_atomic)
     if fmt == "parquet":
-        frame.to_parquet(target, index=False)
+        write_atomic(target, frame.to_parquet(None, index=False))
     elif fmt == "csv":
-        frame.to_csv(target, index=False)
+        write_atomic(target, _csv(frame).encode())
     else:
-        target.write_text(_jsonl(frame))
+        write_atomic(target, _jsonl(frame).encode())
     console.print(f"wrote {len(frame)} rows, {len(frame.columns)} columns to {target}")
 
 
@@ -441,6 +443,12 @@ def export_frame(rows: list[JSON]) -> Any:
     if counts:
         frame[counts] = frame[counts].fillna(0).astype(int)
     return frame
+
+
+def _csv(frame: Any) -> str:
+    """The table as CSV whose cells no spreadsheet runs as formulas (:func:`csv_cell`)."""
+    text: str = frame.map(csv_cell).to_csv(index=False)
+    return text
 
 
 def _jsonl(frame: Any) -> str:
