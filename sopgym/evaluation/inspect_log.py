@@ -114,9 +114,10 @@ def _messages(messages: Any) -> list[Any]:
     return [m for message in messages for m in _chat_message(message)]
 
 
-def _tools(definitions: Any) -> list[Any]:
-    """The agent's tool definitions (``gen_ai.tool.definitions``: name, description, JSON
-    Schema parameters) as Inspect tool infos; one Inspect cannot read is left out."""
+def tool_infos(definitions: Any) -> list[Any]:
+    """Tool definitions (``gen_ai.tool.definitions``: name, description, JSON Schema
+    parameters; or a gateway catalog's specs) as Inspect tool infos; one Inspect cannot read
+    is left out."""
     from inspect_ai.tool import ToolInfo
     from pydantic import ValidationError
 
@@ -126,7 +127,9 @@ def _tools(definitions: Any) -> list[Any]:
             tools.append(ToolInfo.model_validate({
                 "name": definition["name"],
                 "description": definition.get("description") or "",
-                "parameters": definition.get("parameters") or {},
+                # (GenAI definitions say parameters; the gateway's catalog, input_schema)
+                "parameters": definition.get("parameters") or definition.get("input_schema")
+                or {},
             }))  # fmt: skip
         except (ValidationError, KeyError, TypeError, AttributeError):
             continue
@@ -185,7 +188,7 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
     scores = {
         SUCCESS: Score(
             value=1.0 if score["success"] else 0.0,
-            explanation=_verdict(score),
+            explanation=verdict(score),
             metadata={"completed": score["completed"], "errors": score.get("errors", {})},
         )
     }
@@ -223,7 +226,7 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
         timed.append((begun, event))
     chats = trace.chats if trace is not None else []
     captured = [c for c in chats if c.input_messages is not None or c.output_messages is not None]
-    offered = _tools(trace.tool_definitions) if captured and trace is not None else []
+    offered = tool_infos(trace.tool_definitions) if captured and trace is not None else []
     timed.extend((chat.start_ns, _model_event(chat, offered)) for chat in captured)
     events = [event for _, event in sorted(timed, key=lambda pair: pair[0])]
     llm = row.get("llm_calls") or []
@@ -257,7 +260,7 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
     )
 
 
-def _verdict(score: JSON) -> str:
+def verdict(score: JSON) -> str:
     if score.get("infra_error"):
         return f"not scored: the infrastructure failed ({score['infra_error']})"
     if score["success"]:
