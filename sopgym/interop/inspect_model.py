@@ -49,8 +49,10 @@ def _openai_message(message: ChatMessage) -> JSON:
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.function, "arguments": orjson.dumps(
-                        call.arguments).decode()},
+                    "function": {
+                        "name": call.function,
+                        "arguments": orjson.dumps(call.arguments).decode(),
+                    },
                 }
                 for call in message.tool_calls
             ]
