@@ -27,6 +27,11 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 import sopgym
 from sopgym.observability import semconv as sc
+from sopgym.observability.evaluation_logs import (
+    EvaluationLogProcessor,
+    evaluation_logs_on,
+    logs_endpoint,
+)
 from sopgym.observability.genai import name_episode
 from sopgym.observability.lean import current_traceparent
 from sopgym.types import JSON
@@ -56,6 +61,10 @@ class TaskSpans:
             self._provider.add_span_processor(
                 BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
             )
+            if evaluation_logs_on(env) or evaluation_logs_on():  # the option, either way set
+                self._provider.add_span_processor(
+                    EvaluationLogProcessor(logs_endpoint(endpoint), resource)
+                )
 
     @contextmanager
     def task(
