@@ -7,7 +7,8 @@ scope. Each line is written with a single ``write()`` on an
 ``O_APPEND`` descriptor before the exporter gets its 200, so a span the exporter saw accepted
 is on disk. ``POST /v1/logs`` (log records: evaluation results, when asked for) is stored
 the same way under ``<out>/logs/``. ``--forward URL`` also relays every trace request,
-unchanged, to another OTLP/HTTP endpoint (an OpenTelemetry Collector or Jaeger) so the same spans can be inspected there.
+unchanged, to another OTLP/HTTP endpoint (an OpenTelemetry Collector or Jaeger) so the same
+spans can be inspected there.
 """
 
 from __future__ import annotations
