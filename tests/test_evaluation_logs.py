@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -20,7 +21,7 @@ from sopgym.observability.evaluation_logs import EVALUATION_LOGS_ENV
 from sopgym.observability.task_spans import TaskSpans, set_outcome
 from tests.test_gateway_server_hostile import uvicorn_serving
 
-SCORES = {
+SCORES: dict[str, dict[str, Any]] = {
     "output_fields": {"value": 1.0, "explanation": "all 6 fields match"},
     "final_state": {"value": None, "explanation": ""},
 }

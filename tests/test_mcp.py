@@ -345,6 +345,7 @@ def test_the_mcp_agents_client_is_pinned_to_the_current_revision() -> None:
     """``--agent mcp`` and ``--transport mcp`` connect through this client as the transport
     makes it: stateless 2026-07-28; the handshake revision only when asked for."""
     client = named_transport(McpAgent.transport).connect("http://127.0.0.1:9")
+    assert isinstance(client, McpGatewayClient)
     try:
         assert client.mode == STATELESS == "2026-07-28"
     finally:

@@ -183,10 +183,10 @@ class OpenEnvSessions:
 
     def _mcp_method(self, method: str, params: JSON) -> JSON | None:
         if method == "openenv/session/create":
-            env_id = self.pool.create(params.get("domain"))
+            created = self.pool.create(params.get("domain"))
             with self.lock:
-                self.pending[env_id] = {k: params[k] for k in ("task_id", "seed") if k in params}
-            return {"session_id": env_id}
+                self.pending[created] = {k: params[k] for k in ("task_id", "seed") if k in params}
+            return {"session_id": created}
         if method not in ("openenv/session/close", "tools/list", "tools/call"):
             return None
         env_id = params.get("session_id")

@@ -177,8 +177,10 @@ def sopgym_agent(where: Episodes, max_steps: int = 64) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         data = _domain_data(where.domain)
         task_id = str(state.metadata["task_id"])
-        url = where.gateway or await anyio.to_thread.run_sync(_gateways.url, where.domain)
-        client = GatewayClient(url)
+        url = where.gateway
+        if not url:  # the embedded stack, started by the first sample that needs it
+            url = await anyio.to_thread.run_sync(_gateways.url, where.domain)
+        client = GatewayClient(str(url))
         try:
             episode = await anyio.to_thread.run_sync(
                 lambda: client.open(task_id, where.domain, distractors=where.distractors,
