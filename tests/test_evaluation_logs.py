@@ -47,13 +47,17 @@ def _one_scored_task(url: str, logs: bool) -> None:
     spans.close()
 
 
-def test_evaluation_results_also_go_out_as_log_records(
-    receiver: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("logs", [True, False])
+def test_evaluation_results_also_go_out_as_log_records_when_asked(
+    receiver: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, logs: bool
 ) -> None:
     monkeypatch.delenv(EVALUATION_LOGS_ENV, raising=False)
     store, url = receiver
-    _one_scored_task(url, logs=True)
+    _one_scored_task(url, logs)
     (root,) = load_spans(store).spans  # the trace readers see the span only
+    if not logs:  # span events only
+        assert not (store / "logs").exists()
+        return
     [log_file] = list((store / "logs").glob("*.jsonl"))
     records = [
         record
@@ -72,16 +76,6 @@ def test_evaluation_results_also_go_out_as_log_records(
     assert by_name["output_fields"][sc.GEN_AI_EVALUATION_SCORE_LABEL] == "pass"
     assert by_name["output_fields"][sc.GEN_AI_EVALUATION_EXPLANATION] == "all 6 fields match"
     assert by_name["final_state"][sc.GEN_AI_EVALUATION_SCORE_LABEL] == "not_applicable"
-
-
-def test_without_the_option_there_are_span_events_only(
-    receiver: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv(EVALUATION_LOGS_ENV, raising=False)
-    store, url = receiver
-    _one_scored_task(url, logs=False)
-    assert len(load_spans(store).spans) == 1
-    assert not (store / "logs").exists()
 
 
 def _id(text: str) -> bytes:
