@@ -31,8 +31,6 @@ GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"  # the episode id (chat and agent spans)
-# the runner's task root in stores written under the pre-v0.1.0 latest conventions (read only)
-OP_INVOKE_WORKFLOW = "invoke_workflow"
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # opt-in, on the agent's span
 # A scorer's verdict, as an event on the span it evaluates (the task's root)
 EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
