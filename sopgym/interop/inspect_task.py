@@ -50,7 +50,7 @@ from sopgym.core import dataset
 from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer, message_action_spec
 from sopgym.core.dataset import DomainData
 from sopgym.core.dialogue import DIALOGUE
-from sopgym.core.exceptions import UsageError
+from sopgym.core.exceptions import DataError, UsageError
 from sopgym.core.registry import load_domain
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.inspect_log import SUCCESS, tool_infos, verdict
@@ -202,6 +202,10 @@ async def _play(state: TaskState, episode: Episode, data: DomainData, max_steps:
     item = next(t for t in data.tasks if t.id == state.metadata["task_id"])
     specs = [*episode.tools, message_action_spec()] if item.kind == DIALOGUE else episode.tools
     tools = tool_infos(specs)
+    if len(tools) != len(specs):  # never a tool silently missing from the model's catalog
+        taken = {t.name for t in tools}
+        refused = [s["name"] for s in specs if s["name"] not in taken]
+        raise DataError(f"Inspect cannot read the argument schema of {', '.join(refused)}")
     fields = list(episode.output_schema.get("properties", {}))
     outputs: JSON = {}
     for _ in range(max_steps):
