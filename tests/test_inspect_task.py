@@ -67,10 +67,20 @@ def test_inspect_eval_plays_sopgym_tasks_and_scores_them_with_sopgyms_scorers(
         assert sample.output.completion and sample.model_usage
 
 
-def test_an_unknown_domain_is_refused_in_one_line(tmp_path: Path) -> None:
-    done = _inspect("eval", "sopgym/sopgym_task", "-T", "domain=no_such_domain",
-                    "--model", "sopgym/scripted", log_dir=tmp_path)  # fmt: skip
+@pytest.mark.parametrize(
+    ("task_arg", "model", "said"),
+    [
+        ("domain=no_such_domain", "sopgym/scripted", "unknown domain 'no_such_domain'"),
+        ("sop_variant=fancy", "sopgym/scripted", "no SOP variant 'fancy'"),
+        ("limit=1", "sopgym/scripted:bogus=1", "unknown error kind 'bogus'"),
+    ],
+)
+def test_a_wrong_argument_is_refused_in_one_line(
+    tmp_path: Path, task_arg: str, model: str, said: str
+) -> None:
+    done = _inspect("eval", "sopgym/sopgym_task", "-T", task_arg, "--model", model,
+                    log_dir=tmp_path)  # fmt: skip
     assert done.returncode != 0
     text = done.stdout + done.stderr
-    assert "unknown domain 'no_such_domain'" in text and "Traceback" not in text
+    assert said in text.replace("\n", " ") and "Traceback" not in text
     assert not list(tmp_path.glob("*.eval"))  # nothing ran

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 import orjson
+from inspect_ai._util.error import PrerequisiteError  # (Inspect's one-line refusal)
 from inspect_ai.model import (
     ChatCompletionChoice,
     ChatMessage,
@@ -27,7 +28,17 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
+from sopgym.core.exceptions import UsageError
 from sopgym.types import JSON
+
+
+class TaskArgumentError(UsageError, PrerequisiteError):
+    """A ``-T`` argument or ``--model`` name that names nothing sopgym has: Inspect prints a
+    prerequisite error's message as one line, with no traceback, and runs nothing."""
+
+    def __init__(self, message: str) -> None:
+        UsageError.__init__(self, message)
+        PrerequisiteError.__init__(self, message)
 
 _wanted: set[str] = set()  # domains the sopgym tasks of this process were created for
 _wanted_lock = threading.Lock()
@@ -143,7 +154,7 @@ class ScriptedModelAPI(ModelAPI):
         try:
             profile_for_model(model_name, parse_profile("perfect"))
         except ValueError as error:
-            raise ValueError(f"model sopgym/{model_name}: {error}") from None
+            raise TaskArgumentError(f"model sopgym/{model_name}: {error}") from None
         named = model_args.get("domains")
         self._named = [d for d in str(named).split(",") if d] if named else []
         self._engine: Any = None

@@ -32,7 +32,6 @@ from typing import Any
 import anyio
 import orjson
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError  # (Inspect's one-line refusal)
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
     ChatMessage,
@@ -50,24 +49,14 @@ from sopgym.core import dataset
 from sopgym.core.answers import MESSAGE_ACTION, extract_final_answer, message_action_spec
 from sopgym.core.dataset import DomainData
 from sopgym.core.dialogue import DIALOGUE
-from sopgym.core.exceptions import DataError, UsageError
+from sopgym.core.exceptions import DataError
 from sopgym.core.registry import load_domain
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.inspect_log import SUCCESS, tool_infos, verdict
 from sopgym.evaluation.scorers import scorers_for
 from sopgym.evaluation.scoring import score_episode
-from sopgym.interop.inspect_model import want_domains
+from sopgym.interop.inspect_model import TaskArgumentError, want_domains
 from sopgym.types import JSON
-
-
-class TaskArgumentError(UsageError, PrerequisiteError):
-    """A ``-T`` argument that names nothing sopgym has: Inspect prints a prerequisite error's
-    message as one line, with no traceback, and runs nothing."""
-
-    def __init__(self, message: str) -> None:
-        UsageError.__init__(self, message)
-        PrerequisiteError.__init__(self, message)
-
 
 RECORD_KEY = "sopgym:record"  # the gateway's record of the sample's episode (solver -> scorers)
 SCORE_KEY = "sopgym:score"  # the episode's score, computed once by the first scorer
