@@ -134,12 +134,22 @@ def enabled() -> bool:
     return _provider is not None
 
 
+# Tracers by scope, with the provider they came from: the SDK builds a new Tracer (and its
+# scope) on every get_tracer call, ~0.17 ms each, and an agent step asks for two (its chat and
+# tool spans).
+_tracers: dict[str, tuple[object, trace.Tracer]] = {}
+
+
 def tracer(scope: str) -> trace.Tracer:
     """The tracer for an instrumentation scope: this process's provider's, else the global
     one (a no-op until something installs a provider)."""
-    if _provider is not None:
-        return _provider.get_tracer(scope, sopgym.__version__)
-    return trace.get_tracer(scope, sopgym.__version__)
+    provider = _provider
+    if provider is None:
+        return trace.get_tracer(scope, sopgym.__version__)
+    found = _tracers.get(scope)
+    if found is None or found[0] is not provider:  # none yet, or the provider was replaced
+        found = _tracers[scope] = (provider, provider.get_tracer(scope, sopgym.__version__))
+    return found[1]
 
 
 def lean_tracer(scope: str) -> LeanTracer | None:
