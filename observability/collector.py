@@ -5,8 +5,10 @@ optionally gzip/deflate-encoded) and appends it to
 ``<out>/otlp-<start>-<pid>.jsonl`` as OTLP JSON lines, one ``TracesData`` per instrumentation
 scope. Each line is written with a single ``write()`` on an
 ``O_APPEND`` descriptor before the exporter gets its 200, so a span the exporter saw accepted
-is on disk. ``--forward URL`` also relays every request, unchanged, to another OTLP/HTTP
-endpoint (an OpenTelemetry Collector or Jaeger) so the same spans can be inspected there.
+is on disk. ``POST /v1/logs`` (log records: evaluation results, when asked for) is stored
+the same way under ``<out>/logs/``. ``--forward URL`` also relays every trace request,
+unchanged, to another OTLP/HTTP endpoint (an OpenTelemetry Collector or Jaeger) so the same
+spans can be inspected there.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from typing import Any
 import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -55,6 +61,7 @@ class Collector:
         self.forward = list(forward or [])
         self.requests = self.spans = 0
         self._relay: Any = None
+        self._log_fd: int | None = None  # logs-*.jsonl, opened with the first log record
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -78,10 +85,13 @@ class Collector:
                 )
                 await respond(send, 200, body, JSON_HEADER)
                 return
-            if path != "/v1/traces":
+            if path not in ("/v1/traces", "/v1/logs"):
                 raise BadRequest(404, f"no route {path}")
             if method != "POST":
                 raise BadRequest(405, "use POST")
+            if path == "/v1/logs":
+                await self._logs(receive, send, headers, content_type)
+                return
             try:
                 body = await read_body(receive, MAX_BODY)
             except BodyTooLarge as error:
@@ -102,6 +112,45 @@ class Collector:
         else:
             reply = ExportTraceServiceResponse().SerializeToString()
             await respond(send, 200, reply, PROTOBUF_HEADER)
+
+    async def _logs(
+        self, receive: Receive, send: Send, headers: dict[bytes, bytes], content_type: bytes
+    ) -> None:
+        """``POST /v1/logs``: an ``ExportLogsServiceRequest`` (evaluation results as log
+        records, :mod:`sopgym.observability.evaluation_logs`) appended as one OTLP JSON line to
+        ``logs/otlp-<start>-<pid>.jsonl`` in the trace store's folder."""
+        try:
+            body = await read_body(receive, MAX_BODY)
+        except BodyTooLarge as error:
+            raise BadRequest(413, str(error)) from None
+        except ClientDisconnected:
+            return
+        raw = _decode(body, headers.get(b"content-encoding", b"").strip().lower())
+        request = ExportLogsServiceRequest()
+        try:
+            if content_type == JSON_TYPE:
+                json_format.Parse(raw, request)
+            else:
+                request.ParseFromString(raw)
+        except (DecodeError, json_format.ParseError) as error:
+            raise BadRequest(400, f"not an OTLP logs request: {error}") from None
+        if request.resource_logs:
+            line = json_format.MessageToJson(request, indent=None).encode()
+            os.write(self._logs_fd(), line + b"\n")
+        if content_type == JSON_TYPE:
+            await respond(send, 200, b"{}", JSON_HEADER)
+        else:
+            reply = ExportLogsServiceResponse().SerializeToString()
+            await respond(send, 200, reply, PROTOBUF_HEADER)
+
+    def _logs_fd(self) -> int:
+        if self._log_fd is None:
+            # a folder of their own: the trace readers take every *.json* file of the store
+            folder = self.path.parent / "logs"
+            folder.mkdir(exist_ok=True)
+            path = folder / self.path.name
+            self._log_fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        return self._log_fd
 
     def _store(self, request: ExportTraceServiceRequest) -> None:
         count = sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
@@ -137,6 +186,8 @@ class Collector:
                 if self._relay is not None:
                     await self._relay.aclose()
                 os.close(self._fd)
+                if self._log_fd is not None:
+                    os.close(self._log_fd)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -31,7 +31,6 @@ GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"  # the episode id (chat and agent spans)
-OP_INVOKE_WORKFLOW = "invoke_workflow"  # the runner's task root: the whole episode
 GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # opt-in, on the agent's span
 # A scorer's verdict, as an event on the span it evaluates (the task's root)
 EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
@@ -55,13 +54,16 @@ JSONRPC_REQUEST_ID = "jsonrpc.request.id"
 # The GenAI conventions ask instrumentations to keep emitting what they emitted by default and
 # to switch to the latest experimental version when this comma-separated variable lists
 # ``gen_ai_latest_experimental``. Here the switch renames what the latest conventions name
-# differently: the runner's task root becomes ``invoke_workflow sopgym.task`` (else ``task``)
+# differently (semantic-conventions-genai v0.1.0, their own repository): the runner's task
+# root becomes ``invoke_agent sopgym.task`` (else ``task``; the workflow span of earlier
+# drafts, ``invoke_workflow``, merged into ``invoke_agent`` and ``gen_ai.workflow.name`` became
+# ``gen_ai.agent.name``)
 # and the episode id is written as ``gen_ai.conversation.id`` only (else also as
 # ``sopgym.episode.id``). What is new and has no older name (evaluation events, MCP attributes,
 # ``gen_ai.conversation.id`` itself) is written either way. The evaluator reads both versions.
 STABILITY_OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
 GEN_AI_LATEST = "gen_ai_latest_experimental"
-WORKFLOW_NAME = "sopgym.task"  # gen_ai.agent.name of the task root under the latest version
+TASK_AGENT_NAME = "sopgym.task"  # gen_ai.agent.name of the task root under the latest version
 TASK_SPAN_NAME = "task"  # the task root's name by default
 
 

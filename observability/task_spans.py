@@ -7,7 +7,8 @@ request joins the same trace instead of starting one of its own) and, once the e
 scored, writes the outcome onto it (and every scorer's verdict as a
 ``gen_ai.evaluation.result`` event): Jaeger can then search a run for failed tasks by tag.
 Under the latest GenAI conventions (``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``)
-the span is ``invoke_workflow sopgym.task``.
+the span is ``invoke_agent sopgym.task`` (semantic-conventions-genai v0.1.0; stores written
+before it named it ``invoke_workflow sopgym.task``, and both read the same).
 
 The provider is the run's own (not the process-wide one): a process may run several runs one
 after another, each with its own trace receiver.
@@ -26,6 +27,11 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, use_span
 
 import sopgym
 from sopgym.observability import semconv as sc
+from sopgym.observability.evaluation_logs import (
+    EvaluationLogProcessor,
+    evaluation_logs_on,
+    logs_endpoint,
+)
 from sopgym.observability.genai import name_episode
 from sopgym.observability.lean import traceparent_of
 from sopgym.types import JSON
@@ -55,6 +61,10 @@ class TaskSpans:
             self._provider.add_span_processor(
                 BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint))
             )
+            if evaluation_logs_on(env) or evaluation_logs_on():  # the option, either way set
+                self._provider.add_span_processor(
+                    EvaluationLogProcessor(logs_endpoint(endpoint), resource)
+                )
 
     @contextmanager
     def task(
@@ -78,17 +88,7 @@ class TaskSpans:
         if self._provider is None:
             return None, None
         tracer = self._provider.get_tracer(sc.SCOPE_RUNNER, sopgym.__version__)
-        attributes: dict[str, str | int] = {
-            sc.TASK_ID: task_id,
-            sc.DOMAIN: domain,
-            sc.RUN_ID: run_id,
-            sc.TRIAL: trial,
-        }
-        name = SPAN_NAME
-        if sc.latest_genai():  # the whole episode is a workflow around the agent's invocation
-            name = f"{sc.OP_INVOKE_WORKFLOW} {sc.WORKFLOW_NAME}"
-            attributes[sc.GEN_AI_OPERATION] = sc.OP_INVOKE_WORKFLOW
-            attributes[sc.GEN_AI_AGENT_NAME] = sc.WORKFLOW_NAME
+        name, attributes = task_root(task_id, domain, run_id, trial)
         span = tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
         return span, traceparent_of(span)
 
@@ -96,6 +96,26 @@ class TaskSpans:
         """Export what is buffered and stop (before the run's receiver stops)."""
         if self._provider is not None:
             self._provider.shutdown()
+
+
+def task_root(
+    task_id: str, domain: str, run_id: str, trial: int
+) -> tuple[str, dict[str, str | int]]:
+    """The task root's name and attributes: ``task`` by default; under the latest GenAI
+    conventions (semantic-conventions-genai v0.1.0, where the workflow span merged into
+    ``invoke_agent``) the whole episode is the invocation of the agent ``sopgym.task``, around
+    the agent worker's own ``invoke_agent`` span."""
+    attributes: dict[str, str | int] = {
+        sc.TASK_ID: task_id,
+        sc.DOMAIN: domain,
+        sc.RUN_ID: run_id,
+        sc.TRIAL: trial,
+    }
+    if not sc.latest_genai():
+        return SPAN_NAME, attributes
+    attributes[sc.GEN_AI_OPERATION] = sc.OP_INVOKE_AGENT
+    attributes[sc.GEN_AI_AGENT_NAME] = sc.TASK_AGENT_NAME
+    return f"{sc.OP_INVOKE_AGENT} {sc.TASK_AGENT_NAME}", attributes
 
 
 def evaluation_attributes(name: str, result: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,11 +20,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sopgym.core import dataset
 from sopgym.core.registry import load_domain
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.episodes import assemble
 from sopgym.evaluation.evaluator import evaluate_path
 from sopgym.evaluation.scoring import score_episode
+from sopgym.evaluation.sources import load_spans
 from sopgym.observability import genai
 from sopgym.observability import semconv as sc
-from sopgym.observability.task_spans import evaluation_attributes
+from sopgym.observability.task_spans import evaluation_attributes, task_root
 from tests.helpers import DATA_ROOT
 
 LATEST = Path(__file__).parent / "fixtures" / "traced_run_latest"
@@ -159,3 +161,37 @@ def test_tool_definitions_are_opt_in(monkeypatch: pytest.MonkeyPatch, opted_in: 
         {"type": "function", "name": "lookup", "description": "finds",
          "parameters": {"type": "object"}}
     ]  # fmt: skip
+
+
+def test_the_task_root_is_an_invoke_agent_span_under_v0_1_0(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """semantic-conventions-genai v0.1.0 merged the workflow span into ``invoke_agent`` (and
+    ``gen_ai.workflow.name`` into ``gen_ai.agent.name``): opted in, the runner's task root is
+    the invocation of the agent ``sopgym.task``; by default it stays ``task``."""
+    monkeypatch.setenv(sc.STABILITY_OPT_IN_ENV, sc.GEN_AI_LATEST)
+    name, attributes = task_root("t-1", "patient_intake", "run", 2)
+    assert name == "invoke_agent sopgym.task"
+    assert attributes[sc.GEN_AI_OPERATION] == "invoke_agent"
+    assert attributes[sc.GEN_AI_AGENT_NAME] == "sopgym.task"
+    assert not any("workflow" in str(k) or "workflow" in str(v) for k, v in attributes.items())
+    assert attributes[sc.TASK_ID] == "t-1" and attributes[sc.TRIAL] == 2
+    monkeypatch.delenv(sc.STABILITY_OPT_IN_ENV)
+    name, attributes = task_root("t-1", "patient_intake", "run", 2)
+    assert name == "task" and sc.GEN_AI_OPERATION not in attributes
+
+
+def test_a_task_root_named_invoke_agent_is_not_taken_for_the_agents(tmp_path: Path) -> None:
+    """A store written under v0.1.0 has two ``invoke_agent`` spans per episode (the runner's
+    root and the agent's): the episode's root is still the agent's (it carries the LLM
+    usage), wherever every scope is read (the viewer reads them all)."""
+    store = tmp_path / LATEST.name
+    shutil.copytree(LATEST, store)
+    otlp = store / "traces" / "otlp.jsonl"
+    text = otlp.read_bytes()
+    assert text.count(b'"invoke_workflow') >= 4
+    otlp.write_bytes(text.replace(b'"invoke_workflow', b'"invoke_agent'))
+    episodes = [e for e in assemble(load_spans(store / "traces").spans) if e.episode_id]
+    assert len(episodes) == 4
+    for episode in episodes:
+        assert episode.root is not None and episode.root.scope == sc.SCOPE_AGENT

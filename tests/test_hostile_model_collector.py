@@ -688,7 +688,11 @@ def test_other_methods_paths_and_a_websocket_upgrade_are_refused(
 ) -> None:
     app, url = collector
     assert_collector_refused(request(url, "GET", "/v1/traces"), 405, "use POST")
-    assert_collector_refused(request(url, "POST", "/v1/logs"), 404, "no route /v1/logs")
+    assert_collector_refused(request(url, "POST", "/v1/metrics"), 404, "no route /v1/metrics")
+    # logs are a route now (evaluation results as log records): garbage is refused, not stored
+    garbage = request(url, "POST", "/v1/logs", b"\xff\xfe not protobuf", **PROTOBUF)
+    assert_collector_refused(garbage, 400, "not an OTLP logs request")
+    assert_collector_refused(request(url, "GET", "/v1/logs"), 405, "use POST")
     for server in (url, model_url):
         answer = raw_exchange(server, WEBSOCKET.format(path="/v1/traces").encode())
         assert answer.startswith(b"HTTP/1.1 403 "), answer

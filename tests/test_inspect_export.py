@@ -6,6 +6,7 @@ recorded tool call is a tool event."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -132,3 +133,77 @@ def test_messages_cut_to_fit_their_span_are_kept_as_text() -> None:
     assert [(m.role, m.text) for m in event.input] == [("user", cut)]
     assert event.output.message.text == "done" and event.output.stop_reason == "max_tokens"
     assert event.output.usage.total_tokens == 13
+
+
+def _export(run: Path, target: Path) -> Any:
+    done = CliRunner().invoke(cli, ["export", str(run), "--format", "inspect", "--out",
+                                    str(target)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert f"inspect view --log-dir {target.parent}" in done.output  # a command that works
+    return inspect_log.read_eval_log(str(target))
+
+
+def test_a_captured_runs_samples_show_the_conversation_answer_and_tokens(tmp_path: Path) -> None:
+    """The viewer's Messages tab, Answer column and token counts: every sample of a
+    ``--capture-messages`` run has the conversation its model last saw, the model's answer
+    as its output, the agent's answer on its scores, and its tokens (also in the stats)."""
+    log = _export(CAPTURED, tmp_path / "captured.eval")
+    row = orjson.loads((CAPTURED / "results.jsonl").read_bytes().splitlines()[0])
+    assert log.samples
+    for sample in log.samples:
+        sample = inspect_log.resolve_sample_attachments(sample, "full")
+        assert sample.metadata["messages"] == "captured"
+        roles = [m.role for m in sample.messages]
+        assert roles[:2] == ["system", "user"] and roles[-1] == "assistant"
+        assert roles.count("tool") == len(row["trajectory"]["calls"])
+        assert "<final_answer>" in sample.output.completion
+        answer = orjson.loads(str(sample.scores["success"].answer))
+        assert answer == row["outputs"]
+        usage = sample.model_usage[row["model"]]
+        assert usage.input_tokens == sum(c["input_tokens"] for c in row["llm_calls"]) > 0
+    total = log.stats.model_usage[row["model"]]
+    assert total.total_tokens == sum(c["input_tokens"] + c["output_tokens"]
+                                     for c in row["llm_calls"]) > 0  # fmt: skip
+
+
+def test_without_captured_messages_the_conversation_is_rebuilt_from_the_calls(
+    tmp_path: Path,
+) -> None:
+    """No ``--capture-messages``: each sample's messages are the episode's steps in the
+    function-calling form (the SOP and the case, each recorded call and what it answered, a
+    refusal as its error, the final answer), said so in its metadata."""
+    log = _export(RUN, tmp_path / "run.eval")
+    rows = _rows()
+    assert log.samples
+    for sample in log.samples:
+        sample = inspect_log.resolve_sample_attachments(sample, "full")
+        row = rows[(str(sample.id), sample.epoch)]
+        assert sample.metadata["messages"] == "rebuilt"
+        assert [m.role for m in sample.messages[:2]] == ["system", "user"]
+        assert "<sop>" in sample.messages[1].text and "<case_input>" in sample.messages[1].text
+        calls = row["trajectory"]["calls"]
+        tools = [m for m in sample.messages if m.role == "tool"]
+        assert [m.function for m in tools] == [c["name"] for c in calls]
+        for message, call in zip(tools, calls, strict=True):
+            if call["error_code"]:
+                assert call["error_code"] in message.text
+        if row["outputs"] is not None:
+            assert orjson.loads(str(sample.scores["success"].answer)) == row["outputs"]
+            assert "<final_answer>" in sample.output.completion
+        assert sample.model_usage[row["model"]].total_tokens > 0
+
+
+def test_two_runs_of_one_domain_are_told_apart(tmp_path: Path) -> None:
+    """Task args and tags name the run, model, agent, SOP variant and seed."""
+    one, two = _export(RUN, tmp_path / "one.eval"), _export(CAPTURED, tmp_path / "two.eval")
+    assert one.eval.task == two.eval.task == "sopgym/patient_intake"
+    for log, run in ((one, RUN), (two, CAPTURED)):
+        config = orjson.loads((run / "config.json").read_bytes())
+        assert log.eval.task_args == {
+            "run_id": run.name, "agent": config["agent"], "model": config["model"],
+            "sop_variant": config["sop_variant"], "seed": config["seed"],
+            "trials": config["trials"],
+        }  # fmt: skip
+        assert f"run_id:{run.name}" in log.eval.tags and f"agent:{config['agent']}" in log.eval.tags
+        assert run.name in str(log.eval.task_display_name)
+    assert one.eval.task_display_name != two.eval.task_display_name

@@ -19,10 +19,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
+from sopgym.agents.mcp_agent import McpAgent
 from sopgym.agents.oracle import OracleAgent, replay_of
 from sopgym.agents.worker import run_job
 from sopgym.client import GatewayClient, connect
-from sopgym.client.over_mcp import STATELESS, McpGatewayClient
+from sopgym.client.over_mcp import HANDSHAKE, STATELESS, McpGatewayClient
+from sopgym.client.transports import transport as named_transport
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.episodes import assemble
 from sopgym.evaluation.scoring import score_episode
@@ -35,7 +37,8 @@ from tests.helpers import DATA_ROOT, domain_data, task_id
 from tests.test_grpc import CALLS, DOMAIN, GOOD, TOOL
 
 # the MCP door twice: the handshake revision 2025-11-25 and the stateless 2026-07-28
-TRANSPORTS = ("http", "grpc", "mcp", f"mcp-{STATELESS}")
+# "mcp": the default client, MCP's current revision (stateless); the handshake one kept beside
+TRANSPORTS = ("http", "grpc", "mcp", f"mcp-{HANDSHAKE}")
 PARITY_TASKS = 3
 UNSUPPORTED_VERSION = -32022  # JSON-RPC error of MCP 2026-07-28: a version the server lacks
 
@@ -215,8 +218,8 @@ def test_oracle_episodes_are_identical_over_http_grpc_and_mcp(stack: Stack) -> N
             address = stack.grpc_target if transport == "grpc" else stack.gateway_url
             assert address is not None
             client = (
-                McpGatewayClient(address, retries=0, protocol=STATELESS)
-                if transport.endswith(STATELESS)
+                McpGatewayClient(address, retries=0, protocol=HANDSHAKE)
+                if transport.endswith(HANDSHAKE)
                 else connect(address, transport, retries=0)
             )
             try:
@@ -266,7 +269,7 @@ def _check_mcp_spans(traces: Path, episodes: dict[str, dict[str, str]]) -> None:
     spans = load_spans(traces).spans
     agent_trace = {sc.episode_of(s.attributes): s.trace_id for s in spans
                    if s.attributes.get(sc.GEN_AI_OPERATION) == sc.OP_INVOKE_AGENT}  # fmt: skip
-    for transport, version in (("mcp", "2025-11-25"), (f"mcp-{STATELESS}", STATELESS)):
+    for transport, version in (("mcp", "2026-07-28"), (f"mcp-{HANDSHAKE}", "2025-11-25")):
         for episode in episodes[transport].values():
             calls = [s for s in spans if s.attributes.get(sc.GATEWAY_OP) == sc.OP_CALL
                      and sc.episode_of(s.attributes) == episode]  # fmt: skip
@@ -328,9 +331,30 @@ def test_a_run_with_the_mcp_agent_scores_full_marks(tmp_path: Path) -> None:
     rows = [orjson.loads(line) for line in (tmp_path / "m" / "results.jsonl").open()]
     talked = [r for r in rows if r["domain"] == "helpdesk"]
     assert talked and all(r["trajectory"]["messages"] for r in talked)
-    names = {s.name for s in load_spans(tmp_path / "m" / "traces").spans}
+    spans = load_spans(tmp_path / "m" / "traces").spans
+    names = {s.name for s in spans}
     assert any(n.startswith("tools/call ") for n in names)
     assert not any(n.startswith("POST /v1/episodes/{episode_id}") for n in names)
+    # by default the agent speaks MCP's current revision: no handshake, no session
+    door = [s.attributes for s in spans if s.name.startswith("tools/call ")]
+    assert {a[sc.MCP_PROTOCOL_VERSION] for a in door} == {STATELESS}
+    assert not any(sc.MCP_SESSION_ID in a for a in door)
+
+
+def test_the_mcp_agents_client_is_pinned_to_the_current_revision() -> None:
+    """``--agent mcp`` and ``--transport mcp`` connect through this client as the transport
+    makes it: stateless 2026-07-28; the handshake revision only when asked for."""
+    client = named_transport(McpAgent.transport).connect("http://127.0.0.1:9")
+    assert isinstance(client, McpGatewayClient)
+    try:
+        assert client.mode == STATELESS == "2026-07-28"
+    finally:
+        client.close()
+    old = McpGatewayClient("http://127.0.0.1:9", protocol=HANDSHAKE)
+    try:
+        assert old.mode == "legacy"  # the SDK's name for the handshake mode
+    finally:
+        old.close()
 
 
 def test_the_readme_client_example_runs(stack: Stack) -> None:

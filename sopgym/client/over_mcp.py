@@ -6,10 +6,11 @@ reads the SOP and task resources, calls tools, talks to the user through the mes
 and finishes through the ``finish_episode`` tool. Nothing of the episode travels outside MCP;
 only the task listing and the record, which are not episode actions, use the HTTP API.
 
-Both revisions of the protocol the door speaks: ``protocol="2025-11-25"`` (the default)
-connects with the initialize handshake, one session per episode; ``protocol="2026-07-28"``
-is stateless: the client calls ``open_episode`` at the task's URL and sends every request of
-the episode to the episode's own URL that it returns.
+Both revisions of the protocol the door speaks: ``protocol="2026-07-28"`` (the default, MCP's
+current stable revision) is stateless: no initialize handshake and no ``Mcp-Session-Id``; the
+client calls ``open_episode`` at the task's URL and sends every request of the episode to the
+episode's own URL that it returns. ``protocol="2025-11-25"``, kept for old servers and
+clients, connects with the initialize handshake, one session per episode.
 
 The SDK's client is asynchronous and agents are not, so each client runs one event loop on a
 thread of its own; each episode's MCP session is a task on it, entered and left in that task
@@ -38,15 +39,20 @@ from sopgym.types import JSON
 
 _T = TypeVar("_T")
 HANDSHAKE = "2025-11-25"  # the handshake revision: the SDK's "legacy" mode negotiates it
-STATELESS = "2026-07-28"
-PROTOCOLS = (HANDSHAKE, STATELESS)
+STATELESS = "2026-07-28"  # the current stable revision
+PROTOCOLS = (STATELESS, HANDSHAKE)
+DEFAULT_PROTOCOL = STATELESS  # what the mcp agent and ``--transport mcp`` speak
 
 
 class McpGatewayClient(GatewayClient):
     """Episodes over MCP; ``base_url`` is the gateway's HTTP base URL (the door's port)."""
 
     def __init__(
-        self, base_url: str, timeout: float = 30.0, protocol: str = HANDSHAKE, **options: Any
+        self,
+        base_url: str,
+        timeout: float = 30.0,
+        protocol: str = DEFAULT_PROTOCOL,
+        **options: Any,
     ) -> None:
         if protocol not in PROTOCOLS:
             raise ValueError(f"MCP protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")

@@ -27,6 +27,8 @@ The reward is the environment's: the scorers' verdict when the episode ends.
 from __future__ import annotations
 
 import contextlib
+import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -83,16 +85,23 @@ _INVALID_ARGS = {"missing_argument", "unexpected_argument", "type_mismatch", "in
 
 
 class OpenEnvSessions:
-    """OpenEnv's reset / step / state over the environment server's pool."""
+    """OpenEnv's reset / step / state over the environment server's pool, and its MCP
+    interface's sessions (:meth:`mcp`)."""
 
     def __init__(self, pool: EnvPool) -> None:
         self.pool = pool
+        # MCP sessions (env ids) made by openenv/session/create: what their first episode opens
+        # with, until a reset or their first tools request opens it
+        self.pending: dict[str, JSON] = {}
+        self.lock = threading.Lock()
 
     def reset(self, data: JSON, env_id: str | None = None) -> JSON:
         request: JSON = {k: data[k] for k in ("domain", "task_id", "seed") if k in data}
         env_id = env_id or data.get("env_id")
         if env_id is not None:
             request["env_id"] = env_id
+            with self.lock:
+                self.pending.pop(env_id, None)
         opened = self.pool.reset(request)
         observation = {
             **opened["observation"],
@@ -144,6 +153,96 @@ class OpenEnvSessions:
         observation = {"tools": tools, "done": env.done, "reward": None, "metadata": {}}
         return {"observation": observation, "reward": None, "done": env.done}
 
+    # ---- OpenEnv's MCP interface (JSON-RPC 2.0 at /mcp) ----
+    def mcp(self, message: Any) -> JSON:
+        """One JSON-RPC request of OpenEnv's MCP interface, answered (errors included) as a
+        JSON-RPC response: ``openenv/session/create`` (params: optional ``domain``,
+        ``task_id``, ``seed``) and ``openenv/session/close``; ``tools/list`` and
+        ``tools/call`` (``name``, ``arguments``) with the session's ``session_id``. A
+        session's first episode opens at its WebSocket reset or, without one, at its first
+        tools request. A refusal of ours is error -32602 with our ``{"code", "message",
+        "field"}`` as its data; the gateway unreachable, -32000."""
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if (
+            not isinstance(message, dict)
+            or message.get("jsonrpc") != "2.0"
+            or not isinstance(message.get("method"), str)
+        ):
+            return _rpc_error(request_id, INVALID_REQUEST, "not a JSON-RPC 2.0 request")
+        params = message.get("params", {})
+        if not isinstance(params, dict):
+            return _rpc_error(request_id, INVALID_PARAMS, "params must be an object")
+        try:
+            result = self._mcp_method(message["method"], params)
+        except ToolError as error:
+            return _rpc_error(request_id, INVALID_PARAMS, str(error), error.to_body()["error"])
+        except GatewayError as error:
+            return _rpc_error(request_id, SERVER_ERROR, f"upstream_unavailable: {error}")
+        if result is None:
+            return _rpc_error(request_id, METHOD_NOT_FOUND, f"no method {message['method']}")
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _mcp_method(self, method: str, params: JSON) -> JSON | None:
+        if method == "openenv/session/create":
+            created = self.pool.create(params.get("domain"))
+            with self.lock:
+                self.pending[created] = {k: params[k] for k in ("task_id", "seed") if k in params}
+            return {"session_id": created}
+        if method not in ("openenv/session/close", "tools/list", "tools/call"):
+            return None
+        env_id = params.get("session_id")
+        if not isinstance(env_id, str):
+            raise ToolError("missing_argument", "session_id is required", "session_id")
+        if method == "openenv/session/close":
+            with self.lock:
+                self.pending.pop(env_id, None)
+            self.pool.close(env_id)
+            return {"session_id": env_id, "closed": True}
+        self._opened(env_id)
+        if method == "tools/list":
+            return {"tools": self._list_tools(env_id)["observation"]["tools"]}
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if not isinstance(name, str):
+            raise ToolError("missing_argument", "name is required", "name")
+        if not isinstance(arguments, dict):
+            raise ToolError("type_mismatch", "arguments must be an object", "arguments")
+        action = {"type": "call_tool", "tool_name": name, "arguments": arguments}
+        observation: JSON = self.step(env_id, action)["observation"]
+        return observation
+
+    def _opened(self, env_id: str) -> None:
+        """Open the session's first episode if nothing has yet."""
+        env = self.pool.env(env_id)
+        with self.lock:
+            first = self.pending.pop(env_id, None)
+        if env.episode is None:
+            self.reset(first or {}, env_id)
+
+
+# JSON-RPC 2.0 error codes
+INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_ERROR = -32600, -32601, -32602, -32000
+PARSE_ERROR = -32700
+
+
+def _rpc_error(request_id: Any, code: int, message: str, data: Any = None) -> JSON:
+    error: JSON = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def mcp_route(sessions: OpenEnvSessions) -> Callable[[Request], Awaitable[Response]]:
+    """``POST /mcp``: OpenEnv's MCP interface over ``sessions`` (always HTTP 200, the outcome
+    in the JSON-RPC response, as OpenEnv's client reads it)."""
+
+    async def handle(request: Request) -> Response:
+        body = await _body(request)
+        if isinstance(body, ToolError):
+            return _json(_rpc_error(None, PARSE_ERROR, str(body)))
+        return _json(await run_in_threadpool(sessions.mcp, body))
+
+    return handle
+
 
 def _ours(action: JSON) -> JSON:
     """An OpenEnv ``call_tool`` action as ours; ours pass through."""
@@ -171,9 +270,9 @@ def _call_tool_view(name: str, observed: JSON) -> JSON:
             "error": {"error_type": kind, "message": message}}  # fmt: skip
 
 
-def openenv_app(pool: EnvPool) -> FastAPI:
+def openenv_app(pool: EnvPool, sessions: OpenEnvSessions | None = None) -> FastAPI:
     """The OpenEnv endpoints over ``pool``, to mount at :data:`PREFIX`."""
-    sessions = OpenEnvSessions(pool)
+    sessions = sessions or OpenEnvSessions(pool)
     app = FastAPI(title="sopgym environments (OpenEnv)", docs_url=None, redoc_url=None)
 
     async def serve(handler: Any, *args: Any) -> Response:
@@ -220,10 +319,22 @@ def openenv_app(pool: EnvPool) -> FastAPI:
     async def state(env_id: str = "") -> Response:
         return await serve(sessions.state, env_id)
 
+    app.add_api_route("/mcp", mcp_route(sessions), methods=["POST"])
+
     @app.websocket("/ws")
     async def session(socket: WebSocket) -> None:
         await socket.accept()
-        env_id: str | None = None
+        # ?session_id=: the WebSocket of an MCP session (OpenEnv's MCP client attaches one for
+        # reset/step/state); the session outlives it, closed by openenv/session/close
+        env_id: str | None = socket.query_params.get("session_id") or None
+        attached = env_id is not None
+        if attached:
+            try:
+                sessions.pool.env(env_id)
+            except ToolError as error:
+                await _send_error(socket, error)
+                await _close(socket)
+                return
         try:
             while True:
                 frame = await socket.receive()
@@ -257,7 +368,7 @@ def openenv_app(pool: EnvPool) -> FastAPI:
             pass
         finally:
             # (closed already, or the gateway is gone: nothing left to release)
-            if env_id is not None:
+            if env_id is not None and not attached:
                 with contextlib.suppress(ToolError, GatewayError):
                     await run_in_threadpool(pool.close, env_id)
         await _close(socket)

@@ -70,20 +70,23 @@ class EnvPool:
         self.envs: dict[str, SopgymEnv] = {}
         self._lock = threading.Lock()
 
+    def create(self, domain: Any = None) -> str:
+        """A new environment of ``domain`` (the first served when None), with no episode yet."""
+        domain = next(iter(self.data)) if domain is None else domain
+        if not isinstance(domain, str) or domain not in self.data:
+            known = ", ".join(self.data)
+            raise ToolError("invalid_value", f"no domain {domain!r}; serving: {known}", "domain")
+        with self._lock:
+            if len(self.envs) >= MAX_ENVS:
+                raise ToolError("invalid_request", f"{MAX_ENVS} environments are open")
+            env_id = f"env-{secrets.token_hex(8)}"
+            self.envs[env_id] = SopgymEnv(self.client, self.data[domain], **self.options)
+        return env_id
+
     def reset(self, request: JSON) -> JSON:
         env_id = request.get("env_id")
         if env_id is None:
-            domain = request.get("domain", next(iter(self.data)))
-            if not isinstance(domain, str) or domain not in self.data:
-                known = ", ".join(self.data)
-                raise ToolError(
-                    "invalid_value", f"no domain {domain!r}; serving: {known}", "domain"
-                )
-            with self._lock:
-                if len(self.envs) >= MAX_ENVS:
-                    raise ToolError("invalid_request", f"{MAX_ENVS} environments are open")
-                env_id = f"env-{secrets.token_hex(8)}"
-                self.envs[env_id] = SopgymEnv(self.client, self.data[domain], **self.options)
+            env_id = self.create(request.get("domain"))
         env = self.env(env_id)
         seed = request.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -188,9 +191,11 @@ def create_app(pool: EnvPool, concurrency: int = DEFAULT_CONCURRENCY) -> FastAPI
     async def close(env_id: str) -> Response:
         return await _serve(pool.close, env_id)
 
-    from sopgym.env.openenv import PREFIX, openenv_app  # (it imports this module)
+    from sopgym.env.openenv import PREFIX, OpenEnvSessions, mcp_route, openenv_app
 
-    app.mount(PREFIX, openenv_app(pool))  # OpenEnv's wire format, beside ours
+    sessions = OpenEnvSessions(pool)  # (one set: /mcp and /openenv/mcp are one endpoint)
+    app.mount(PREFIX, openenv_app(pool, sessions))  # OpenEnv's wire format, beside ours
+    app.add_api_route("/mcp", mcp_route(sessions), methods=["POST"])  # OpenEnv's MCP interface
     return app
 
 

@@ -52,6 +52,7 @@ from sopgym.observability.semconv import (
     OUTPUTS,
     OUTPUTS_TRUNCATED,
     RUN_ID,
+    SCOPE_RUNNER,
     TASK_ID,
     TASK_STATUS,
     TRIAL,
@@ -294,7 +295,9 @@ def assemble(spans: list[SpanRecord]) -> list[EpisodeSpans]:
             if span.trace_id not in episode_of_trace:  # (an episode spread over traces)
                 episode_of_trace[span.trace_id] = episode_id
             continue
-        if attributes.get(GEN_AI_OPERATION) == OP_INVOKE_AGENT:
+        # (the runner's task root is an invoke_agent span too under the latest conventions:
+        # the agent's root is the one its worker wrote)
+        if attributes.get(GEN_AI_OPERATION) == OP_INVOKE_AGENT and span.scope != SCOPE_RUNNER:
             roots.append(span)
     for root in roots:
         root_episode = episode_of(root.attributes) or episode_of_trace.get(root.trace_id)

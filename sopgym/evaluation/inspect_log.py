@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sopgym.core.answers import FINAL_TAG
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
@@ -114,9 +115,10 @@ def _messages(messages: Any) -> list[Any]:
     return [m for message in messages for m in _chat_message(message)]
 
 
-def _tools(definitions: Any) -> list[Any]:
-    """The agent's tool definitions (``gen_ai.tool.definitions``: name, description, JSON
-    Schema parameters) as Inspect tool infos; one Inspect cannot read is left out."""
+def tool_infos(definitions: Any) -> list[Any]:
+    """Tool definitions (``gen_ai.tool.definitions``: name, description, JSON Schema
+    parameters; or a gateway catalog's specs) as Inspect tool infos; one Inspect cannot read
+    is left out."""
     from inspect_ai.tool import ToolInfo
     from pydantic import ValidationError
 
@@ -126,7 +128,9 @@ def _tools(definitions: Any) -> list[Any]:
             tools.append(ToolInfo.model_validate({
                 "name": definition["name"],
                 "description": definition.get("description") or "",
-                "parameters": definition.get("parameters") or {},
+                # (GenAI definitions say parameters; the gateway's catalog, input_schema)
+                "parameters": definition.get("parameters") or definition.get("input_schema")
+                or {},
             }))  # fmt: skip
         except (ValidationError, KeyError, TypeError, AttributeError):
             continue
@@ -174,18 +178,86 @@ def _model_event(chat: ChatTurn, tools: list[Any]) -> Any:
     )
 
 
-def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> Any:
+CAPTURED, REBUILT = "captured", "rebuilt"  # where a sample's messages come from
+
+
+def _answer_text(outputs: Any) -> str | None:
+    """The agent's final answer as the viewer's Answer column shows it (None: it gave none)."""
+    return None if outputs is None else _text(outputs)
+
+
+def _call_result(call: JSON) -> str:
+    """What the agent's model was shown for a recorded call: its result, or the refusal."""
+    if call.get("error_code"):
+        return _text({"error": {"code": call["error_code"], "field": call.get("error_field")}})
+    return _text(call.get("result"))
+
+
+def _rebuilt_messages(row: JSON, config: JSON) -> list[Any]:
+    """The episode as the function-calling agent shows it to its model, rebuilt from the
+    results row (a run without ``--capture-messages``): the system prompt and the SOP with the
+    case, one assistant turn per recorded call with its result, and the final answer. A
+    domain this process cannot load (an import not registered here) opens with the case
+    input alone."""
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageTool,
+        ChatMessageUser,
+    )
+    from inspect_ai.tool import ToolCall
+
+    from sopgym.agents.prompts import case_message, system_prompt
+    from sopgym.core.exceptions import UsageError
+    from sopgym.core.registry import load_domain
+
+    inputs = row.get("inputs") or {}
+    try:
+        pack = load_domain(str(row["domain"]))
+        sop = pack.sop(str(config.get("sop_variant") or "clean"))
+        messages: list[Any] = [
+            ChatMessageSystem(content=system_prompt(pack.output_schema)),
+            ChatMessageUser(content=case_message(sop, inputs)),
+        ]
+    except (UsageError, KeyError, OSError):
+        messages = [ChatMessageUser(content=_text(inputs))]
+    for index, call in enumerate((row.get("trajectory") or {}).get("calls", [])):
+        call_id, name = f"call_{index}", str(call["name"])
+        messages.append(ChatMessageAssistant(content="", tool_calls=[
+            ToolCall(id=call_id, function=name, arguments=_arguments(call.get("arguments")))
+        ]))  # fmt: skip
+        messages.append(
+            ChatMessageTool(content=_call_result(call), tool_call_id=call_id, function=name)
+        )
+    answer = _answer_text(row.get("outputs"))
+    if answer is not None:
+        messages.append(ChatMessageAssistant(content=f"<{FINAL_TAG}>{answer}</{FINAL_TAG}>"))
+    return messages
+
+
+def _conversation(row: JSON, config: JSON, captured: list[ChatTurn]) -> tuple[list[Any], str]:
+    """The sample's messages and where they come from: the last captured model call's input
+    and its answer (the whole conversation as the model last saw it), else rebuilt."""
+    if captured:
+        last = captured[-1]
+        return [*_messages(last.input_messages), *_messages(last.output_messages)], CAPTURED
+    return _rebuilt_messages(row, config), REBUILT
+
+
+def _sample(row: JSON, started: datetime, config: JSON, trace: EpisodeTrace | None = None) -> Any:
     from inspect_ai.event import ToolEvent
     from inspect_ai.log import EvalError, EvalSample
-    from inspect_ai.model import ModelOutput, ModelUsage
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
     from inspect_ai.scorer import Score
     from inspect_ai.tool import ToolCallError
 
     score = row["score"]
+    answer = _answer_text(row.get("outputs"))
     scores = {
         SUCCESS: Score(
             value=1.0 if score["success"] else 0.0,
-            explanation=_verdict(score),
+            answer=answer,
+            explanation=verdict(score),
             metadata={"completed": score["completed"], "errors": score.get("errors", {})},
         )
     }
@@ -196,6 +268,7 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
             continue
         scores[name] = Score(
             value=float(result["value"]),
+            answer=answer,
             explanation=result.get("explanation") or None,
             metadata={"gates": result.get("gates", False), "metrics": result.get("metrics", {})},
         )
@@ -223,25 +296,34 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
         timed.append((begun, event))
     chats = trace.chats if trace is not None else []
     captured = [c for c in chats if c.input_messages is not None or c.output_messages is not None]
-    offered = _tools(trace.tool_definitions) if captured and trace is not None else []
+    offered = tool_infos(trace.tool_definitions) if captured and trace is not None else []
     timed.extend((chat.start_ns, _model_event(chat, offered)) for chat in captured)
     events = [event for _, event in sorted(timed, key=lambda pair: pair[0])]
     llm = row.get("llm_calls") or []
     model = str(row.get("model") or row.get("agent") or "none")
     usage = {}
+    tokens_in = sum(int(c.get("input_tokens") or 0) for c in llm)
+    tokens_out = sum(int(c.get("output_tokens") or 0) for c in llm)
     if llm:
-        tokens_in = sum(int(c.get("input_tokens") or 0) for c in llm)
-        tokens_out = sum(int(c.get("output_tokens") or 0) for c in llm)
         usage[model] = ModelUsage(
             input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out
         )
+    messages, source = _conversation(row, config, captured)
+    replies = [m for m in messages if isinstance(m, ChatMessageAssistant)]
+    last = replies[-1] if replies else ChatMessageAssistant(content=answer or "")
+    output = ModelOutput(
+        model=model,
+        choices=[ChatCompletionChoice(message=last, stop_reason="stop")],
+        usage=usage.get(model),
+    )
     infra = score.get("infra_error")
     return EvalSample(
         id=f"{row['domain']}/{row['task_id']}",
         epoch=int(row.get("trial") or 0) + 1,
         input=_text(row.get("inputs") or {}),
         target=_text(row.get("gold_outputs") or {}),
-        output=ModelOutput.from_content(model, _text(row.get("outputs"))),
+        messages=messages,
+        output=output,
         scores=scores,
         metadata={
             "domain": row["domain"],
@@ -249,6 +331,7 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
             "episode_id": row.get("episode_id"),
             "agent": row.get("agent"),
             "not_applicable": not_applicable,
+            "messages": source,
         },
         events=events,
         model_usage=usage,
@@ -257,7 +340,7 @@ def _sample(row: JSON, started: datetime, trace: EpisodeTrace | None = None) -> 
     )
 
 
-def _verdict(score: JSON) -> str:
+def verdict(score: JSON) -> str:
     if score.get("infra_error"):
         return f"not scored: the infrastructure failed ({score['infra_error']})"
     if score["success"]:
@@ -290,9 +373,16 @@ def to_eval_log(
     scored = [r for r in rows if not r["score"].get("infra_error")]
     tsr = sum(bool(r["score"]["success"]) for r in scored) / len(scored) if scored else 0.0
     model = str(config.get("model") or config.get("agent") or "none")
+    run = run_args(config, run_id)
     spec = EvalSpec(
         created=started.isoformat(),
         task=f"sopgym/{'+'.join(domains)}",
+        task_display_name=(
+            f"{'+'.join(domains)} · {run['agent']} · {run['model']} · sop {run['sop_variant']}"
+            f" · seed {run['seed']} · {run_id}"
+        ),
+        task_args=run,
+        tags=[f"{key}:{value}" for key, value in run.items()],
         task_id=run_id,
         run_id=run_id,
         dataset=EvalDataset(
@@ -316,17 +406,40 @@ def to_eval_log(
         ],
     )
     elapsed = sum(float(r.get("elapsed_s") or 0.0) for r in rows)
+    samples = [
+        _sample(r, started, config, (traces or {}).get(str(r.get("episode_id")))) for r in rows
+    ]
     stats = EvalStats(
         started_at=started.isoformat(),
         completed_at=(started + timedelta(seconds=elapsed)).isoformat(),
+        model_usage=_usage_total(samples),
     )
-    return EvalLog(
-        status="success",
-        eval=spec,
-        results=results,
-        stats=stats,
-        samples=[_sample(r, started, (traces or {}).get(str(r.get("episode_id")))) for r in rows],
-    )
+    return EvalLog(status="success", eval=spec, results=results, stats=stats, samples=samples)
+
+
+def run_args(config: JSON, run_id: str) -> dict[str, Any]:
+    """What tells one run's log from another's of the same domains: the log's task args, and
+    its tags as ``key:value``."""
+    return {
+        "run_id": run_id,
+        "agent": config.get("agent"),
+        "model": config.get("model"),
+        "sop_variant": config.get("sop_variant") or "clean",
+        "seed": config.get("seed") or 0,
+        "trials": config.get("trials") or 1,
+    }
+
+
+def _usage_total(samples: list[Any]) -> dict[str, Any]:
+    """The samples' token usage summed per model (the log's stats, which the viewer's header
+    shows)."""
+    from inspect_ai.model import ModelUsage
+
+    total: dict[str, Any] = {}
+    for sample in samples:
+        for model, usage in sample.model_usage.items():
+            total[model] = total.get(model, ModelUsage()) + usage
+    return total
 
 
 def write_inspect_log(

@@ -430,7 +430,8 @@ def _export_inspect(root: Path, out: Path | None) -> None:
     rows = _rows(root)
     traces = episode_traces(RunFolder(root))  # the captured model calls, when traced
     target = write_inspect_log(rows, config, root.name, out or root / "export.eval", traces)
-    console.print(f"wrote {len(rows)} samples to {target} (inspect view {target})")
+    console.print(f"wrote {len(rows)} samples to {target}")
+    console.print(f"open it with: inspect view --log-dir {target.parent}")
 
 
 def export_frame(rows: list[JSON]) -> Any:
