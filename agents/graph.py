@@ -348,11 +348,13 @@ class GraphAgent:
         max_repeats: int = default("max_repeats"),
         paper_protocol: int = default("paper_protocol"),
         text_tool_calls: int = default("text_tool_calls"),
+        record_tokens: int = default("record_tokens"),
         **_: Any,
     ) -> None:
         self.paper_protocol = bool(paper_protocol)  # SOP-Maze's protocol on prompt-only tasks
         self.text_tool_calls = bool(text_tool_calls)
-        self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries, max_tokens)
+        self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries, max_tokens,
+                                 bool(record_tokens))  # fmt: skip
         self.limits = Limits(
             max_steps=max_steps,
             max_nudges=max_nudges,

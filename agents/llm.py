@@ -20,7 +20,7 @@ from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import ensure_config
 
 from sopgym.agents.base import JSON, AgentContext
-from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
+from sopgym.agents.models import ModelSpec, build_chat_model, openai_compatible, parse_model_spec
 from sopgym.core.exceptions import AgentError
 from sopgym.core.outcomes import InfraFailure, observed
 from sopgym.observability.genai import traced_model_call
@@ -71,6 +71,7 @@ class LLM:
     retries: int = 4
     backoff: float = 0.5
     request_timeout: float = 120.0
+    record_tokens: bool = False  # each call's token ids and logprobs into its usage record
     _bound: dict[int, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -82,10 +83,13 @@ class LLM:
         request_timeout: float = 120.0,
         retries: int = 4,
         max_tokens: int | None = None,
+        record_tokens: bool = False,
     ) -> LLM:
         parsed = parse_model_spec(spec, base_url)
-        chat = build_chat_model(parsed, temperature, request_timeout, max_tokens)
-        return cls(parsed, chat, retries, request_timeout=request_timeout)
+        chat = build_chat_model(parsed, temperature, request_timeout, max_tokens, record_tokens)
+        return cls(
+            parsed, chat, retries, request_timeout=request_timeout, record_tokens=record_tokens
+        )
 
     def runnable(self, tools: list[JSON] | None) -> Any:
         """The chat model, with ``tools`` bound natively when given (bindings are cached per
@@ -202,7 +206,7 @@ def takes_seed(spec: ModelSpec) -> bool:
     Chat Completions, where ``seed`` is a documented parameter). Not to OpenAI's own API,
     which sends some models through the Responses API (no ``seed`` there), nor to Anthropic
     or Bedrock, which have none."""
-    return spec.scripted or (spec.provider == "openai" and spec.base_url is not None)
+    return openai_compatible(spec)
 
 
 def takes_timeout(spec: ModelSpec) -> bool:
@@ -250,7 +254,39 @@ def _record(
     }
     if message is not None:
         record.update(server_timings(message))
+        if llm.record_tokens:
+            record["tokens"] = turn_tokens(message, context.usage)
     context.usage.append(record)
+
+
+def turn_tokens(message: AIMessage, earlier_calls: list[JSON]) -> JSON:
+    """One model turn as a trainer reads it (docs/tokens.md): the server's prompt token ids
+    (the chat template's rendering of the request, generation prompt included) and completion
+    token ids (the sampled tokens, the end-of-turn token included when sampled), each
+    completion token's logprob, and whether this prompt begins with the previous recorded
+    turn's prompt and completion (False where the template re-rendered history: the turns
+    then cannot be joined into one sequence). Missing fields (a server that ignored the
+    request) are None, never guessed."""
+    metadata = message.response_metadata or {}
+    usage = metadata.get("token_usage") or {}
+    usage = usage if isinstance(usage, dict) else {}
+    logprobs = metadata.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    prompt_ids = usage.get("prompt_token_ids")
+    completion_ids = usage.get("completion_token_ids")
+    previous = next((c["tokens"] for c in reversed(earlier_calls) if "tokens" in c), None)
+    extends = None
+    if previous is not None and isinstance(prompt_ids, list):
+        before = (previous["prompt_token_ids"] or []) + (previous["completion_token_ids"] or [])
+        extends = bool(before) and prompt_ids[: len(before)] == before
+    return {
+        "prompt_token_ids": prompt_ids if isinstance(prompt_ids, list) else None,
+        "completion_token_ids": completion_ids if isinstance(completion_ids, list) else None,
+        "completion_logprobs": (
+            [entry.get("logprob") for entry in content] if isinstance(content, list) else None
+        ),
+        "extends_previous": extends,
+    }
 
 
 def server_timings(message: AIMessage) -> JSON:

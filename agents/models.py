@@ -70,10 +70,15 @@ def build_chat_model(
     temperature: float | None = 0.0,
     timeout: float = 120.0,
     max_tokens: int | None = None,
+    record_tokens: bool = False,
 ):
     """The LangChain chat model for ``spec``. Retries are left to
     :func:`sopgym.agents.llm.invoke_model`, so every provider retries the same way.
-    ``max_tokens`` caps every reply (None: the provider's default, Anthropic's 4096)."""
+    ``max_tokens`` caps every reply (None: the provider's default, Anthropic's 4096).
+    ``record_tokens`` asks an OpenAI-compatible server for each turn's token ids and logprobs
+    (:data:`TOKEN_REQUEST_FIELDS`, docs/tokens.md)."""
+    if record_tokens:
+        check_token_recording(spec)
     if spec.provider in (SCRIPTED, "openai"):
         from langchain_openai import ChatOpenAI
         from pydantic import SecretStr
@@ -84,6 +89,12 @@ def build_chat_model(
         options: dict[str, Any] = {}
         if spec.base_url:
             options["use_responses_api"] = False  # OpenAI-compatible servers speak Chat Completions
+        if record_tokens:
+            # in the body itself (LangChain warns against model_kwargs for non-OpenAI fields
+            # because the SDK's typed ``create`` refuses them; PlainChatCompletions posts the
+            # body as it is), so calls keep the plain transport's path, as extra_body would not
+            options["logprobs"] = True
+            options["model_kwargs"] = dict(TOKEN_REQUEST_FIELDS)
         mounts = keep_alive_mounts(spec.base_url)  # plain-HTTP endpoints: kept connections
         http_client = traced_http_client(timeout, mounts)  # W3C trace context to the server
         chat = ChatOpenAI(
@@ -121,6 +132,31 @@ def build_chat_model(
     return module.ChatBedrockConverse(
         model=spec.name, temperature=temperature, config=config, **options
     )
+
+
+# vLLM's request fields for a turn's token ids (``prompt_token_ids`` at the top of the reply,
+# ``token_ids`` in its choice); OpenAI's ``logprobs`` is sent beside them. With
+# ``return_tokens_as_token_ids`` each logprob entry names its token as ``token_id:<id>``, so a
+# token that is not valid UTF-8 on its own is still identified.
+TOKEN_REQUEST_FIELDS = {"return_token_ids": True, "return_tokens_as_token_ids": True}
+
+
+def openai_compatible(spec: ModelSpec) -> bool:
+    """Whether ``spec`` is spoken to through Chat Completions on a server of our choosing: the
+    scripted model, or ``openai:<model>`` with ``--base-url`` (vLLM, llama-server ...), where
+    the server's own request fields (``seed``, vLLM's token fields) may be sent. Not OpenAI's
+    own API, nor Anthropic or Bedrock."""
+    return spec.scripted or (spec.provider == "openai" and spec.base_url is not None)
+
+
+def check_token_recording(spec: ModelSpec) -> None:
+    """:class:`ModelUnavailable` (a usage error, refused before a run starts) unless the
+    model's server can be asked for token ids (:func:`openai_compatible`)."""
+    if not openai_compatible(spec):
+        raise ModelUnavailable(
+            f"{spec.label}: --record-tokens needs an OpenAI-compatible server that returns "
+            "token ids (vLLM, the scripted model), given with --base-url"
+        )
 
 
 # ``create``'s per-request keyword arguments → the low-level request options they become
@@ -218,7 +254,22 @@ class PlainReply:
             body = self.http_response.json()
         except ValueError:  # LangChain reports a non-JSON body with its preview
             return self.http_response.text
-        return with_server_timings(body)
+        return with_token_ids(with_server_timings(body))
+
+
+def with_token_ids(body: Any) -> Any:
+    """vLLM's ``prompt_token_ids`` (top level) and the choice's ``token_ids`` carried inside
+    ``usage``, as :func:`with_server_timings` carries ``timings``: LangChain keeps neither key
+    (it keeps the choice's ``logprobs``), and the usage records read them from there."""
+    if not isinstance(body, dict) or "prompt_token_ids" not in body:
+        return body
+    usage, choices = body.get("usage"), body.get("choices")
+    if isinstance(usage, dict) and isinstance(choices, list) and choices:
+        first = choices[0]
+        completion = first.get("token_ids") if isinstance(first, dict) else None
+        body["usage"] = {**usage, "prompt_token_ids": body["prompt_token_ids"],
+                         "completion_token_ids": completion}  # fmt: skip
+    return body
 
 
 def with_server_timings(body: Any) -> Any:

@@ -48,6 +48,13 @@ AGENT_OPTIONS: dict[str, AgentOption] = {
         "1: SOP-Maze's own protocol on prompt-only tasks (the prompt as the one user message, "
         "no system prompt, the reply read as the official scorer reads it); --protocol paper.",
     ),
+    "record_tokens": AgentOption(
+        int,
+        0,
+        "1: record each model turn's prompt and completion token ids and logprobs (an "
+        "OpenAI-compatible server such as vLLM, or the scripted model) in runs/<id>/tokens.jsonl"
+        "; --record-tokens. docs/tokens.md.",
+    ),
     "text_tool_calls": AgentOption(
         int, 1, "1: read tool calls a model writes as text (fenced JSON, <tool_call>) as calls."
     ),
@@ -112,6 +119,16 @@ def agent_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
             "as the official scorer does). Recorded in the run's agent_options.",
         )
     )
+    flags.append(
+        click.option(
+            "--record-tokens",
+            "record_tokens",
+            is_flag=True,
+            default=None,
+            help="Record each model turn's token ids and logprobs (OpenAI-compatible servers "
+            "that return them, e.g. vLLM) in runs/<id>/tokens.jsonl; off by default.",
+        )
+    )
     for flag in flags:
         command = flag(command)
     return command
@@ -130,7 +147,7 @@ def collect_agent_options(values: dict[str, Any]) -> JSON:
     for name in AGENT_OPTIONS:
         value = values.pop(name, None)
         if value is not None:
-            options[name] = value
+            options[name] = int(value) if isinstance(value, bool) else value
     protocol = values.pop("protocol", None)
     if protocol is not None:
         options["paper_protocol"] = int(protocol == "paper")

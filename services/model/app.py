@@ -27,6 +27,7 @@ from sopgym.services.model.engine import BadRequest, ScriptedModel
 from sopgym.services.model.latency import LATENCY_PRESETS, Pacer, SimulatedGPU, job_for
 from sopgym.services.model.profiles import PRESETS, parse_profile, profile_for_model
 from sopgym.services.model.providers import add_provider_routes
+from sopgym.services.model.tokens import with_tokens
 from sopgym.types import JSON
 
 
@@ -77,7 +78,7 @@ def create_app(
         once and held for the profile's simulated time."""
         calls["in_flight"] += 1
         try:
-            reply = behaviours.play(model, body, size)
+            reply = with_tokens(body, behaviours.play(model, body, size))
             usage = reply.get("usage") or {}
             latency = profile_for_model(body.get("model"), model.default_profile).latency
             if latency.delays:

@@ -241,6 +241,23 @@ class WorkerReport(msgspec.Struct, kw_only=True):
         return msgspec.convert(data, cls)
 
 
+def take_token_turns(report: WorkerReport) -> list[dict[str, Any]]:
+    """``runs/<id>/tokens.jsonl``'s lines for ``report``: one per model call that recorded its
+    tokens (``--record-tokens``; docs/tokens.md), each taken out of its ``llm_calls`` record,
+    so the result row keeps the calls' figures without the token arrays. ``turn`` is the
+    call's index in the row's ``llm_calls``. Empty (and ``report`` untouched) when no call
+    recorded tokens."""
+    turns = []
+    for index, call in enumerate(report.llm_calls):
+        tokens = call.pop("tokens", None)
+        if isinstance(tokens, dict):
+            turns.append({"task_id": report.task_id, "trial": report.trial,
+                          "episode_id": report.episode_id, "turn": index,
+                          "purpose": call.get("purpose"), "model": call.get("model"),
+                          **tokens})  # fmt: skip
+    return turns
+
+
 class RunSummary(msgspec.Struct, kw_only=True):
     """A run's figures, ``summary.json``'s keys in this order: the run, its config, the
     scores' aggregate (:func:`sopgym.evaluation.scoring.summarize`) and the run-level blocks.

@@ -61,6 +61,10 @@ def validate(config: RunConfig) -> RunConfig:
         )
     resolve_agent(config.agent)  # a name, a plug-in or module:Class, loaded before anything
     check_model_spec(config.model)
+    if config.agent_options.get("record_tokens"):  # a provider that returns no token ids
+        from sopgym.agents.models import check_token_recording, parse_model_spec
+
+        check_token_recording(parse_model_spec(config.model, config.base_url))
     if config.agent_options.get("tool_retrieval") and config.agent not in RETRIEVAL_AGENTS:
         raise UsageError("--tool-retrieval narrows the catalog of the fc and mcp "
                          f"agents, not of {config.agent}")  # fmt: skip

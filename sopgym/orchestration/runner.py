@@ -56,6 +56,7 @@ from sopgym.evaluation.records import (  # RunConfig: re-exported
     WorkerReport,
     given,
     read_results,
+    take_token_turns,
 )
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from sopgym.evaluation.stats import tsr_intervals
@@ -113,6 +114,11 @@ class RunPaths:
     @property
     def lock(self) -> Path:
         return self.root / "run.lock"
+
+    @property
+    def tokens(self) -> Path:
+        """Each model turn's token ids and logprobs, with --record-tokens (docs/tokens.md)."""
+        return self.root / "tokens.jsonl"
 
     @property
     def injections(self) -> Path:
@@ -269,6 +275,7 @@ class Runner:
         for _ in range(processes):
             jobs.put(None)
         appender = JsonlAppender(self.paths.results)
+        token_log: list[JsonlAppender] = []  # tokens.jsonl, opened at the first recorded turn
         lock = threading.Lock()
         admin = GatewayClient(stack.gateway_url)
         failures: list[BaseException] = []
@@ -278,6 +285,7 @@ class Runner:
 
         def record(attempt: Attempt, report: WorkerReport, span: object) -> None:
             task, trial = attempt
+            turns = take_token_turns(report)  # the row's llm_calls keep no token arrays
             with use_span(span, end_on_exit=True) if isinstance(span, Span) else nullcontext():
                 scoring = time.perf_counter()
                 row = self._score(admin, stack.admin_token, task, trial, report)  # in the trace
@@ -292,6 +300,10 @@ class Runner:
                 )
             with lock:
                 self.phases["scoring"] += time.perf_counter() - scoring
+                if turns and not token_log:
+                    token_log.append(JsonlAppender(self.paths.tokens))
+                for turn in turns:  # before the row: a resumed task's turns are never lost
+                    token_log[0].append(turn)
                 appender.append(row)
             if progress:
                 progress(row)
@@ -351,6 +363,8 @@ class Runner:
         finally:
             if not any(t.is_alive() for t in threads):  # never close under a writer
                 appender.close()
+                for log in token_log:
+                    log.close()
             admin.close()
             task_spans.close()
         if failures:
