@@ -23,6 +23,7 @@ from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.models import ModelSpec, build_chat_model, openai_compatible, parse_model_spec
 from sopgym.core.exceptions import AgentError
 from sopgym.core.outcomes import InfraFailure, observed
+from sopgym.evaluation.records import token_turn
 from sopgym.observability.genai import traced_model_call
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -260,33 +261,21 @@ def _record(
 
 
 def turn_tokens(message: AIMessage, earlier_calls: list[JSON]) -> JSON:
-    """One model turn as a trainer reads it (docs/tokens.md): the server's prompt token ids
-    (the chat template's rendering of the request, generation prompt included) and completion
-    token ids (the sampled tokens, the end-of-turn token included when sampled), each
-    completion token's logprob, and whether this prompt begins with the previous recorded
-    turn's prompt and completion (False where the template re-rendered history: the turns
-    then cannot be joined into one sequence). Missing fields (a server that ignored the
-    request) are None, never guessed."""
+    """The reply's token ids and logprobs (:func:`~sopgym.evaluation.records.token_turn`):
+    the ids from ``usage`` (where :func:`~sopgym.agents.models.with_token_ids` carries them),
+    the logprobs from the choice's ``logprobs.content``, joined to the last earlier call of
+    the task that recorded its tokens."""
     metadata = message.response_metadata or {}
-    usage = metadata.get("token_usage") or {}
+    usage = metadata.get("token_usage")
     usage = usage if isinstance(usage, dict) else {}
     logprobs = metadata.get("logprobs")
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
-    prompt_ids = usage.get("prompt_token_ids")
-    completion_ids = usage.get("completion_token_ids")
+    values = [e.get("logprob") for e in content if isinstance(e, dict)] if isinstance(
+        content, list) else None  # fmt: skip
     previous = next((c["tokens"] for c in reversed(earlier_calls) if "tokens" in c), None)
-    extends = None
-    if previous is not None and isinstance(prompt_ids, list):
-        before = (previous["prompt_token_ids"] or []) + (previous["completion_token_ids"] or [])
-        extends = bool(before) and prompt_ids[: len(before)] == before
-    return {
-        "prompt_token_ids": prompt_ids if isinstance(prompt_ids, list) else None,
-        "completion_token_ids": completion_ids if isinstance(completion_ids, list) else None,
-        "completion_logprobs": (
-            [entry.get("logprob") for entry in content] if isinstance(content, list) else None
-        ),
-        "extends_previous": extends,
-    }
+    return token_turn(
+        usage.get("prompt_token_ids"), usage.get("completion_token_ids"), values, previous
+    )
 
 
 def server_timings(message: AIMessage) -> JSON:

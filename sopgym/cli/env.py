@@ -57,6 +57,12 @@ from sopgym.validation import (
     help="Requests worked at once: each holds a thread while its step runs at the gateway, so "
     "this bounds the episodes a trainer can step at the same moment.",
 )
+@click.option(
+    "--record-tokens",
+    is_flag=True,
+    help="Take each action's model turn (its token ids and logprobs, as the trainer's server "
+    "returned them) and answer it in the step's info; docs/tokens.md.",
+)
 def env_serve(
     gateway_url: str,
     domains: tuple[str, ...],
@@ -68,6 +74,7 @@ def env_serve(
     run_dir: Path | None,
     score_detail: bool,
     concurrency: int,
+    record_tokens: bool,
 ) -> None:
     """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
     from sopgym.client.recorder import recorder_for
@@ -89,7 +96,7 @@ def env_serve(
         serve(
             build(gateway_url, [*domains], data_root, distractors=distractors,
                   max_steps=max_steps, recorder=recorder, score_detail=score_detail,
-                  concurrency=concurrency),
+                  concurrency=concurrency, record_tokens=record_tokens),
             host,
             port,
         )  # fmt: skip

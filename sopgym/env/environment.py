@@ -17,6 +17,13 @@ off by default: each refused action costs that much when it happens (a training 
 score). An episode that reaches ``max_steps`` actions without finishing is truncated: the
 gateway episode is finished with no outputs and the reward is the score of that (0.0).
 
+With ``record_tokens`` (``sopgym env-serve --record-tokens``; docs/tokens.md) an action may
+carry ``"tokens"``: the model turn that produced it, as the trainer's server returned it
+(``prompt_token_ids``, ``completion_token_ids``, ``completion_logprobs``). The step's info
+answers it as recorded (``info["tokens"]``, with its ``turn`` index and ``extends_previous``),
+and the step that ends the episode answers all of them (``info["token_turns"]``). Off, the key
+is ignored, as any unknown action key is.
+
 Observations and actions are JSON objects (:class:`JsonSpace`); the episode's id, which names
 its record and its trace, is :attr:`SopgymEnv.episode_id`, not part of the observation, so
 that seeded resets observe the same thing.
@@ -36,6 +43,7 @@ from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation.records import token_turn
 from sopgym.evaluation.scoring import score_episode
 from sopgym.types import JSON
 
@@ -82,6 +90,7 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
         max_steps: int = DEFAULT_MAX_STEPS,
         refusal_penalty: float = 0.0,
         recorder: RunRecorder | None = None,
+        record_tokens: bool = False,
     ) -> None:
         self.client, self.data = client, data
         self.recorder = recorder  # each ended episode into a run folder (env-serve --run-dir)
@@ -94,6 +103,8 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
         self.episode: Episode | None = None
         self.steps = 0
         self.score: JSON | None = None
+        self.record_tokens = record_tokens
+        self.token_turns: list[JSON] = []  # this episode's, with record_tokens
 
     @property
     def episode_id(self) -> str | None:
@@ -122,7 +133,7 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
             sop_variant=self.sop_variant,
             meta={"agent": "env"},
         )
-        self.steps, self.score = 0, None
+        self.steps, self.score, self.token_turns = 0, None, []
         observation: JSON = {
             "task_id": task_id,
             "kind": self.task.kind,
@@ -138,11 +149,14 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
     def step(self, action: JSON) -> tuple[JSON, SupportsFloat, bool, bool, dict[str, Any]]:
         if self.episode is None or self.task is None or self.done:
             raise RuntimeError("step() needs an open episode: call reset() first")
+        turn = self._token_turn(action)  # a malformed one is refused before the action runs
         self.steps += 1
         kind = action.get("type") if isinstance(action, dict) else None
         if kind == "finish":
             outputs = action.get("outputs")
-            return self._end({"type": "finish"}, outputs if isinstance(outputs, dict) else {})
+            return self._with_turn(
+                turn, self._end({"type": "finish"}, outputs if isinstance(outputs, dict) else {})
+            )
         if kind == "tool":
             result = self.episode.call(str(action.get("name", "")), action.get("arguments", {}))
         elif kind == "message":
@@ -157,13 +171,57 @@ class SopgymEnv(gymnasium.Env[JSON, JSON]):
         reward = 0.0 if result.ok else -self.refusal_penalty
         if self.steps >= self.max_steps:
             _, _, _, _, info = self._end(observation, {})
-            return observation, reward, False, True, info
-        return observation, reward, False, False, {"status": result.status}
+            return self._with_turn(turn, (observation, reward, False, True, info))
+        return self._with_turn(turn, (observation, reward, False, False, {"status": result.status}))
 
     def close(self) -> None:
         self._abandon()
 
     # ---- helpers ----
+    def _token_turn(self, action: Any) -> JSON | None:
+        """The action's ``tokens`` as recorded (None when not recording or not given); a
+        :class:`ToolError` naming the key when it is not a turn's token record."""
+        tokens = action.get("tokens") if self.record_tokens and isinstance(action, dict) else None
+        if tokens is None:
+            return None
+        if not isinstance(tokens, dict):
+            raise ToolError("invalid_value", "tokens must be a JSON object", "action.tokens")
+        for key, kind in (("prompt_token_ids", int), ("completion_token_ids", int),
+                          ("completion_logprobs", float)):  # fmt: skip
+            value = tokens.get(key)
+            if value is not None and not (
+                isinstance(value, list)
+                and all(isinstance(v, kind | int) and not isinstance(v, bool) for v in value)
+            ):
+                raise ToolError("invalid_value", f"tokens.{key} must be an array of "
+                                f"{kind.__name__}s", f"action.tokens.{key}")  # fmt: skip
+        ids, logprobs = tokens.get("completion_token_ids"), tokens.get("completion_logprobs")
+        if ids is not None and logprobs is not None and len(ids) != len(logprobs):
+            raise ToolError(
+                "invalid_value",
+                "tokens.completion_logprobs must have one logprob per completion token id",
+                "action.tokens.completion_logprobs",
+            )
+        previous = self.token_turns[-1] if self.token_turns else None
+        turn = token_turn(tokens.get("prompt_token_ids"), ids, logprobs, previous)
+        return {"turn": len(self.token_turns), **turn}
+
+    def _with_turn(
+        self, turn: JSON | None, step: tuple[JSON, SupportsFloat, bool, bool, dict[str, Any]]
+    ) -> tuple[JSON, SupportsFloat, bool, bool, dict[str, Any]]:
+        """``step`` with the action's token turn in its info (and, at the episode's end, the
+        whole episode's turns)."""
+        if turn is None and not (self.token_turns and (step[2] or step[3])):
+            return step
+        observation, reward, terminated, truncated, info = step
+        info = dict(info)
+        if turn is not None:
+            self.token_turns.append(turn)
+            info["tokens"] = turn
+        if terminated or truncated:
+            info["token_turns"] = self.token_turns
+        return observation, reward, terminated, truncated, info
+
     def _end(
         self, observation: JSON, outputs: JSON
     ) -> tuple[JSON, float, bool, bool, dict[str, Any]]:

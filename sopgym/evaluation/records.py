@@ -241,6 +241,30 @@ class WorkerReport(msgspec.Struct, kw_only=True):
         return msgspec.convert(data, cls)
 
 
+def token_turn(
+    prompt_ids: Any, completion_ids: Any, logprobs: Any, previous: dict[str, Any] | None
+) -> dict[str, Any]:
+    """One model turn's tokens as sopgym records them (docs/tokens.md): the prompt's token ids
+    (the server's chat template over the request, generation prompt included), the
+    completion's (the sampled tokens, end-of-turn included when sampled) and its per-token
+    logprobs, each None where the server gave none (never guessed), and ``extends_previous``:
+    whether this prompt begins with the ``previous`` turn's prompt and completion (None for a
+    first turn or when either side has no ids; False where the template re-rendered history,
+    so the turns cannot be joined into one sequence)."""
+    extends = None
+    if previous is not None and isinstance(prompt_ids, list):
+        before = (previous.get("prompt_token_ids") or []) + (
+            previous.get("completion_token_ids") or []
+        )
+        extends = prompt_ids[: len(before)] == before if before else None
+    return {
+        "prompt_token_ids": prompt_ids if isinstance(prompt_ids, list) else None,
+        "completion_token_ids": completion_ids if isinstance(completion_ids, list) else None,
+        "completion_logprobs": logprobs if isinstance(logprobs, list) else None,
+        "extends_previous": extends,
+    }
+
+
 def take_token_turns(report: WorkerReport) -> list[dict[str, Any]]:
     """``runs/<id>/tokens.jsonl``'s lines for ``report``: one per model call that recorded its
     tokens (``--record-tokens``; docs/tokens.md), each taken out of its ``llm_calls`` record,
