@@ -24,17 +24,16 @@ from sopgym.agents.llm import LLM, invoke_model
 from sopgym.agents.prompts import case_message, system_prompt
 from sopgym.core.errors import ToolError
 from sopgym.env import SopgymEnv, make_env
-from sopgym.evaluation.records import WorkerReport, take_token_turns, token_turn
+from sopgym.evaluation.records import WorkerReport
 from sopgym.orchestration.api import validate
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.services.model.app import create_app
-from sopgym.services.model.tokens import GENERATION_PROMPT, SPECIAL_TOKENS, token_id, tokenize
 from tests.helpers import DATA_ROOT, domain_data
 from tests.test_model_client import ScriptedEndpoint, endpoint  # noqa: F401 - its fixture
 
 DOMAIN = "patient_intake"
 ASK = {"logprobs": True, "return_token_ids": True, "return_tokens_as_token_ids": True}
-END_OF_TURN = SPECIAL_TOKENS["<|im_end|>"]
+END_OF_TURN = 2  # the stand-in tokenizer's <|im_end|> (services/model/tokens.py)
 
 
 def opening(task_index: int = 0) -> list[dict[str, Any]]:
@@ -76,6 +75,9 @@ def without_volatile(reply: dict[str, Any]) -> dict[str, Any]:
 def test_the_scripted_model_returns_token_ids_and_logprobs_only_when_asked(
     scripted: TestClient,
 ) -> None:
+    from sopgym.services.model.tokens import GENERATION_PROMPT, SPECIAL_TOKENS, token_id, tokenize
+
+    assert SPECIAL_TOKENS["<|im_end|>"] == END_OF_TURN
     plain = ask(scripted)
     assert "prompt_token_ids" not in plain and plain["choices"][0]["logprobs"] is None
     assert "token_ids" not in plain["choices"][0]
@@ -135,7 +137,8 @@ VLLM_REPLY = {
 
 @pytest.mark.parametrize("endpoint", [[(200, VLLM_REPLY), (200, VLLM_REPLY)]], indirect=True)
 def test_record_tokens_asks_for_vllms_fields_and_records_the_turn(
-    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+    endpoint: ScriptedEndpoint,  # noqa: F811 - the fixture imported above
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     messages = [SystemMessage("Follow the SOP."), HumanMessage("Register patient P-1.")]
@@ -159,6 +162,8 @@ def test_record_tokens_asks_for_vllms_fields_and_records_the_turn(
 
 
 def test_a_turn_extends_the_previous_only_when_its_prompt_begins_with_it() -> None:
+    from sopgym.evaluation.records import take_token_turns, token_turn
+
     first = token_turn([1, 5], [7, 2], [-0.1, -0.2], None)
     assert first["extends_previous"] is None
     assert token_turn([1, 5, 7, 2, 9], [3], [-0.3], first)["extends_previous"] is True
@@ -241,8 +246,8 @@ def test_env_serve_answers_each_actions_tokens_in_the_step(stack: Stack) -> None
             completion = [100 + index, END_OF_TURN]
             tokens = {"prompt_token_ids": prompt, "completion_token_ids": completion,
                       "completion_logprobs": [-0.5, -0.01]}  # fmt: skip
-            step = client.post("/step", json={"env_id": opened["env_id"],
-                                              "action": {**action, "tokens": tokens}}).json()  # fmt: skip
+            sent = {"env_id": opened["env_id"], "action": {**action, "tokens": tokens}}
+            step = client.post("/step", json=sent).json()
             assert step["info"]["tokens"] == {"turn": index, **tokens,
                                               "extends_previous": index > 0 or None}  # fmt: skip
             prompt = prompt + completion + [1, 20]
