@@ -27,6 +27,7 @@ from sopgym.terminal import console, print_summary
 from sopgym.validation import (
     AGENT_HELP,
     DATA_ROOT,
+    IN_FLIGHT,
     MODEL_HELP,
     SECONDS,
     fault_spec,
@@ -74,7 +75,7 @@ def worker_pace(concurrency: int | None, workers: int | None) -> dict[str, int]:
 @click.option(
     "--concurrency",
     default=None,
-    type=click.IntRange(1, 20000),
+    type=IN_FLIGHT,
     help="Episodes in flight at once, spread over the --workers processes (default: the "
     "--workers count, 2 without it).",
 )

@@ -23,7 +23,7 @@ from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration.shards import OUTAGE_WAIT_S
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
-from sopgym.validation import AGENT_HELP, DATA_ROOT, MODEL_HELP, SECONDS
+from sopgym.validation import AGENT_HELP, DATA_ROOT, MAX_IN_FLIGHT, MODEL_HELP, SECONDS
 
 Observer = Callable[[WorkerReport, JSON | None], None]
 RUNS_DIR_ENV = "SOPGYM_RUNS_DIR"
@@ -274,8 +274,10 @@ def concurrency_levels(
         levels = [int(part) for part in text.split(",")]
     except ValueError:
         raise click.BadParameter(f"{text!r}: a number of episodes or a list, 1,10,100") from None
-    if not levels or not all(1 <= level <= 20000 for level in levels):
-        raise click.BadParameter(f"{text!r}: each level must be 1 to 20000 episodes in flight")
+    if not levels or not all(1 <= level <= MAX_IN_FLIGHT for level in levels):
+        raise click.BadParameter(
+            f"{text!r}: each level must be 1 to {MAX_IN_FLIGHT} episodes in flight"
+        )
     return levels
 
 
