@@ -38,6 +38,7 @@ USER_PORT=$((BASE + 10))
 MODEL_PORT=$((BASE + 11))
 GATEWAY_PORT=$((BASE + 12))
 read -r -a DOMAIN_LIST <<< "$DOMAINS"
+mkdir -p "$WORK"
 FIGURES="$WORK/figures.env"
 : > "$FIGURES"
 
