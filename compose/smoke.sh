@@ -5,8 +5,11 @@
 # starts it again, merges, and compares the merged run with a local `sopgym run` of the same
 # tasks. Prints its figures as one JSON object at the end and exits non-zero if a check fails.
 #
+#   python3 -m venv .venv && .venv/bin/pip install -e .   # the local run's Python
 #   compose/build-base.sh        # once, where no image registry is reachable (docs/deploy.md)
-#   compose/smoke.sh             # SKIP_BUILD=1 reuses the images; KEEP=1 leaves the stack up
+#   PYTHON=.venv/bin/python compose/smoke.sh     # SKIP_BUILD=1 reuses the images; KEEP=1
+#                                # leaves the stack up; BUILD_DOCKER=/usr/bin/docker where the
+#                                # docker client has no buildx (Debian's docker.io has BuildKit)
 #
 # Settings (environment): DOCKER (the client that runs containers, default docker),
 # BUILD_DOCKER (one that builds with BuildKit, default $DOCKER), SOPGYM_TAG (default smoke),
