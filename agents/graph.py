@@ -328,6 +328,8 @@ class GraphAgent:
     agent, and runs one graph invocation per episode."""
 
     name = "graph"
+    # an episode's state lives in its Run (passed through the graph's config), never on self
+    concurrent_safe = True
     native_tools = True  # False: tools are described in the prompt (ReAct)
     state_schema: type[State] = State
 

@@ -22,7 +22,7 @@ from langchain_core.runnables.config import ensure_config
 from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.models import ModelSpec, build_chat_model, parse_model_spec
 from sopgym.core.exceptions import AgentError
-from sopgym.core.outcomes import InfraFailure
+from sopgym.core.outcomes import InfraFailure, observed
 from sopgym.observability.genai import traced_model_call
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -123,7 +123,7 @@ def invoke_model(
     last_error: Exception = TimeoutError("no attempt")
     while True:
         if attempt and context.deadline is not None and time.monotonic() >= context.deadline:
-            raise deadline_waiting_for_model(context, last_error)  # ran out between retries
+            raise observed(deadline_waiting_for_model(context, last_error))  # out between retries
         _check_deadline(context)
         attempt += 1
         if context.deadline is not None and takes_timeout(llm.spec):  # else: the client's own
@@ -141,7 +141,7 @@ def invoke_model(
             ):
                 # the wait was cut to the task's deadline: the task ran out of time, as it would
                 # have without a model call in flight; not the endpoint failing
-                silent = deadline_waiting_for_model(context, error)
+                silent = observed(deadline_waiting_for_model(context, error))
                 _record(llm, context, purpose, started, attempt, None, error)
                 raise silent from error
             # a slow server stays slow: a timed-out request is tried once more, not retries times
@@ -154,9 +154,9 @@ def invoke_model(
             ):
                 _record(llm, context, purpose, started, attempt, None, error)
                 failure = ModelUnreachable if is_retryable(error) else ModelCallError
-                raise failure(
+                raise observed(failure(
                     f"{llm.spec.label}: {type(error).__name__}: {_first_line(error)}"
-                ) from error
+                )) from error  # fmt: skip
             time.sleep(delay)
     _record(llm, context, purpose, started, attempt, message, None)
     return message

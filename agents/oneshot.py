@@ -19,6 +19,7 @@ from sopgym.types import JSON
 
 class OneShotSolver:
     name = "oneshot"
+    concurrent_safe = True  # one call on the shared model layer, nothing kept
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm

@@ -50,6 +50,7 @@ def load_replays(domains: list[str], data_root: Path | None) -> dict[tuple[str, 
 
 class OracleAgent:
     name = NAME
+    concurrent_safe = True  # it keeps nothing between calls of solve
 
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
         replay = context.replay

@@ -1,25 +1,39 @@
-"""An agent worker process: takes jobs on stdin, answers one JSON line per job on stdout.
+"""An agent worker process: many episodes at once, jobs on stdin, one report line per job.
 
 A job is ``{"task": {...}, "distractors": N, "sop_variant": "clean"}``, with ``"trial"``
 (which of the run's repeats, 0-based) and ``"seed"`` (that trial's seed, sent with the model
-calls) when the run sets them, and for the oracle alone ``"replay"`` (the gold it replays,
+calls) when the run sets them, ``"job_id"`` (the driver's name for it, echoed in the report)
+and for the oracle alone ``"replay"`` (the gold it replays,
 :func:`sopgym.agents.oracle.replay_of`): no job says where gold lives. The worker opens the
 episode at the gateway, lets its agent solve the task (one-shot kinds: one model call,
 :mod:`.oneshot`), finishes the episode and reports a
 :class:`~sopgym.evaluation.records.WorkerReport` (``{"task_id", "trial", "episode_id",
 "status", "error", "elapsed_s", ...}``); ``status`` is ``finished``, ``failed`` (the agent's
-doing) or ``infra_error`` (a service, the gateway or the model endpoint failed it), and an
-error crosses typed too (``error_record``: its branch and class). It never imports a tool
-implementation: tools exist for it only behind the gateway.
+doing) or ``infra_error`` (a service, the gateway or the model endpoint failed it, as the
+harness's own clients saw: an agent that raises an infrastructure error itself is flagged
+``claimed_infra`` and judged on the episode), and an error crosses typed too
+(``error_record``: its branch and class). It never imports a tool implementation: tools exist
+for it only behind the gateway.
+
+One process holds up to ``concurrency`` episodes in flight (:class:`EpisodePool`), a thread
+each: an episode spends nearly all its time waiting on the model and the gateway, which
+release the GIL, so threads keep every agent (LangGraph's synchronous graphs, the provider
+SDKs, every transport's client) exactly as it is; bench/bench_concurrency.py holds them beside
+one process per episode. Reports leave on the process's original standard output, which the
+worker keeps for itself: the agents' own ``print`` (file descriptor 1 included) goes to the
+log (standard error), so nothing an agent writes can pass for a report.
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TextIO
 
 import orjson
@@ -30,7 +44,7 @@ from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import connect
 from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
-from sopgym.core.outcomes import INFRA_ERROR, InfraFailure
+from sopgym.core.outcomes import INFRA_ERROR, InfraFailure, harness_observed, observing
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.evaluation.records import WorkerReport
 from sopgym.observability import genai, tracing
@@ -55,6 +69,8 @@ def run_job(
     with genai.task_span(task.id, task.domain, agent.name, model, run_id, trial, parent) as span:
         report = _run_episode(agent, client, job, task, task_timeout)
         genai.end_task(span, report.status, report.episode_id, report.error, report.llm_calls)
+    if isinstance(job.get("job_id"), str):
+        report.job_id = job["job_id"]
     return report
 
 
@@ -68,30 +84,36 @@ def _run_episode(
         deadline=started + task_timeout,
         seed=job.get("seed"),
     )
-    try:
-        episode = client.open(
-            task.id,
-            task.domain,
-            distractors=job.get("distractors"),
-            sop_variant=job.get("sop_variant", "clean"),
-            meta={"agent": agent.name, "run_id": job.get("run_id"), "trial": job.get("trial", 0)},
-        )
-        report.episode_id, report.token = episode.id, episode.token
-        context.episode_id = episode.id
-        genai.record_tool_definitions(trace.get_current_span(), episode.tools)  # opt-in
-        if episode.replica != client.base_url:  # a replicated gateway: where its record is
-            report.replica = episode.replica
-        outputs = agent.solve(task, episode, context)
-        episode.finish(outputs)
-        report.status = "finished"
-    except InfraFailure as error:  # the infrastructure's fault, not the agent's
-        report.status = INFRA_ERROR
-        report.error = f"{type(error).__name__}: {error}"
-        report.error_record = error_record(error)
-    except Exception as error:  # one task's failure must not end the worker
-        report.error = f"{type(error).__name__}: {error}"
-        report.error_record = error_record(error)  # typed: read without parsing the text
-        report.traceback = traceback.format_exc(limit=5)
+    with observing() as seen:  # the failures the harness's own clients raise in this episode
+        try:
+            episode = client.open(
+                task.id,
+                task.domain,
+                distractors=job.get("distractors"),
+                sop_variant=job.get("sop_variant", "clean"),
+                meta={"agent": agent.name, "run_id": job.get("run_id"),
+                      "trial": job.get("trial", 0)},
+            )  # fmt: skip
+            report.episode_id, report.token = episode.id, episode.token
+            context.episode_id = episode.id
+            genai.record_tool_definitions(trace.get_current_span(), episode.tools)  # opt-in
+            if episode.replica != client.base_url:  # a replicated gateway: where its record is
+                report.replica = episode.replica
+            outputs = agent.solve(task, episode, context)
+            episode.finish(outputs)
+            report.status = "finished"
+        except InfraFailure as error:
+            report.error = f"{type(error).__name__}: {error}"
+            report.error_record = error_record(error)
+            if harness_observed(error, seen):  # the infrastructure's fault, not the agent's
+                report.status = INFRA_ERROR
+            else:  # an agent's own claim of an infrastructure failure is its failure
+                report.claimed_infra = True
+                report.traceback = traceback.format_exc(limit=5)
+        except Exception as error:  # one task's failure must not end the worker
+            report.error = f"{type(error).__name__}: {error}"
+            report.error_record = error_record(error)  # typed: read without parsing the text
+            report.traceback = traceback.format_exc(limit=5)
     report.elapsed_s = round(time.monotonic() - started, 4)
     report.llm_calls = context.usage
     report.answered_without_tools = context.answered_without_tools
@@ -100,19 +122,160 @@ def _run_episode(
     return report
 
 
+def concurrent_safe(agent: Agent) -> bool:
+    """Whether one instance of ``agent`` may solve many episodes at once. Ours keep an
+    episode's state in the episode's own objects and say so (``concurrent_safe = True``); an
+    agent that does not say so gets an instance per episode in flight."""
+    return getattr(agent, "concurrent_safe", False) is True
+
+
+class EpisodePool:
+    """Up to ``concurrency`` episodes of one agent at once, each on a thread of its own.
+
+    :meth:`acquire` waits for a free slot and :meth:`submit` runs a job in it, returning a
+    future of its report. A thread per episode (not a fixed set of them) means an episode
+    stuck past its time holds only its own thread: at ``task_timeout`` plus :attr:`GRACE_S`
+    the pool answers the job itself (the agent's failure, as a worker killed for it was) and
+    frees the slot, and whatever the stuck thread returns later is dropped. Agents that are
+    not :func:`concurrent_safe` get one instance per episode in flight, reused afterwards.
+    """
+
+    GRACE_S = 5.0  # past --task-timeout, how long an episode may take to report its timeout
+
+    def __init__(
+        self,
+        agent_name: str,
+        gateway_url: str,
+        task_timeout: float,
+        agent_options: JSON,
+        transport: str = "http",
+        concurrency: int = 1,
+    ) -> None:
+        self.task_timeout, self.concurrency = task_timeout, max(1, concurrency)
+        self.model: str | None = agent_options.get("model")
+        self._make: Callable[[], Agent] = lambda: make_agent(agent_name, **agent_options)
+        first = self._make()
+        self._shared = first if concurrent_safe(first) else None
+        self._spare: list[Agent] = [] if self._shared is not None else [first]
+        self.client = connect(gateway_url, getattr(first, "transport", transport))
+        self._slots = threading.Semaphore(self.concurrency)
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[float, JSON, Future[WorkerReport]]] = {}
+        self._watchdog: threading.Thread | None = None
+
+    def acquire(self) -> None:
+        """Wait for a free slot (the caller then submits one job)."""
+        self._slots.acquire()
+
+    def submit(self, job: JSON) -> Future[WorkerReport]:
+        """Run ``job`` in a slot taken with :meth:`acquire`; the slot frees when it ends."""
+        future: Future[WorkerReport] = Future()
+        thread = threading.Thread(target=self._work, args=(job, future), daemon=True)
+        with self._lock:
+            deadline = time.monotonic() + self.task_timeout + self.GRACE_S
+            self._running[id(future)] = (deadline, job, future)
+            if self._watchdog is None:
+                self._watchdog = threading.Thread(target=self._watch, daemon=True)
+                self._watchdog.start()
+        thread.start()
+        return future
+
+    def _work(self, job: JSON, future: Future[WorkerReport]) -> None:
+        agent = self._borrow()
+        try:
+            report = run_job(agent, self.client, job, self.task_timeout, self.model)
+        except Exception as error:  # run_job catches the agent's errors: this one is ours
+            cause = f"agent worker: {type(error).__name__}: {error}"
+            report = _report_for(job, INFRA_ERROR, cause)
+        self._give_back(agent)
+        self._end(future, report)
+
+    def _end(self, future: Future[WorkerReport], report: WorkerReport) -> None:
+        """The job's one answer: the first of its episode's and the watchdog's counts."""
+        with self._lock:
+            if self._running.pop(id(future), None) is None:
+                return  # answered already (timed out): a late result is dropped
+        self._slots.release()
+        future.set_result(report)
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(0.25)
+            now = time.monotonic()
+            with self._lock:
+                late = [(job, f) for deadline, job, f in self._running.values() if deadline <= now]
+            for job, future in late:
+                why = f"no answer within --task-timeout {self.task_timeout:g} s"
+                self._end(future, _report_for(job, "failed", why))
+
+    def _borrow(self) -> Agent:
+        if self._shared is not None:
+            return self._shared
+        with self._lock:
+            if self._spare:
+                return self._spare.pop()
+        return self._make()
+
+    def _give_back(self, agent: Agent) -> None:
+        if self._shared is None:
+            with self._lock:
+                self._spare.append(agent)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _report_for(job: JSON, status: str, error: str) -> WorkerReport:
+    """The pool's own report on a job whose episode gave none."""
+    task = job["task"]
+    report = WorkerReport(task_id=task["id"], domain=task["domain"], trial=job.get("trial", 0),
+                          status=status, error=error)  # fmt: skip
+    if isinstance(job.get("job_id"), str):
+        report.job_id = job["job_id"]
+    return report
+
+
 class TraceDelivery:
-    """Sends an episode's spans before its result, so that a later crash of this worker cannot
+    """Sends episodes' spans before their reports, so that a later crash of this worker cannot
     take a finished episode's trace with it; but a trace receiver that is down must never slow
-    the agents. The SDK exports a flush in the calling thread, retrying for seconds, so the
-    flush runs in a thread of its own and the worker waits at most :attr:`timeout_s`; while
-    one is still stuck, no other starts. Each report says whether its spans were confirmed
-    delivered (``trace_flushed``): the run counts the episodes whose were not."""
+    the agents. Reports wait in a queue; one thread flushes the exporter (in a thread of its
+    own, waited on at most :attr:`timeout_s`) and then releases every report that was waiting
+    when the flush began: with hundreds of episodes in flight one flush carries many episodes'
+    spans. While a flush is still stuck, no other starts. Each report says whether its spans
+    were confirmed delivered (``trace_flushed``): the run counts the episodes whose were not."""
 
     timeout_s = 0.5
 
-    def __init__(self) -> None:
+    def __init__(self, deliver: Callable[[WorkerReport], None]) -> None:
+        self._deliver = deliver
+        self._waiting: queue.SimpleQueue[WorkerReport | None] = queue.SimpleQueue()
         self._pending: threading.Thread | None = None
         self._delivered = False
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="trace-delivery")
+        self._thread.start()
+
+    def send(self, report: WorkerReport) -> None:
+        self._waiting.put(report)
+
+    def close(self) -> None:
+        """Deliver what is waiting, then stop."""
+        self._waiting.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            batch = [self._waiting.get()]
+            while not self._waiting.empty():
+                batch.append(self._waiting.get())
+            ending = None in batch
+            reports = [r for r in batch if r is not None]
+            if reports:
+                flushed = self.flush()
+                for report in reports:
+                    report.trace_flushed = flushed
+                    self._deliver(report)
+            if ending:
+                return
 
     def flush(self) -> bool:
         if self._pending is not None and self._pending.is_alive():
@@ -141,7 +304,19 @@ def parse_job(line: str) -> JSON:
         value = job.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f'"{key}" must be an integer')
+    if job.get("job_id") is not None and not isinstance(job["job_id"], str):
+        raise ValueError('"job_id" must be a string')
     return job
+
+
+def keep_stdout_for_reports() -> TextIO:
+    """The process's standard output, kept for reports alone: file descriptor 1 (and
+    ``sys.stdout``) now lead to standard error, the worker's log, so whatever an agent prints
+    lands there and never in the report stream."""
+    reports = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
+    return reports
 
 
 def serve(
@@ -149,15 +324,36 @@ def serve(
     gateway_url: str,
     task_timeout: float,
     agent_options: JSON,
-    jobs: TextIO = sys.stdin,
-    out: TextIO = sys.stdout,
+    jobs: TextIO | None = None,
+    out: TextIO | None = None,
     transport: str = "http",
     observe: Callable[[WorkerReport, JSON | None], None] | None = None,
+    concurrency: int = 1,
 ) -> None:
-    """Work jobs until stdin closes; ``observe(report, None)`` sees each report (metrics)."""
-    agent = make_agent(agent_name, **agent_options)
-    client = connect(gateway_url, getattr(agent, "transport", transport))  # mcp: its own door
-    delivery = TraceDelivery()
+    """Work jobs until stdin closes, up to ``concurrency`` at once; a report line per job, in
+    the order they end (``job_id`` names the job when the driver gave one);
+    ``observe(report, None)`` sees each report (metrics). By default the reports go to the
+    process's own standard output, which agents can no longer write
+    (:func:`keep_stdout_for_reports`)."""
+    jobs = sys.stdin if jobs is None else jobs
+    out = keep_stdout_for_reports() if out is None else out
+    pool = EpisodePool(agent_name, gateway_url, task_timeout, agent_options, transport, concurrency)
+    writing = threading.Lock()
+
+    def write(report: WorkerReport) -> None:
+        line = orjson.dumps(report.to_json()).decode() + "\n"
+        with writing:
+            out.write(line)
+            out.flush()
+        if observe is not None:
+            observe(report, None)
+
+    delivery = TraceDelivery(write) if tracing.enabled() else None
+    deliver = delivery.send if delivery is not None else write
+
+    def done(future: Future[WorkerReport]) -> None:
+        deliver(future.result())
+
     try:
         for line in jobs:
             if not line.strip():
@@ -165,16 +361,13 @@ def serve(
             try:
                 job = parse_job(line)
             except ValueError as error:  # a hand-fed worker answers a bad line and goes on
-                answer = {"task_id": None, "status": "failed", "error": f"invalid job: {error}"}
-                report = WorkerReport.from_json(answer)
-            else:
-                report = run_job(agent, client, job, task_timeout, agent_options.get("model"))
-                if tracing.enabled():
-                    report.trace_flushed = delivery.flush()
-                answer = report.to_json()
-            out.write(orjson.dumps(answer).decode() + "\n")
-            out.flush()
-            if observe is not None:
-                observe(report, None)
+                write(WorkerReport(task_id=None, status="failed", error=f"invalid job: {error}"))
+                continue
+            pool.acquire()
+            pool.submit(job).add_done_callback(done)
+        for _ in range(pool.concurrency):  # every episode in flight ends before we leave
+            pool.acquire()
     finally:
-        client.close()
+        if delivery is not None:
+            delivery.close()
+        pool.close()

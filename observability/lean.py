@@ -157,7 +157,12 @@ def current_traceparent() -> str | None:
     span = _CURRENT.get()
     if span is not None:
         return span.traceparent()
-    context = trace.get_current_span().get_span_context()
+    return traceparent_of(trace.get_current_span())
+
+
+def traceparent_of(span: trace.Span) -> str | None:
+    """The W3C ``traceparent`` that names ``span`` as the parent."""
+    context = span.get_span_context()
     if not context.is_valid:
         return None
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"

@@ -22,12 +22,12 @@ from typing import Any
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, use_span
 
 import sopgym
 from sopgym.observability import semconv as sc
 from sopgym.observability.genai import name_episode
-from sopgym.observability.lean import current_traceparent
+from sopgym.observability.lean import traceparent_of
 from sopgym.types import JSON
 
 SERVICE = "sopgym-runner"
@@ -62,9 +62,21 @@ class TaskSpans:
     ) -> Iterator[tuple[Span | None, str | None]]:
         """The task's root span, current inside the block, and the ``traceparent`` that
         makes the agent worker's spans its children (``(None, None)`` untraced)."""
-        if self._provider is None:
+        span, traceparent = self.start(task_id, domain, run_id, trial)
+        if span is None:
             yield None, None
             return
+        with use_span(span, end_on_exit=True):
+            yield span, traceparent
+
+    def start(
+        self, task_id: str, domain: str, run_id: str, trial: int
+    ) -> tuple[Span | None, str | None]:
+        """The task's root span, started but not made current (the runner ends it when the
+        episode is scored, in another thread: ``use_span(span, end_on_exit=True)``), and the
+        ``traceparent`` of its trace (``(None, None)`` untraced)."""
+        if self._provider is None:
+            return None, None
         tracer = self._provider.get_tracer(sc.SCOPE_RUNNER, sopgym.__version__)
         attributes: dict[str, str | int] = {
             sc.TASK_ID: task_id,
@@ -77,10 +89,8 @@ class TaskSpans:
             name = f"{sc.OP_INVOKE_WORKFLOW} {sc.WORKFLOW_NAME}"
             attributes[sc.GEN_AI_OPERATION] = sc.OP_INVOKE_WORKFLOW
             attributes[sc.GEN_AI_AGENT_NAME] = sc.WORKFLOW_NAME
-        with tracer.start_as_current_span(
-            name, kind=SpanKind.INTERNAL, attributes=attributes
-        ) as span:
-            yield span, current_traceparent()
+        span = tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+        return span, traceparent_of(span)
 
     def close(self) -> None:
         """Export what is buffered and stop (before the run's receiver stops)."""

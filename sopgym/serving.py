@@ -12,8 +12,13 @@ follows it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
+import sys
+from collections.abc import Callable
 from typing import Any
 
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
@@ -58,11 +63,24 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         super().connection_made(_CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
 
 
-def serve(app: Any, host: str, port: int) -> None:
-    """Serve an ASGI app until SIGINT/SIGTERM, quietly (sopgym logs what matters itself)."""
-    import uvicorn
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    backlog: int = 2048,
+    on_shutdown: Callable[[], None] | None = None,
+) -> None:
+    """Serve an ASGI app until SIGINT/SIGTERM, quietly (sopgym logs what matters itself).
 
-    uvicorn.run(
+    ``backlog``: connections the kernel holds before they are accepted (uvicorn's default
+    2048; the OS caps it at ``net.core.somaxconn``). ``on_shutdown`` runs on the event loop
+    as shutdown begins, before uvicorn waits for the requests in flight: a server that holds
+    requests on timers (the scripted model's simulated latency) answers them then, so a
+    Ctrl-C never waits the simulated time out."""
+    import uvicorn
+    from uvicorn.main import STARTUP_FAILURE
+
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -70,4 +88,21 @@ def serve(app: Any, host: str, port: int) -> None:
         http=CoalescingHttpToolsProtocol,
         log_level="warning",
         access_log=False,
+        backlog=backlog,
     )
+    server = NotifyingServer(config, on_shutdown)
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: a second Ctrl-C, quietly
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)
+
+
+class NotifyingServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self._on_shutdown = on_shutdown
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self._on_shutdown is not None:
+            self._on_shutdown()
+        await super().shutdown(sockets)

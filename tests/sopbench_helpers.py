@@ -23,6 +23,8 @@ EXPECTED_KINDS: dict[str, set[str]] = {
     "bad_csv": {"bad_file"},
     # no input_columns in metadata.json, but a test_set_without_outputs.csv to read them from
     "inferred_input_columns": {"missing_input_columns"},
+    # order_fulfillment's layout: neither; the inputs are inferred from the tool specs
+    "order_fulfillment": {"missing_input_columns"},
     "random_draws": {"nondeterministic_tools"},  # unseeded random / numpy draws
     **{
         name: {name}

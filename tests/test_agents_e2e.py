@@ -5,7 +5,8 @@ the run is scored.
 * With the perfect profile every agent solves every task (TSR = 100%).
 * With an error profile, every mistake the model server logs for a task shows up in that
   task's evaluator categories, and nothing else does.
-* An agent addressed to the server only as ``openai:<name> --base-url`` works unchanged.
+* An agent addressed to the server only as ``openai:scripted --base-url`` (a name the server
+  serves; an unknown one is refused up front, tests/test_model_latency.py) works unchanged.
 * A model that cannot be used is one line before any task starts.
 """
 
@@ -140,7 +141,7 @@ def test_agent_addressed_as_an_openai_endpoint(tmp_path: Path) -> None:
             "--agent",
             "fc",
             "--model",
-            "openai:any-model-name",
+            "openai:scripted",
             "--base-url",
             f"http://127.0.0.1:{port}/v1",
             "--limit",
@@ -152,7 +153,7 @@ def test_agent_addressed_as_an_openai_endpoint(tmp_path: Path) -> None:
     summary = _summary(tmp_path)
     assert (summary["tsr"], summary["errors"]) == (1.0, {}), summary
     calls = [c for r in _rows(tmp_path) for c in r["llm_calls"]]
-    assert calls and all(c["model"] == "openai:any-model-name" for c in calls)
+    assert calls and all(c["model"] == "openai:scripted" for c in calls)
     assert all(c["input_tokens"] > 0 and c["latency_s"] > 0 for c in calls)
 
 

@@ -28,9 +28,11 @@ from tests.deploy_helpers import (
     by_kind,
     compose,
     container_env,
+    deployed_k8s,
     dockerfile,
     expand,
     have,
+    kustomize,
     parse_cli,
     render,
     sopgym_services,
@@ -301,29 +303,76 @@ def test_only_the_gateway_may_reach_the_tool_services(overlay: tuple[str, list[d
         assert "SOPGYM_SERVICE_SECRET" in {e["name"] for e in container["env"]}, name
 
 
-def test_agent_workers_are_an_indexed_job_sharded_by_completion_index(
+def test_agent_workers_lease_their_tasks_in_a_plain_parallel_job(
     overlay: tuple[str, list[dict]],
 ) -> None:
+    """Issue 42: the workers lease tasks from the run service (no fixed shards), the Job uses
+    podFailurePolicy for the worker's exit statuses, and no pod but the run service's mounts
+    the runs volume, which is ReadWriteOnce."""
+    from sopgym.orchestration.leases import EXIT_INFRA, EXIT_USAGE
+
     _, docs = overlay
-    jobs = by_kind(docs, "Job")
+    jobs, configmaps = by_kind(docs, "Job"), by_kind(docs, "ConfigMap")
     workers = jobs["agent-workers"]["spec"]
-    assert workers["completionMode"] == "Indexed"
-    count = workers["completions"]
-    args = workers["template"]["spec"]["containers"][0]["args"]
-    assert args[args.index("--shard") + 1] == f"$(SHARD_INDEX)/{count}"
-    (index_env,) = [e for e in workers["template"]["spec"]["containers"][0]["env"]
-                    if e["name"] == "SHARD_INDEX"]  # fmt: skip
-    assert "job-completion-index" in index_env["valueFrom"]["fieldRef"]["fieldPath"]
+    assert "completionMode" not in workers and "completions" not in workers, "a work queue"
+    pod = workers["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"  # podFailurePolicy requires it
+    rules = workers["podFailurePolicy"]["rules"]
+    assert rules[0] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    by_action = {r["action"]: r["onExitCodes"] for r in rules[1:]}
+    assert by_action["FailJob"] == {"containerName": "agent-worker", "operator": "In",
+                                    "values": [EXIT_USAGE]}  # fmt: skip
+    assert by_action["Count"]["values"] == [EXIT_INFRA]
+    assert workers["backoffLimit"] >= 1
+    container = pod["containers"][0]
+    env = container_env(jobs["agent-workers"], configmaps)
+    args = [expand(a, env) for a in container["args"]]
+    assert args[args.index("--leases") + 1] == "http://run-service:8400"
+    assert int(args[args.index("--concurrency") + 1]) > 1, "a pod holds many episodes"
+    assert "--shard" not in args
     merge = jobs["merge"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert merge[0] == "merge" and merge[merge.index("--shards") + 1] == str(count)
-    (pvc,) = [p for n, p in by_kind(docs, "PersistentVolumeClaim").items() if n == "sopgym-runs"]
-    for job in jobs.values():
-        volumes = job["spec"]["template"]["spec"]["volumes"]
-        assert any(v.get("persistentVolumeClaim", {}).get("claimName") == "sopgym-runs"
-                   for v in volumes)  # fmt: skip
+    assert [expand(a, env) for a in merge[:2]] == ["merge-leases", "http://run-service:8400"]
+    claims = by_kind(docs, "PersistentVolumeClaim")
+    assert all("ReadWriteMany" not in c["spec"]["accessModes"] for c in claims.values())
+    assert claims["sopgym-runs"]["spec"]["accessModes"] == ["ReadWriteOnce"]
+    mounting = [
+        f"{d['kind']}/{d['metadata']['name']}"
+        for d in docs
+        if d["kind"] in ("Deployment", "Job")
+        and any(v.get("persistentVolumeClaim", {}).get("claimName") == "sopgym-runs"
+                for v in d["spec"]["template"]["spec"].get("volumes", []))
+    ]  # fmt: skip
+    assert mounting == ["Deployment/run-service"], mounting
+    service = by_kind(docs, "Deployment")["run-service"]
+    assert service["spec"]["replicas"] == 1 and service["spec"]["strategy"]["type"] == "Recreate"
+    run_pod = service["spec"]["template"]["spec"]
+    assert [c["name"] for c in run_pod["containers"]] == ["run-service", "collector"]
+    collector = by_kind(docs, "Service")["sopgym-collector"]["spec"]
+    assert collector["selector"] == service["spec"]["selector"]["matchLabels"]
+    assert collector["ports"][0]["targetPort"] in {p.get("name") for p in
+                                                   run_pod["containers"][1]["ports"]}  # fmt: skip
+    parse_cli([expand(a, env) for a in run_pod["containers"][1]["args"]], env)
     assert by_kind(docs, "Secret"), "API keys live in a Secret"
-    assert {"jaeger", "otel-collector", "sopgym-collector"} <= set(by_kind(docs, "Deployment"))
-    assert pvc
+    assert {"jaeger", "otel-collector", "run-service"} <= set(by_kind(docs, "Deployment"))
+
+
+@needs_kubectl
+def test_the_kueue_component_queues_the_agents_job_suspended() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    copy = deployed_k8s()
+    overlay = copy / "overlays" / "with-kueue"
+    overlay.mkdir(exist_ok=True)
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources: [../local]\ncomponents: [../../components/kueue]\n"
+    )
+    docs = kustomize(overlay)
+    jobs = by_kind(docs, "Job")
+    workers = jobs["agent-workers"]
+    assert workers["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "sopgym"
+    assert workers["spec"]["suspend"] is True
+    assert "suspend" not in by_kind(render("local"), "Job")["agent-workers"]["spec"]
+    kubernetes_validate.validate(workers, kubernetes_validate.latest_version(), strict=True)
 
 
 def test_gpu_overlay_serves_vllm_on_a_gpu_instead_of_the_scripted_model() -> None:

@@ -14,7 +14,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,7 +26,7 @@ from sopgym.gateway.app import Gateway
 from sopgym.gateway.catalog import discover
 from sopgym.gateway.server import MAX_HEAD, HttpServer
 from sopgym.services.tools import app as tools_app
-from sopgym.serving import CoalescingHttpToolsProtocol
+from sopgym.serving import CoalescingHttpToolsProtocol, NotifyingServer
 from tests.helpers import DATA_ROOT, domain_data, task_id
 from tests.test_gateway_server import RAN, Responses, connect, post, running
 
@@ -380,9 +380,10 @@ def test_a_client_leaving_mid_request_leaves_the_server_well(
 
 
 @contextmanager
-def uvicorn_serving(app: Any) -> Iterator[str]:
+def uvicorn_serving(app: Any, on_shutdown: Callable[[], None] | None = None) -> Iterator[str]:
     """``app`` under uvicorn as ``sopgym serve-tools`` runs it (sopgym/serving.py), in a thread;
-    uvicorn's own logging is left unconfigured so that its errors reach caplog."""
+    uvicorn's own logging is left unconfigured so that its errors reach caplog. Leaving the
+    block shuts the server down, calling ``on_shutdown`` first, as :func:`serve` does."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
@@ -393,7 +394,7 @@ def uvicorn_serving(app: Any) -> Iterator[str]:
         log_config=None,
         access_log=False,
     )
-    uvicorn_server = uvicorn.Server(config)
+    uvicorn_server = NotifyingServer(config, on_shutdown)
     thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

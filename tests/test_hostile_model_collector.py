@@ -291,13 +291,13 @@ def test_odd_but_readable_requests_are_answered_by_the_script(
         assert response.status_code == 200, response.text
         return _call_of(_message(response.json()))
 
-    # the case in content parts; null and in-range settings; a model the server does not know
-    # (a client that knows it only as an OpenAI endpoint gets the default profile)
+    # the case in content parts; null and in-range settings (no model named: the default)
     parts = [{"type": "text", "text": messages[1]["content"]}, {"type": "image_url"}]
     as_parts = [messages[0], {"role": "user", "content": parts}]
     assert next_call({"messages": as_parts, "tools": tools}) == first
     settings = {"n": None, "temperature": 2, "top_p": 0, "max_tokens": 2**62, "stop": None}
-    assert next_call({"model": "gpt-4o", "messages": messages, "tools": tools, **settings}) == first
+    named = {"model": "scripted", "messages": messages, "tools": tools, **settings}
+    assert next_call(named) == first
     arguments = orjson.dumps(first.arguments).decode()
     data = domain_data(DOMAIN)  # the tool's real answer: the model reads it
     done = orjson.dumps(_result(data, data.tasks[0], first)).decode()

@@ -22,7 +22,14 @@ from fastapi.testclient import TestClient
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import score_episode
-from sopgym.importers.abcd import AbcdError, _visible, build_abcd, names_agree, read_abcd
+from sopgym.importers.abcd import (
+    AbcdError,
+    _visible,
+    build_abcd,
+    flow_key,
+    names_agree,
+    read_abcd,
+)
 from sopgym.viewer.app import create_app
 from sopgym.viewer.catalog import RunCatalog
 
@@ -58,7 +65,7 @@ def test_a_task_after_every_customer_turn_labelled_action_or_empty() -> None:
 
 def test_guidelines_by_display_name_ids_by_position() -> None:
     data = read_abcd(FIXTURES)
-    assert list(data.sections)[-1] == "Product Defect / Return Due to Size"
+    assert list(data.sections)[-1] == "Storewide Query / Timing"
     text = data.sections["Product Defect / Return Due to Size"]
     assert "- [Verify Identity] Ask for username, email and order id. (Enter all three.)" in text
     assert "[" not in text.split("\n")[0] and "'" not in text  # lines of text, not a repr
@@ -75,10 +82,42 @@ def test_guidelines_by_display_name_ids_by_position() -> None:
     assert _visible(["timing_4"], [], faq) == (["Storewide Query / Timing"], [])
 
 
+def test_flows_match_by_name_though_the_two_files_list_them_in_other_orders() -> None:
+    """As in the published files, ontology.json lists its flows alphabetically and
+    guidelines.json in another order: every flow maps to the one of its name (by position,
+    none would)."""
+    ontology = json.loads((FIXTURES / "ontology.json").read_text())
+    guidelines = json.loads((FIXTURES / "guidelines.json").read_text())
+    flows = ontology["intents"]["flows"]
+    assert flows == sorted(flows) and [flow_key(n) for n in guidelines] != flows  # the shape
+    data = read_abcd(FIXTURES)
+    assert sorted({section.split(" / ")[0] for section in data.sections}) == sorted(guidelines)
+    assert "Single-Item Query / Boots Other Info" in data.sections
+    assert flow_key("Single-Item Query") == "single_item_query"
+    assert names_agree("shopping_cart", "Cart Not Updating")
+    assert names_agree("slow_speed", "Website Too Slow")
+
+
+def test_an_import_that_maps_nothing_prints_what_did_not_map(tmp_path: Path) -> None:
+    folder = tmp_path / "abcd"
+    shutil.copytree(FIXTURES, folder)
+    ontology = json.loads((folder / "ontology.json").read_text())
+    ontology["intents"]["flows"] = ["account_acess", "product_defects", "storewide"]
+    (folder / "ontology.json").write_text(json.dumps(ontology))
+    result = sopgym(tmp_path / "home", "import", "abcd", str(folder))
+    assert result.returncode == 2
+    lines = result.stderr.rstrip().splitlines()
+    assert lines[-1].startswith("error: ") and "no conversation maps" in lines[-1]
+    assert "  not mapped: flow account_acess: guidelines.json has no flow of that name" in (
+        lines[0])
+    assert all(line.startswith("  not mapped: ") for line in lines[:-1])
+    assert any("no guideline section maps to it" in line for line in lines)
+
+
 def test_every_task_retrieves_among_all_guidelines() -> None:
     domain = build_abcd(FIXTURES)
     sop = domain.sop()  # what every episode is given, with the task's conversation
-    assert sop.count("\n## ") == 6 and "## Storewide Query / Pricing\n" in sop
+    assert sop.count("\n## ") == 7 and "## Storewide Query / Pricing\n" in sop  # 6 + actions
     assert "- empty" in sop and "- select-faq" in sop
     tasks = domain.generate(domain.seed, FIXTURES).tasks
     assert all(set(t.inputs) == {"convo_id", "conversation"} for t in tasks)  # small in cache

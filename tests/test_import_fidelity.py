@@ -65,12 +65,39 @@ def test_input_columns_are_read_from_the_inputs_only_test_set(
     domain = load_imported("sopbench/inferred_input_columns")
     tasks = domain.generate(domain.seed, Path()).tasks
     assert tasks[0].inputs == {"order_id": "A-100", "customer_tier": "standard"}
-    # named columns still win, and a folder with neither is still refused
+    # named columns still win
     assert _import(str(FIXTURES / "inferred_input_columns"), "--input-columns", "order_id")[0] == 0
     domain = load_imported("sopbench/inferred_input_columns")
     assert domain.generate(domain.seed, Path()).tasks[0].inputs == {"order_id": "A-100"}
-    code, output = _import(str(FIXTURES / "missing_input_columns"))
-    assert code == 1 and "no test_set_without_outputs.csv" in output
+
+
+def test_input_columns_are_inferred_from_the_tool_specs_where_nothing_names_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """order_fulfillment's layout (no input_columns, no test_set_without_outputs.csv): the
+    inputs are the CSV columns a tool takes as an argument, less a value a tool reports (an
+    argument "from check_stock"), and the import shows the inference. On the sibling fixture
+    the rule gives exactly the inputs its inputs-only test set names."""
+    isolated_home(tmp_path, monkeypatch)
+    bench = read_benchmark(FIXTURES / "order_fulfillment")
+    expected = ["product_id", "quantity_requested", "customer_id", "order_total",
+                "order_priority"]  # fmt: skip
+    assert input_columns_for(bench) == expected  # not order_id: no tool takes it
+    (finding,) = [f for f in bench.problems if f.kind == "missing_input_columns"]
+    assert f"inferred from the tool arguments of toolspecs.json: {', '.join(expected)}" in (
+        finding.message)
+    code, output = _import(str(FIXTURES / "order_fulfillment"))
+    assert code == 0, output
+    assert "inferred from the tool arguments of toolspecs.json: product_id (check_stock), " \
+        "quantity_requested (check_stock), customer_id (verify_customer), order_total " \
+        "(verify_customer), order_priority (decide_fulfillment)" in output  # fmt: skip
+    task = load_imported("sopbench/order_fulfillment").generate(0, Path()).tasks[0]
+    assert task.inputs == {"product_id": "SKU-10", "quantity_requested": 2, "customer_id": "C-1",
+                           "order_total": 30.0, "order_priority": "normal"}  # fmt: skip
+    # days_since_purchase is an argument, but getOrderDetails reports it: looked up, not given
+    sibling = read_benchmark(FIXTURES / "missing_input_columns")
+    assert input_columns_for(sibling) == input_columns_for(
+        read_benchmark(FIXTURES / "inferred_input_columns")) == ["order_id", "customer_tier"]
 
 
 def test_empty_expected_rows_are_kept_flagged_and_scored_by_the_sources_rule(

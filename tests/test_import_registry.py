@@ -40,8 +40,10 @@ def test_import_registers_paths_without_copying(
         "  warning: tools.py cannot call escalateToManager (calls to them will fail and count "
         "as tool_error)"
     )
-    for broken in ("bad_json", "bad_csv", "missing_columns", "missing_input_columns"):
+    for broken in ("bad_json", "bad_csv", "missing_columns"):
         assert f"skipped {broken}: " in output  # reported, and the others still imported
+    # no input_columns and no inputs-only test set: inferred from the tool specs, and shown
+    assert "imported sopbench/missing_input_columns: 5 tasks" in output
     registry = json.loads((home / "imports.json").read_text())["imports"]
     assert registry["sopbench/clean"] == {
         "path": str(FIXTURES / "clean"), "input_columns": None, "strict_schemas": False,
@@ -51,13 +53,21 @@ def test_import_registers_paths_without_copying(
     assert sorted(p.name for p in home.iterdir()) == ["imports.json"]  # nothing copied
 
 
-def test_missing_input_columns_is_refused_unless_named(
+def test_input_columns_nothing_names_are_refused_unless_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     isolated_home(tmp_path, monkeypatch)
-    folder = str(FIXTURES / "missing_input_columns")
-    code, output = _import(folder)
+    # no input_columns, no inputs-only test set, and no tool argument names a column
+    copy = copy_fixture("missing_input_columns", tmp_path / "copies")
+    specs = json.loads((copy / "toolspecs.json").read_text())
+    for entry in specs:
+        schema = entry["toolSpec"]["inputSchema"]["json"]
+        schema["properties"] = {f"{k}Ref": v for k, v in schema["properties"].items()}
+        schema["required"] = [f"{k}Ref" for k in schema["required"]]
+    (copy / "toolspecs.json").write_text(json.dumps(specs))
+    code, output = _import(str(copy))
     assert code == 1 and "names no input_columns" in output and "--input-columns" in output
+    folder = str(FIXTURES / "missing_input_columns")
     code, output = _import(folder, "--input-columns", "order_id,refund_decision")
     assert code == 1 and "also output columns: refund_decision" in output
     code, output = _import(folder, "--input-columns", "order_id, customer_tier")

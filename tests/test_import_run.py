@@ -64,7 +64,7 @@ def test_baseline_runs_imported_benchmarks_through_the_stack(tmp_path: Path) -> 
     # SOP-Bench's own figures beside ours, per SOP and as its mean of per-SOP percentages
     paper = summary["paper"]["sopbench"]
     assert sorted(paper["per_sop"]) == sorted(summary["domains"]) and paper["pooled"]["tasks"] == 15
-    assert paper["weighted_average"]["tsr"] == pytest.approx(
+    assert paper["unweighted_mean"]["tsr"] == pytest.approx(
         sum(m["tsr"] for m in paper["per_sop"].values()) / 3
     )
     assert failing["paper"]["sopbench"]["pooled"]["tasks"] == 5

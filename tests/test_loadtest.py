@@ -15,6 +15,7 @@ import pytest
 from sopgym.agents.metrics import WorkerMetrics, episode_facts, tool_error_class
 from sopgym.evaluation.records import WorkerReport
 from sopgym.observability.metrics import Metrics, serve_metrics
+from sopgym.orchestration.dispatch import SharedWorker
 from sopgym.orchestration.loadtest import (
     JobFeed,
     Loadtest,
@@ -110,16 +111,18 @@ def test_job_feed_cycles_the_tasks_up_to_the_limit_and_stops() -> None:
 FAILING_WORKER = """
 import json, sys
 for line in sys.stdin:
-    task = json.loads(line)["task"]
+    job = json.loads(line)
+    task = job["task"]
     print(json.dumps({"task_id": task["id"], "domain": task["domain"], "status": "failed",
-                      "error": "ModelCallError: scripted: boom", "elapsed_s": 0.01}), flush=True)
+                      "error": "ModelCallError: scripted: boom", "elapsed_s": 0.01,
+                      "job_id": job["job_id"]}), flush=True)
 """
 DYING_WORKER = "import sys; print('cannot start', file=sys.stderr); sys.exit(3)"
 
 
-def stand_in_worker(tmp_path: Path, name: str, source: str) -> ManagedProcess:
+def stand_in_worker(tmp_path: Path, name: str, source: str) -> SharedWorker:
     argv = [sys.executable, "-c", source]
-    return ManagedProcess(name, argv, tmp_path / f"{name}.log", pipes=True)
+    return SharedWorker(ManagedProcess(name, argv, tmp_path / f"{name}.log", pipes=True))
 
 
 def test_a_worker_that_dies_in_its_warm_up_stops_the_loadtest_with_its_log(
@@ -142,7 +145,8 @@ def test_failed_episodes_are_counted_with_their_reasons_in_every_report(tmp_path
     timeline: list[tuple[float, int]] = []
     tasks = [{"id": f"T{i}", "domain": "patient_intake"} for i in range(3)]
     try:
-        cut = loadtest._phase(workers, JobFeed(tasks, 5, {}), None, stats, None, timeline)
+        cut = loadtest._phase(workers, workers, JobFeed(tasks, 5, {}), None, stats, None,
+                              timeline)  # fmt: skip
     finally:
         for worker in workers:
             worker.stop()

@@ -14,11 +14,16 @@ from sopgym.evaluation.paper_tables import paper_lines, paper_tables
 from sopgym.types import JSON
 
 
-def maze_row(domain: str, shape: str, grade: float | None, **extra: object) -> JSON:
+def maze_row(
+    domain: str, shape: str, grade: float | None, official: float | None = None, **extra: object
+) -> JSON:
     tags: JSON = {"shape": shape, "sources": []}
     if grade is None:
         tags["unscorable"] = "target invalid in a compared key"
-    score: JSON = {"scores": {"answer_schema": {"value": grade}}, **extra}
+    scores: JSON = {"answer_schema": {"value": grade}}
+    if official is not None:
+        scores["answer_official"] = {"value": official}
+    score: JSON = {"scores": scores, **extra}
     return {"task_id": f"{domain}-{id(score)}", "domain": domain, "score": score, "tags": tags}
 
 
@@ -49,8 +54,37 @@ def test_sop_maze_figures_follow_the_papers_definitions() -> None:
     assert abs(older["shape"]["HRS"]["mean"] - 0.5) < 1e-9  # item-level, not 0.4
     assert abs(older["sop_maze_score"] - 0.25) < 1e-9  # the paper's mean of shapes: 0.2
     table = paper_tables({"sop_maze": found})[0]
-    assert ["HRS average", "mean of its scenarios", "", "0.400", "0.400"] in table.rows
-    assert paper_lines({"sop_maze": found})[0].startswith("SOP-Maze (paper): Overall 0.500")
+    assert ["HRS average", "mean of its scenarios", "", "n/a", "0.400", "0.400"] in table.rows
+    assert paper_lines({"sop_maze": found})[0].startswith(
+        "SOP-Maze (paper, ours over the scorable items): Overall 0.500"
+    )
+    # no row carries the official grade (our own packs): no official figure is made up
+    assert found["official_tally"] is None and found["overall_official"] is None
+
+
+def test_the_official_grade_counts_every_item_where_ours_leaves_the_unscorable_out() -> None:
+    """The official scorer grades an item whose target breaks its own schema (here 0.2, as
+    all 13 such published items are for the published replies); ours leaves it out: the two
+    Overalls differ, each named, the official one first in the table."""
+    rows = [
+        maze_row("h1", "HRS", 1.0, official=1.0),
+        maze_row("h1", "HRS", 0.2, official=0.2),
+        maze_row("l1", "LRS", 0.0, official=0.0),
+        maze_row("l1", "LRS", None, official=0.2),  # unscorable for us, graded officially
+    ]
+    found = sop_maze_figures(rows)
+    assert found is not None
+    assert found["official_tally"] == {"1.0": 1, "0.2": 2, "0": 1}
+    assert abs(found["overall_official"] - 100 * (1.0 + 0.2 + 0.0 + 0.2) / 4) < 1e-9
+    assert abs(found["all_items"]["overall"] - (1.0 + 0.2 + 0.0 + 0.0) / 4) < 1e-9  # ours: 0
+    assert abs(found["scorable"]["overall"] - 0.4) < 1e-9  # ours: 3 items
+    assert found["official"]["shape_average"]["LRS"] == 0.1
+    table = paper_tables({"sop_maze": found})[0]
+    assert table.headers[3] == "official (every item)"
+    assert ["Overall", "item-level mean", "3/4", "0.350", "0.400", "0.300"] in table.rows
+    assert paper_lines({"sop_maze": found})[0] == (
+        "SOP-Maze (official grade, every item): Overall 35.00%; tally 1.0: 1, 0.2: 2, 0: 1"
+    )
 
 
 def procbench_row(position: str, action: float, top1: float, top2: float) -> JSON:

@@ -108,6 +108,36 @@ def test_sopbench_step_limit_completes_an_unknown_tool_does_not() -> None:
     assert "lookup_everything" in strayed.paper["sopbench"]["why"]
 
 
+def test_sopbench_reads_a_multi_field_answer_from_the_tool_results_when_it_names_none() -> None:
+    """SOP-Bench's Evaluator parses the reasoning trace of a multi-field SOP: an answer that
+    names no expected field is judged by the fields the tool results hold. Here the tools
+    returned every expected value and the agent answered under other keys: correct there,
+    wrong here; a step-limited episode with no answer is completed and correct there."""
+    gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id]
+    first, *rest = list(gold.outputs.items())
+    results = [CallRecord("lookup", {}, 200, result={"noise": 1, first[0]: first[1]}),
+               CallRecord("decide", {}, 200, result=dict(rest))]  # fmt: skip
+    elsewhere = {"decision": "whatever", "note": "answered under other keys"}
+    trajectory = Trajectory(gold.task_id, "e", results, True, elsewhere)
+    score = _score(FLAGGING, 0, trajectory)
+    theirs = score.paper["sopbench"]
+    assert not score.success and theirs["correct"] and theirs["answer_from"] == "tool_results"
+    assert theirs["differs"] == ["correct"]
+    # an answer that names an expected field is what the source reads, tool results or not
+    named = Trajectory(gold.task_id, "e", results, True, {first[0]: first[1]})
+    theirs = _score(FLAGGING, 0, named).paper["sopbench"]
+    assert not theirs["correct"] and theirs["answer_from"] == "final_answer"
+    # no answer at the iteration limit: completed there, and the tool results match
+    limited = Trajectory(gold.task_id, "e", results, False, None)
+    said = "StepLimitExceeded: step limit of 40 model turns reached"
+    score = _score(FLAGGING, 0, limited, agent_error=said)
+    assert not score.completed and score.paper["sopbench"]["correct"]
+    # fewer than half the expected fields in the tool results: not read from them
+    few = Trajectory(gold.task_id, "e", results[:1], True, elsewhere)
+    theirs = _score(FLAGGING, 0, few).paper["sopbench"]
+    assert not theirs["correct"] and theirs["answer_from"] == "final_answer"
+
+
 def test_sopbench_infra_failures_count_against_ecr_and_the_headline_is_per_sop() -> None:
     flagging_gold = domain_data(FLAGGING).gold[domain_data(FLAGGING).tasks[0].id].outputs
     intake = "patient_intake"
@@ -124,11 +154,32 @@ def test_sopbench_infra_failures_count_against_ecr_and_the_headline_is_per_sop()
     assert paper["pooled"]["tasks"] == 4 and paper["pooled"]["ecr"] == pytest.approx(2 / 4)
     assert paper["per_sop"][intake]["tsr"] == pytest.approx(1 / 3)
     assert paper["per_sop"][FLAGGING]["tsr"] == 1.0
-    # the mean of per-SOP percentages, not the pooled 2 / 4
-    assert paper["weighted_average"]["tsr"] == pytest.approx((1.0 + 1 / 3) / 2)
+    # the paper's Weighted Average: per-SOP percentages weighted by their tasks (1 and 3)
+    assert paper["weighted_average"]["tsr"] == pytest.approx((1.0 * 1 + 1 / 3 * 3) / 4)
+    assert paper["unweighted_mean"]["tsr"] == pytest.approx((1.0 + 1 / 3) / 2)
     assert paper["pooled"]["tsr"] == pytest.approx(2 / 4)
     assert paper["differs"] == 0  # the crash and the infra failure fail in both views
     assert strict["domains"][intake]["paper"]["sopbench"]["per_sop"][intake]["tasks"] == 3
+
+
+# SOP-Bench's Table 4, FC-Agent: (n, ECR, C-TSR, TSR) per SOP, in percent
+TABLE_4_FC = {
+    "content_flagging": (226, 0, 0, 0), "customer_service": (208, 100, 14, 14),
+    "dangerous_goods": (327, 68, 87, 59), "aircraft_inspection": (150, 100, 1, 1),
+    "email_intent": (122, 78, 39, 31), "know_your_business": (122, 100, 19, 19),
+    "patient_intake": (90, 33, 0, 0), "video_annotation": (168, 100, 49, 49),
+    "video_classification": (198, 100, 52, 52), "warehouse_package_inspection": (200, 41, 32, 13),
+}  # fmt: skip
+
+
+def test_sopbench_headline_is_the_papers_task_weighted_mean_beside_the_plain_one() -> None:
+    """The paper's "Weighted Average" FC row (70 / 35 / 27) is the per-SOP mean weighted by
+    each SOP's n; the plain mean of the same rows is 72.0 / 29.3 / 23.8."""
+    by_sop = {name: {"tasks": n, "ecr": ecr, "c_tsr": c_tsr, "tsr": tsr}
+              for name, (n, ecr, c_tsr, tsr) in TABLE_4_FC.items()}  # fmt: skip
+    weighted, unweighted = sopbench.headline(by_sop)
+    assert [round(weighted[k]) for k in ("ecr", "c_tsr", "tsr")] == [70, 35, 27]
+    assert [round(unweighted[k], 1) for k in ("ecr", "c_tsr", "tsr")] == [72.0, 29.3, 23.8]
 
 
 def test_sopbench_profile_only_on_sopbench_style_packs() -> None:
@@ -189,10 +240,49 @@ def test_teller_type_errors_are_run_time_type_mismatches_and_figures_are_percent
     loans = figures["loans"]
     calls = found["calls"]
     assert loans["tasks"] == 2 and loans["calls"] == calls
-    assert loans["type_pct"] == pytest.approx(100 / calls)
-    assert loans["validation_pct"] == pytest.approx(200 / calls)
-    assert loans["blank_pct"] == 50.0  # per episode: the blank one has no call to count
+    # the paper's unit is the episode: one of the two has Validation and Type errors
+    assert (loans["type_pct"], loans["validation_pct"], loans["blank_pct"]) == (50.0, 50.0, 50.0)
+    assert loans["total_error_pct"] == 150.0  # the paper's sum of the three columns
+    # per call (kept, labelled): not the paper's figure
+    assert loans["type_per_call_pct"] == pytest.approx(100 / calls)
+    assert loans["validation_per_call_pct"] == pytest.approx(200 / calls)
     assert figures["all"]["tasks"] == 2
+
+
+# TELLER's Table 2, Claude-Sonnet-4.5, stage 2: (Acc., P, R, F1) per scenario, and its "all"
+TABLE_2_CLAUDE = {
+    "loans": (0.2200, 0.9521, 0.8652, 0.9066),
+    "account_management": (0.2200, 0.9104, 0.8483, 0.8778),
+    "credit_cards": (0.4000, 1.0000, 0.8308, 0.8957),
+    "savings": (0.4000, 0.9579, 0.6554, 0.7671),
+    "investment": (0.4800, 0.9988, 0.7874, 0.8667),
+}
+TABLE_2_CLAUDE_ALL = (0.344, 0.9638, 0.7974, 0.8628)
+
+
+def test_teller_all_row_is_the_mean_of_the_scenario_rows() -> None:
+    """The paper's "all" reproduces as the mean of its five rows (F1 too: the F1 of the mean
+    P and R would be .8727)."""
+    rows = [dict(zip(teller.TABLE_2, figures, strict=True)) for figures in TABLE_2_CLAUDE.values()]
+    found = teller.all_row(rows)
+    assert [round(found[k], 4) for k in teller.TABLE_2] == list(TABLE_2_CLAUDE_ALL)
+
+
+def test_teller_all_differs_from_the_pool_when_scenarios_differ_in_size() -> None:
+    """Three right loans episodes and one wrong savings one: the paper's all is the mean of
+    the two rows (0.5), the pool of episodes 0.75; the pool is kept beside it, labelled."""
+    right = {"acc": True, "tool_precision": 1.0, "tool_recall": 1.0, "calls": 2,
+             "blank": False, "validation": 0, "type": 0, "differs": []}  # fmt: skip
+    wrong = {**right, "acc": False, "tool_recall": 0.5, "validation": 1}
+    episodes = [("banking/loans", right)] * 3 + [("banking/savings", wrong)]
+    found = teller.aggregate(episodes)
+    assert found is not None
+    every = found["scenarios"]["all"]
+    assert every["acc"] == 0.5 and found["pooled"]["acc"] == 0.75
+    assert every["tool_recall"] == 0.75 and found["pooled"]["tool_recall"] == 0.875
+    # Table 5 over every episode: one of four has a validation error (1 of 8 calls)
+    assert every["validation_pct"] == 25.0 and every["validation_per_call_pct"] == 12.5
+    assert found["scenarios"]["savings"]["validation_pct"] == 100.0
 
 
 def test_teller_graph_properties_are_table_4() -> None:

@@ -153,6 +153,8 @@ def test_published_outputs_get_the_official_grade_item_by_item(home: Path) -> No
             continue
         row = rows[_task_id(file, index)]
         official = official_grade(record)
+        # the official grade beside ours, on every item (the unscorable one included)
+        assert row["score"]["scores"]["answer_official"]["value"] == official, (file.name, index)
         ours = _grade(row)
         if ours is None:  # difference: unscorable items are excluded, not graded
             assert row["score"]["scores"]["answer_schema"]["explanation"].startswith("unscorable")
@@ -164,6 +166,14 @@ def test_published_outputs_get_the_official_grade_item_by_item(home: Path) -> No
     assert len(compared) == 22 and [u[:2] for u in unscorable] == [
         ("熟_【已清洗】👋 ✅ 景区票务处理专员v1-2.json", 1)
     ]
+    maze = summary["paper"]["sop_maze"]
+    graded = [official_grade(r) for f, _, r in _items(OUTPUTS) if f.name != TWIN]
+    assert maze["official_tally"] == {
+        label: sum(g == value for g in graded) for label, value in (("1.0", 1.0), ("0.2", 0.2),
+                                                                     ("0", 0.0))
+    }  # fmt: skip
+    assert sum(maze["official_tally"].values()) == 23  # every item, the unscorable one too
+    assert abs(maze["overall_official"] - 100 * sum(graded) / len(graded)) < 1e-9
     tally = summary["responses"]
     assert (tally["read"], tally["scored"], tally["unknown"], tally["missing"]) == (25, 23, 2, 0)
     assert all(TWIN in item for item in tally["unknown_listed"])

@@ -30,4 +30,24 @@ def serve_model(
     names = select_domains(domains) if domains else None
     setup_tracing("sopgym-model")
     app = create_app(names, data_root, profile, injection_log)
-    serve(traced(app, "sopgym.model"), host, port)
+    _allow_open_files()
+    serve(traced(app, "sopgym.model"), host, port, BACKLOG, app.state.pacer.stop)
+
+
+# A load test holds thousands of calls open at once, each a connection waiting out its
+# simulated latency: a burst of that many connects must not overflow the accept queue (the
+# kernel caps it at net.core.somaxconn, 4096 on current Linux), nor the connections the
+# process's soft open-file limit (often 1024).
+BACKLOG = 16384
+
+
+def _allow_open_files() -> None:
+    """Raise the soft open-file limit to the hard one (no privilege needed)."""
+    import contextlib
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        with contextlib.suppress(ValueError, OSError):  # refused: keep the one we have
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))

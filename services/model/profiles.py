@@ -46,15 +46,32 @@ cut at the length limit (``finish_reason: length``); ``repeats_success`` makes e
 call again, unchanged, right after its result (told it is repeating itself, or asked anything
 else, it goes on); ``echoes_format`` goes on after its
 ReAct action, echoing the prompt's instructions (what stop sequences must cut).
+
+Latency knobs (:mod:`.latency`, docs/model-latency.md) say how long a reply takes and join any
+profile: ``latency=2`` (seconds a call), the ``gpu`` preset (a batching GPU server) anywhere
+in the spec, or the knobs one by one (``ttft``, ``prefill``, ``tpot``, ``decode_slowdown``,
+``capacity``, ``kv_cache``): ``noisy,latency=0.5``, ``gpu,capacity=64``. Items apply left to
+right, so a knob after ``gpu`` overrides the preset's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import Any
 
 from sopgym.core.exceptions import UsageError
+from sopgym.services.model.latency import (
+    FLOAT_KNOBS,
+    INT_KNOBS,
+    KNOBS,
+    LATENCY_PRESETS,
+    LatencyProfile,
+)
+
+NO_LATENCY = LatencyProfile()
 
 STEP_KINDS = (
     "wrong_tool",
@@ -123,6 +140,7 @@ class ErrorProfile:
     name: str
     rates: dict[str, float] = field(default_factory=dict)
     seed: int = 0
+    latency: LatencyProfile = NO_LATENCY
 
     def rate(self, kind: str) -> float:
         return self.rates.get(kind, 0.0)
@@ -133,21 +151,31 @@ class ErrorProfile:
 
 
 def parse_profile(text: str) -> ErrorProfile:
-    """``""``/``perfect``/``noisy``/``k=v,...`` (a leading preset may be extended)."""
+    """``""``/``perfect``/``noisy``/``k=v,...`` (a leading preset may be extended), with
+    latency knobs and presets anywhere."""
     text = text.strip() or "perfect"
     rates: dict[str, float] = {}
     seed = 0
+    latency: dict[str, Any] = {}
     for i, item in enumerate(part.strip() for part in text.split(",")):
         if not item:
             continue
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep:
+            if key in LATENCY_PRESETS:
+                latency.update(LATENCY_PRESETS[key].knobs())
+                continue
             if i != 0 or key not in PRESETS:
+                presets = ", ".join([*PRESETS, *LATENCY_PRESETS])
                 raise ProfileError(
-                    f"unknown profile {key!r} (presets: {', '.join(PRESETS)}; or kind=rate)"
+                    f"unknown profile {key!r} (presets: {presets}; or kind=rate, or a "
+                    f"latency knob: {', '.join(KNOBS)})"
                 )
             rates.update(PRESETS[key])
+            continue
+        if key in KNOBS:
+            latency[key] = _knob(key, value.strip())
             continue
         if key == "seed":
             try:
@@ -156,7 +184,10 @@ def parse_profile(text: str) -> ErrorProfile:
                 raise ProfileError(f"seed must be an integer, got {value!r}") from None
             continue
         if key not in KINDS:
-            raise ProfileError(f"unknown error kind {key!r} (known: {', '.join(KINDS)})")
+            raise ProfileError(
+                f"unknown error kind {key!r} (known: {', '.join(KINDS)}; latency knobs: "
+                f"{', '.join(KNOBS)})"
+            )
         try:
             rate = float(value)
         except ValueError:
@@ -166,7 +197,34 @@ def parse_profile(text: str) -> ErrorProfile:
         rates[key] = rate
     if sum(rates.get(k, 0.0) for k in STEP_KINDS) > 1.0:
         raise ProfileError("per-step error rates add up to more than 1")
-    return ErrorProfile(text, rates, seed)
+    return ErrorProfile(text, rates, seed, LatencyProfile(**latency))
+
+
+MAX_SECONDS = 3600.0  # a knob's seconds beyond an hour are a typo, not a model
+
+
+def _knob(key: str, value: str) -> float | int:
+    """A latency knob's value, or a ProfileError naming the knob."""
+    if key in INT_KNOBS:
+        try:
+            count = int(value)
+        except ValueError:
+            count = -1
+        if count < 0:
+            raise ProfileError(f"latency knob {key} must be a whole number >= 0, got {value!r}")
+        return count
+    assert key in FLOAT_KNOBS
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    high, what = (1.0, "tpot's growth per other running sequence") if key == "decode_slowdown" \
+        else (MAX_SECONDS, "seconds")  # fmt: skip
+    if not (0.0 <= number <= high):  # also refuses nan and inf
+        raise ProfileError(
+            f"latency knob {key} must be a number from 0 to {high:g} ({what}), got {value!r}"
+        )
+    return number
 
 
 def profile_for_model(model: str | None, default: ErrorProfile) -> ErrorProfile:

@@ -11,15 +11,16 @@ checked as the real APIs check them and refused in each API's error shape (Anthr
 ``x-amzn-ErrorType`` header, which botocore reads), never with a 500.
 
 The model named in the request (the Messages body's ``model``, the Converse path's model id)
-picks the error profile as on the Chat Completions door: ``scripted:noisy`` plays the noisy
-profile, any other name the server's default.
+picks the error profile (and latency) as on the Chat Completions door: ``scripted:noisy``
+plays the noisy profile, any other name the server's default (these doors keep taking any
+model id, as the provider clients' tests name theirs freely).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -33,7 +34,8 @@ from sopgym.core.jsonio import MAX_DEPTH, json_depth
 from sopgym.services.model.engine import BadRequest
 from sopgym.types import JSON
 
-Answer = Callable[[JSON, int], JSON]  # a Chat Completions body (and its size) → its reply
+# a Chat Completions body (and its size) → its reply, after the profile's simulated latency
+Answer = Callable[[JSON, int], Awaitable[JSON]]
 
 
 class ProtocolError(MalformedRequest, ValueError):
@@ -48,7 +50,7 @@ def add_provider_routes(app: FastAPI, answer: Answer) -> None:
             return refusal
         try:
             chat = anthropic_to_chat(body)
-            return _json(chat_to_anthropic(answer(chat, size), chat["model"]))
+            return _json(chat_to_anthropic(await answer(chat, size), chat["model"]))
         except (ProtocolError, BadRequest) as error:
             return _anthropic_error(str(error))
 
@@ -60,7 +62,7 @@ def add_provider_routes(app: FastAPI, answer: Answer) -> None:
         started = time.perf_counter()
         try:
             chat = converse_to_chat(body, unquote(model_id))
-            reply = answer(chat, size)
+            reply = await answer(chat, size)
         except (ProtocolError, BadRequest) as error:
             return _bedrock_error(str(error))
         return _json(chat_to_converse(reply, time.perf_counter() - started))

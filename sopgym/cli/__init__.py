@@ -20,6 +20,7 @@ from sopgym.evaluation.cli import EVALUATION_COMMANDS
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import OBSERVABILITY_COMMANDS
+from sopgym.orchestration.leases_cli import LEASE_COMMANDS
 from sopgym.orchestration.runs_cli import RUNS_COMMANDS
 from sopgym.orchestration.scaleout import SCALEOUT_COMMANDS
 from sopgym.viewer.cli import view_command
@@ -42,6 +43,8 @@ main.add_command(generate_command)  # sopgym generate "<business task>" ...
 for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
     main.add_command(_command)
 for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
+    main.add_command(_command)
+for _command in LEASE_COMMANDS:  # sopgym run-service / merge-leases
     main.add_command(_command)
 main.add_command(view_command)  # sopgym view: the run viewer
 main.add_command(domain_group)  # sopgym domain show NAME

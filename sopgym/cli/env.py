@@ -49,6 +49,14 @@ from sopgym.validation import (
     is_flag=True,
     help="Answer the whole score (per-field correctness, call metrics), not just the verdict.",
 )
+@click.option(
+    "--concurrency",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(1, 20000),
+    help="Requests worked at once: each holds a thread while its step runs at the gateway, so "
+    "this bounds the episodes a trainer can step at the same moment.",
+)
 def env_serve(
     gateway_url: str,
     domains: tuple[str, ...],
@@ -59,6 +67,7 @@ def env_serve(
     max_steps: int,
     run_dir: Path | None,
     score_detail: bool,
+    concurrency: int,
 ) -> None:
     """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
     from sopgym.client.recorder import recorder_for
@@ -79,7 +88,8 @@ def env_serve(
     try:
         serve(
             build(gateway_url, [*domains], data_root, distractors=distractors,
-                  max_steps=max_steps, recorder=recorder, score_detail=score_detail),
+                  max_steps=max_steps, recorder=recorder, score_detail=score_detail,
+                  concurrency=concurrency),
             host,
             port,
         )  # fmt: skip

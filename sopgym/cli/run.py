@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,19 @@ if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the ru
     pass
 
 
+def worker_pace(concurrency: int | None, workers: int | None) -> dict[str, int]:
+    """The run's ``concurrency`` (episodes in flight) and ``workers`` (processes): as given;
+    without ``--workers``, one process per core up to the episodes in flight (threads in one
+    process share its core through the GIL, so more processes than cores buy nothing); without
+    either, two of each, as before episodes shared a process."""
+    if concurrency is None:
+        count = workers if workers is not None else 2
+        return {"concurrency": count, "workers": count}
+    if workers is None:
+        workers = max(1, min(concurrency, os.cpu_count() or 1))
+    return {"concurrency": concurrency, "workers": min(workers, concurrency)}
+
+
 @click.command()
 @click.argument("domains", nargs=-1)
 @click.option(
@@ -58,11 +72,18 @@ if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the ru
     help="Endpoint of the model's API, e.g. an OpenAI-compatible server's .../v1.",
 )
 @click.option(
+    "--concurrency",
+    default=None,
+    type=click.IntRange(1, 20000),
+    help="Episodes in flight at once, spread over the --workers processes (default: the "
+    "--workers count, 2 without it).",
+)
+@click.option(
     "--workers",
-    default=2,
-    show_default=True,
+    default=None,
     type=click.IntRange(1, 256),
-    help="Agent worker processes: how many tasks run at once.",
+    help="Agent worker processes (default: with --concurrency, one per core up to it; "
+    "else 2). Each holds its share of the episodes in flight.",
 )
 @click.option(
     "--distractors",
@@ -201,7 +222,8 @@ def run(
     agent: str,
     model: str,
     base_url: str | None,
-    workers: int,
+    concurrency: int | None,
+    workers: int | None,
     distractors: int,
     tool_retrieval: str | None,
     sop_variant: str,
@@ -263,7 +285,8 @@ def run(
                 agent_options["tool_retrieval"] = tool_retrieval
             config = api.validate(RunConfig(
                 domains=list(domains) or [DEFAULT_DOMAIN], agent=agent, model=model,
-                base_url=base_url, workers=workers, distractors=distractors,
+                base_url=base_url, **worker_pace(concurrency, workers),
+                distractors=distractors,
                 sop_variant=sop_variant, limit=limit, task_ids=task_ids, match=match,
                 sample=sample, task_timeout=task_timeout, trace=trace,
                 capture_messages=capture_messages, transport=transport, trials=trials,

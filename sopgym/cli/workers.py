@@ -16,6 +16,7 @@ from sopgym.cli.common import (
     model_unavailable,
 )
 from sopgym.client.transports import TRANSPORTS
+from sopgym.orchestration.leases_cli import run_lease_command
 from sopgym.orchestration.scaleout import (
     run_shard_command,
     shard_options,
@@ -65,6 +66,24 @@ from sopgym.validation import (
     "--task-timeout", default=300.0, show_default=True, type=SECONDS, help="Seconds per task."
 )
 @click.option("--options", default="{}", help="Agent options as a JSON object.")
+@click.option(
+    "--concurrency",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 20000),
+    help="Episodes this worker holds in flight at once (one thread each).",
+)
+@click.option(
+    "--leases",
+    "lease_service",
+    default=None,
+    metavar="URL",
+    envvar="SOPGYM_RUN_SERVICE",
+    help="Lease mode: work the run served by this run service (sopgym run-service) until "
+    "every task has a result, --concurrency episodes at once ($SOPGYM_RUN_SERVICE). Exit "
+    "status: 0 run done, 2 refused by the run (usage), 3 run service/gateway/model "
+    "unreachable past --wait, 143 SIGTERM (leases given back).",
+)
 @shard_options
 @click.option(
     "--metrics-port",
@@ -86,12 +105,15 @@ def agent_worker(
     base_url: str | None,
     task_timeout: float,
     options: str,
+    concurrency: int,
+    lease_service: str | None,
     metrics_port: int | None,
     metrics_host: str,
     **shard: Any,
 ) -> None:
     """Work tasks read as JSON lines on stdin, one result line per task on stdout; or, with
-    --shard, one shard of --domain's tasks taken from the gateway, results in --run-dir."""
+    --leases, the run service's tasks until the run is done; or, with --shard, one shard of
+    --domain's tasks taken from the gateway, results in --run-dir."""
     from sopgym.agents.worker import serve
     from sopgym.observability.tracing import setup_tracing
 
@@ -103,7 +125,16 @@ def agent_worker(
         raise click.BadParameter("must be a JSON object", param_hint="--options")
     setup_tracing("sopgym-agent-worker", {"gen_ai.agent.name": agent})
     observe = worker_metrics(agent, model, metrics_host, metrics_port)
+    if lease_service is not None and shard["shard"] is not None:
+        raise click.UsageError("--leases and --shard are two modes: give one")
     try:
+        if lease_service is not None:
+            run_lease_command(
+                gateway_url, transport, agent, model, base_url, task_timeout, agent_options,
+                concurrency, observe, service=lease_service, wait_s=shard["wait_s"],
+                outage_wait=shard["outage_wait"],
+            )  # fmt: skip
+            return
         if shard["shard"] is not None:
             run_shard_command(
                 gateway_url, transport, agent, model, base_url, task_timeout, agent_options,
@@ -119,6 +150,7 @@ def agent_worker(
             {"model": model, **agent_options},
             transport=transport,
             observe=observe,
+            concurrency=concurrency,
         )
     except ModelUnavailable as error:
         model_unavailable(error)
@@ -141,7 +173,9 @@ def agent_worker(
     "--profile",
     default="perfect",
     show_default=True,
-    help="Error profile for requests whose model name does not say scripted:<profile>.",
+    help="Profile for requests whose model name does not say scripted:<profile>: errors "
+    "(noisy, kind=rate, ...) and latency (gpu, latency=S, ttft=, prefill=, tpot=, "
+    "decode_slowdown=, capacity=, kv_cache=; docs/model-latency.md).",
 )
 @click.option(
     "--injection-log",
@@ -159,7 +193,7 @@ def model_server(
     data_root: Path | None,
 ) -> None:
     """Serve the scripted model offline: OpenAI Chat Completions, Anthropic Messages and Bedrock
-    Converse endpoints."""
+    Converse endpoints; GET /v1/stats shows the simulated GPU's figures."""
     from sopgym.services.model.main import serve_model
 
     with entry_point_errors():

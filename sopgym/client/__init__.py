@@ -35,7 +35,7 @@ from sopgym.client.transports import transport as transport_named
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.errors import TOOL_FAILURES
 from sopgym.core.exceptions import SopgymError
-from sopgym.core.outcomes import InfraFailure
+from sopgym.core.outcomes import InfraFailure, observed
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON
 
@@ -132,16 +132,18 @@ class GatewayClient:
                 # a refused connection is a gateway that is down, not slow: one retry only
                 down = isinstance(error, ConnectionRefusedError) and attempt >= REFUSED_RETRIES
                 if down or self._policy.gives_up(attempt, None):
-                    raise InfraError(f"gateway {self.base_url} unreachable: {error}") from error
+                    raise observed(
+                        InfraError(f"gateway {self.base_url} unreachable: {error}")
+                    ) from error
             else:
                 code = _error_code(response) if response.status in RETRY_STATUSES else None
                 if response.status not in RETRY_STATUSES or code in TOOL_FAILURES:
                     return response  # a tool that hung (504 tool_timeout) would hang again
                 if self._policy.gives_up(attempt, code, retry_down):
-                    raise InfraError(
+                    raise observed(InfraError(
                         f"{method} {path}: {response.status} {code or 'no error code'} "
                         f"after {attempt + 1} attempt(s): {response.text[:200]}"
-                    )
+                    ))  # fmt: skip
         raise AssertionError("unreachable")
 
     def open(

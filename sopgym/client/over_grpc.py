@@ -20,6 +20,7 @@ from opentelemetry.propagate import inject
 from sopgym.client import Episode, GatewayError, InfraError, Replicas
 from sopgym.client.retry import RetryPolicy
 from sopgym.core.errors import ToolError
+from sopgym.core.outcomes import observed
 from sopgym.proto import gateway_v1
 from sopgym.types import JSON
 
@@ -101,10 +102,10 @@ class GrpcGatewayClient:
                     raise
                 code = trailing_metadata(error).get("sopgym-error-code")
                 if self._policy.gives_up(attempt, code, retry_down):  # as HTTP does
-                    raise InfraError(
+                    raise observed(InfraError(
                         f"{method}: {error.code().name} {code or 'no error code'} after "
                         f"{attempt + 1} attempt(s): {error.details()}"
-                    ) from error
+                    )) from error  # fmt: skip
         raise AssertionError("unreachable")
 
     def open(

@@ -10,8 +10,11 @@ default SIGTERM death reports to a shell (128 + 15).
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
+from typing import NoReturn
 
 SIGTERM_STATUS = 128 + signal.SIGTERM
 
@@ -28,3 +31,11 @@ def exit_on_sigterm() -> None:
         return
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, terminate)
+
+
+def leave_now(status: int) -> NoReturn:
+    """Exit with ``status`` at once, the standard streams flushed: not after an agent's worker
+    threads end their calls (a worker stopping on SIGTERM has nothing left to record)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

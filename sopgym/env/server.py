@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import orjson
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -138,10 +141,23 @@ class EnvPool:
         return env
 
 
-def create_app(pool: EnvPool) -> FastAPI:
+DEFAULT_CONCURRENCY = 1000  # requests worked at once (each holds a thread on the gateway)
+
+
+def create_app(pool: EnvPool, concurrency: int = DEFAULT_CONCURRENCY) -> FastAPI:
+    """The API over ``pool``; ``concurrency``: how many requests are worked at once (each
+    blocks a thread on the gateway while its step runs: anyio's default of 40 threads would
+    cap a trainer's episodes in flight at 40)."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = concurrency
+        yield
+
     app = FastAPI(
-        title="sopgym environments", docs_url=None, redoc_url=None, telemetry=fastapi_telemetry()
-    )
+        title="sopgym environments", docs_url=None, redoc_url=None, telemetry=fastapi_telemetry(),
+        lifespan=lifespan,
+    )  # fmt: skip
 
     @app.exception_handler(HTTPException)
     async def http_error(_: Request, error: HTTPException) -> Response:
@@ -180,10 +196,10 @@ def create_app(pool: EnvPool) -> FastAPI:
 
 def build(
     gateway: str, domains: list[str], data_root: Path | None, transport: str = "http",
-    score_detail: bool = False, **options: Any,
+    score_detail: bool = False, concurrency: int = DEFAULT_CONCURRENCY, **options: Any,
 ) -> FastAPI:  # fmt: skip
     client = connect(gateway, transport)
-    return create_app(EnvPool(client, domains, data_root, score_detail, **options))
+    return create_app(EnvPool(client, domains, data_root, score_detail, **options), concurrency)
 
 
 async def _body(request: Request) -> JSON | ToolError:

@@ -18,7 +18,11 @@ counted apart (``infra_failed``), never in a mean; an episode with no answer sco
 - ``tally``: how many items scored 1.0, 0.2 and 0 (the paper's Table 1).
 
 Each figure is given over the scorable items (``scorable``) and over all items (``all_items``:
-an item the audit called unscorable counts 0, as the published target would fail there).
+an item the audit called unscorable counts 0). Beside them, the official grade
+(``answer_official``, every item graded by the published scorer's rule, unscorable ones
+included): ``official`` (the same figures), ``official_tally`` (``{"1.0", "0.2", "0"}`` over
+every item) and ``overall_official`` (the item-level mean in percent); ``None`` where no row
+carries that grade (our own SOP-Maze-style packs have no published target to grade against).
 
 **TOD-ProcBench task 1** (rows tagged ``procbench``: ``position``, ``format``, ``language``;
 scores ``first_action``, ``section_top1``, ``section_top2``): ``overall_k1`` / ``overall_k2``
@@ -37,6 +41,7 @@ from typing import Any, Final
 from sopgym.types import JSON
 
 GRADE: Final = "answer_schema"
+OFFICIAL: Final = "answer_official"  # SOP-Maze's own grade (scorers/maze_official.py)
 SHAPES: Final = ("HRS", "LRS")
 GRADES: Final = (("1.0", 1.0), ("0.2", 0.2), ("0", 0.0))
 PROCBENCH_DIMENSIONS: Final = ("position", "format", "language")
@@ -95,22 +100,56 @@ def sop_maze_figures(rows: Iterable[JSON]) -> JSON | None:
             means[domain] = _mean(kept)
             out["scenarios"][domain][f"mean_{over}"] = means[domain]
             items += kept
-        shapes = {
-            shape: _mean([m for d, m in means.items() if shape_of[d] == shape and m is not None])
-            for shape in SHAPES
-            if any(shape_of[d] == shape for d in means)
-        }
-        present = [v for v in shapes.values() if v is not None]
-        out[over] = {
-            "shape_average": shapes,
-            "overall": _mean(items),
-            "mean_of_shapes": _mean(present) if len(present) == len(SHAPES) else None,
-            "items": len(items),
-        }
+        out[over] = _averages(means, shape_of, items)
     scored = [v for values in grades.values() for v in values if v is not None]
     out["tally"] = {label: sum(v == grade for v in scored) for label, grade in GRADES}
     out["tally"]["n/a"] = len(out["unscorable"])
+    out.update(_official_figures(played, shape_of, out["scenarios"]))
     return out
+
+
+def _official_figures(
+    played: list[JSON], shape_of: dict[str, str], scenarios: JSON
+) -> JSON:
+    """The official grade's figures over every item that carries it (imported items: all of
+    them, unscorable ones included): per scenario ``mean_official``, ``official`` (shape
+    averages, item-level overall, mean of shapes), ``official_tally`` and ``overall_official``
+    in percent, as the official scorer prints its accuracy."""
+    grades: dict[str, list[float]] = defaultdict(list)
+    for row in played:
+        grade = _value(row, OFFICIAL)
+        if grade is not None:
+            grades[row["domain"]].append(float(grade))
+    if not grades:  # no item with the official grade (our own SOP-Maze-style packs)
+        return {"official": None, "official_tally": None, "overall_official": None}
+    means = {domain: _mean(values) for domain, values in grades.items()}
+    for domain, mean in means.items():
+        scenarios[domain]["mean_official"] = mean
+    items = [v for values in grades.values() for v in values]
+    official = _averages(dict(means), shape_of, items)
+    return {
+        "official": official,
+        "official_tally": {label: sum(v == grade for v in items) for label, grade in GRADES},
+        "overall_official": 100.0 * official["overall"],
+    }
+
+
+def _averages(means: dict[str, float | None], shape_of: dict[str, str], items: list[float]
+              ) -> JSON:  # fmt: skip
+    """The shape averages (each the mean of its scenarios' means), the item-level overall and
+    the mean of the two shapes, from per-scenario means and every item's grade."""
+    shapes = {
+        shape: _mean([m for d, m in means.items() if shape_of[d] == shape and m is not None])
+        for shape in SHAPES
+        if any(shape_of[d] == shape for d in means)
+    }
+    present = [v for v in shapes.values() if v is not None]
+    return {
+        "shape_average": shapes,
+        "overall": _mean(items),
+        "mean_of_shapes": _mean(present) if len(present) == len(SHAPES) else None,
+        "items": len(items),
+    }
 
 
 def procbench_figures(rows: Iterable[JSON]) -> JSON | None:

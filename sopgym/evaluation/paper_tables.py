@@ -22,13 +22,16 @@ def paper_tables(found: JSON | None) -> list[Table]:
 
 
 def sop_maze_table(maze: JSON) -> Table:
-    """Per scenario, the shape averages, Overall, the mean of the shapes and the tally, over
-    the scorable items and over all items."""
+    """Per scenario, the shape averages, Overall, the mean of the shapes and the tally: the
+    official grade over every item first, then ours over the scorable items and over all
+    items."""
+    official = maze.get("official") or {}
     rows: list[list[str | tuple[str, str]]] = [
         [
             name,
             s["shape"],
             f"{s['scorable']}/{s['items']}",
+            num(s.get("mean_official")),
             num(s["mean_scorable"]),
             num(s["mean_all_items"]),
         ]
@@ -41,6 +44,7 @@ def sop_maze_table(maze: JSON) -> Table:
                 f"{shape} average",
                 "mean of its scenarios",
                 "",
+                num((official.get("shape_average") or {}).get(shape)),
                 num(scorable["shape_average"].get(shape)),
                 num(every["shape_average"].get(shape)),
             ]
@@ -50,6 +54,7 @@ def sop_maze_table(maze: JSON) -> Table:
             "Overall",
             "item-level mean",
             f"{scorable['items']}/{every['items']}",
+            num(official.get("overall")),
             num(scorable["overall"]),
             num(every["overall"]),
         ]
@@ -59,25 +64,35 @@ def sop_maze_table(maze: JSON) -> Table:
             "mean of HRS and LRS",
             "",
             "",
+            num(official.get("mean_of_shapes")),
             num(scorable["mean_of_shapes"]),
             num(every["mean_of_shapes"]),
         ]
     )
-    tally = ", ".join(f"{label}: {count}" for label, count in maze["tally"].items())
-    rows.append(["tally", tally, "", "", ""])
+    if maze.get("official_tally"):
+        rows.append(["tally, official (every item)", _tally(maze["official_tally"]), "", "", "",
+                     ""])  # fmt: skip
+    rows.append(["tally, ours", _tally(maze["tally"]), "", "", "", ""])
     if maze["infra_failed"]:
-        rows.append(["infrastructure failed (left out)", "", str(maze["infra_failed"]), "", ""])
+        rows.append(["infrastructure failed (left out)", "", str(maze["infra_failed"]), "", "",
+                     ""])  # fmt: skip
     return Table(
-        "SOP-Maze, as the paper reports it (answer_schema 1.0 / 0.2 / 0)",
+        "SOP-Maze, as the paper reports it (1.0 / 0.2 / 0; official: the published scorer's "
+        "rule on every item; ours: answer_schema, unscorable items apart)",
         [
             "scenario",
             "shape",
-            "items scored",
-            "mean (scorable)",
-            "mean (all items, unscorable = 0)",
+            "items scored (ours)",
+            "official (every item)",
+            "ours (scorable)",
+            "ours (all items, unscorable = 0)",
         ],
         rows,
     )
+
+
+def _tally(tally: JSON) -> str:
+    return ", ".join(f"{label}: {count}" for label, count in tally.items())
 
 
 def procbench_table(tod: JSON) -> Table:
@@ -119,12 +134,17 @@ def paper_lines(found: JSON | None) -> list[str]:
     """One line per family for the terminal summary."""
     lines = []
     if found and (maze := found.get("sop_maze")):
+        if maze.get("overall_official") is not None:
+            lines.append(
+                f"SOP-Maze (official grade, every item): Overall "
+                f"{maze['overall_official']:.2f}%; tally {_tally(maze['official_tally'])}"
+            )
         figures = maze["scorable"]
         shapes = ", ".join(f"{k} {num(v)}" for k, v in figures["shape_average"].items())
-        tally = ", ".join(f"{k}: {v}" for k, v in maze["tally"].items())
         lines.append(
-            f"SOP-Maze (paper): Overall {num(figures['overall'])}, {shapes}, "
-            f"mean of shapes {num(figures['mean_of_shapes'])}; tally {tally}"
+            f"SOP-Maze (paper, ours over the scorable items): Overall {num(figures['overall'])}, "
+            f"{shapes}, mean of shapes {num(figures['mean_of_shapes'])}; tally "
+            f"{_tally(maze['tally'])}"
         )
     if found and (tod := found.get("tod_procbench")):
         cell = tod["all"]["all"]

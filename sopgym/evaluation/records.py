@@ -85,6 +85,14 @@ class RunConfig(msgspec.Struct):
     match: str | None = None  # --match: a glob over task ids
     sample: int | None = None  # --sample: this many per domain, drawn with the run's seed
     prices: str | None = None  # a price table file: the summary's LLM cost estimate
+    # episodes in flight at once, spread over the `workers` processes (None: one per worker,
+    # as runs recorded before episodes shared a process)
+    concurrency: int | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """How many episodes the run keeps in flight."""
+        return self.concurrency if self.concurrency is not None else self.workers
 
     def validate(self) -> RunConfig:
         """This config with its domain patterns resolved, or :class:`UsageError` saying what
@@ -95,8 +103,11 @@ class RunConfig(msgspec.Struct):
         return validate(self)
 
     def to_json(self) -> JSON:
-        """The config's JSON object: every field, in order (as ``config.json`` holds it)."""
+        """The config's JSON object: every field, in order (as ``config.json`` holds it);
+        ``concurrency`` only when set, so a run recorded before it reads back byte for byte."""
         data: JSON = msgspec.to_builtins(self)
+        if data["concurrency"] is None:
+            del data["concurrency"]
         return data
 
     @classmethod
@@ -156,6 +167,7 @@ class Job(msgspec.Struct, frozen=True):
     sop_variant: str = "clean"
     replay: JSON | None = None
     traceparent: str | None = None
+    job_id: str | None = None  # the driver's name for the job (reports echo it)
 
     def to_json(self) -> JSON:
         """The job line's object (keys absent rather than null where a worker needs none)."""
@@ -171,6 +183,8 @@ class Job(msgspec.Struct, frozen=True):
             job["traceparent"] = self.traceparent
         if self.replay is not None:
             job["replay"] = self.replay
+        if self.job_id is not None:
+            job["job_id"] = self.job_id
         return job
 
 
@@ -203,6 +217,9 @@ class WorkerReport(msgspec.Struct, kw_only=True):
     copied_example: bool | UnsetType = UNSET  # set (True) only when it happened
     trace_flushed: bool | UnsetType = UNSET  # None in a result row: not traced
     record_error: str | UnsetType = UNSET
+    # the driver's name for the job, echoed: a report is taken only for a job still awaited
+    job_id: str | UnsetType = UNSET
+    claimed_infra: bool | UnsetType = UNSET  # the agent raised an infrastructure error itself
 
     @property
     def error_type(self) -> str | None:

@@ -7,8 +7,9 @@ the shape of the ABCD repository's ``data/``:
 - ``guidelines.json``: keyed by display names: flow (``"Product Defect"``) ->
   ``description``, ``subflows`` keyed by display names (``"Return Due to Size"``) ->
   ``instructions`` (optional), ``actions`` (``{type, button, text, subtext}``);
-- ``ontology.json``: the ids, in the same order as the display names: ``intents.flows``,
-  ``intents.subflows[flow]`` (``product_defect`` -> ``refund_initiate, ..., return_size``), and
+- ``ontology.json``: the ids: ``intents.flows`` (alphabetical, while ``guidelines.json``
+  holds its flows in another order), ``intents.subflows[flow]`` (in the order of the flow's
+  display names) (``product_defect`` -> ``refund_initiate, ..., return_size``), and
   ``actions`` (a list, or an object of lists by kind), ``values``, ``next_steps``;
 - ``kb.json``: must be present (its content is not used by this task);
 - the conversations: ``abcd*.json`` or ``abcd*.json.gz``: a list of records, or an object of
@@ -17,10 +18,13 @@ the shape of the ABCD repository's ``data/``:
   ``delexed`` (turns ``{speaker, text, turn_count, targets, candidates}``, ``targets`` being
   ``[flow, next_step, action, values, utterance_index]``).
 
-Ids are mapped to display names by position, and each pair is checked by name (a word of the
-id begins a word of the display name, or the reverse); a scenario's subflow missing from the
+A flow id is mapped to the flow of the same name (:func:`flow_key`: ``single_item_query`` is
+"Single-Item Query"); within a flow, subflow ids are mapped to display names by position, and
+each pair is checked by name (a word of the id begins a word of the display name, or the
+reverse); a scenario's subflow missing from the
 ontology is tried without a numeric suffix (``timing_4`` -> ``timing``). What cannot be mapped
-is one line each (:attr:`AbcdData.notes`), and its conversations are left out, counted there.
+is one line each (:attr:`AbcdData.notes`), and its conversations are left out, counted there;
+an import that maps no conversation fails with those lines (:attr:`AbcdError.notes`).
 
 A task is made after every customer turn (:func:`_tasks`): the conversation so far as shown
 (``original``; every guideline section and the action names are in the domain's SOP, so
@@ -81,7 +85,12 @@ Answer three things:
 
 
 class AbcdError(DataError, ValueError):
-    """The folder cannot be imported; the message says where and why, in one line."""
+    """The folder cannot be imported; the message says where and why, in one line, and
+    ``notes`` what did not map when that is the cause."""
+
+    def __init__(self, message: str, notes: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.notes = list(notes or [])
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,8 @@ def read_abcd(folder: Path) -> AbcdData:
         notes.append(f"subflow {pair}: no guideline section maps to it; {count} "
                      f"conversation(s) left out")  # fmt: skip
     if not data.tasks:
-        raise AbcdError(f"{path}: no conversation maps to a guideline: nothing to import")
+        raise AbcdError(f"{path}: no conversation maps to a guideline: nothing to import",
+                        notes)  # fmt: skip
     return data
 
 
@@ -169,6 +179,12 @@ def names_agree(identifier: str, display: str) -> bool:
                for s in shown)  # fmt: skip
 
 
+def flow_key(name: str) -> str:
+    """A flow's name as the two files are matched on: lower case, every run of other
+    characters one ``_`` ("Single-Item Query" and ``single_item_query`` read alike)."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
 def _sections(
     guidelines: Any, ontology: Any, folder: Path
 ) -> tuple[dict[str, str], dict[tuple[str, str], str], list[str]]:
@@ -187,13 +203,15 @@ def _sections(
     sections: dict[str, str] = {}
     ids: dict[tuple[str, str], str] = {}
     notes: list[str] = []
-    shown_flows = list(guidelines)
-    for position, flow_id in enumerate(flows):
-        flow_name = shown_flows[position] if position < len(shown_flows) else None
-        if flow_name is None or not names_agree(flow_id, flow_name):
-            notes.append(f"flow {flow_id}: guidelines.json has no flow at its position "
-                         f"{position} that agrees by name ({flow_name or 'none'})")  # fmt: skip
+    shown_flows = {flow_key(name): name for name in guidelines}
+    for flow_id in flows:
+        flow_name = shown_flows.get(flow_key(str(flow_id)))
+        if flow_name is None:
+            notes.append(f"flow {flow_id}: guidelines.json has no flow of that name "
+                         f"(flows: {', '.join(guidelines) or 'none'})")  # fmt: skip
             continue
+        # within a flow the two files keep one order, and the names may share no word but
+        # one (shopping_cart / "Cart Not Updating"): position is the key, the name a check
         shown_subflows = list(guidelines[flow_name]["subflows"])
         for index, subflow_id in enumerate(subflows.get(flow_id) or []):
             name = shown_subflows[index] if index < len(shown_subflows) else None

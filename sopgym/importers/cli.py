@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from sopgym.importers.index import HOME_ENV, ImportEntry, ImportIndexError, read_index, register
 from sopgym.importers.isolated import DEFAULT_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from sopgym.importers.layout import Benchmark
 
 # The parsing, audit and report modules load pandas and jsonschema: they are imported inside
 # the commands, so every other sopgym command (workers, gateway) starts without them.
@@ -144,7 +147,7 @@ def import_sop_bench(
         if bench.input_columns is None and not given and bench.inferred_input_columns:
             click.echo(
                 f"  warning: {bench.name}'s metadata.json names no input_columns; inferred from "
-                f"test_set_without_outputs.csv: {', '.join(bench.inferred_input_columns)} "
+                f"{bench.inferred_from}: {_shown_inference(bench)} "
                 "(name others with --input-columns)"
             )
         if domain.empty_expected:
@@ -163,6 +166,15 @@ def import_sop_bench(
     click.echo(f"registered {len(entries)} benchmark(s) in {where}")
 
 
+def _shown_inference(bench: Benchmark) -> str:
+    """The inferred input columns, each with the tools that take it when the specs said."""
+    columns = bench.inferred_input_columns or []
+    return ", ".join(
+        f"{c} ({', '.join(bench.inferred_by[c])})" if c in bench.inferred_by else c
+        for c in columns
+    )
+
+
 @import_group.command("abcd")
 @click.argument("path", type=click.Path(path_type=Path))
 @_HOME
@@ -178,6 +190,8 @@ def import_abcd(path: Path, home: Path | None) -> None:
         data = read_abcd(path)
         domain = build_abcd(path, data)
     except AbcdError as error:
+        for note in error.notes:  # what did not map: the cause of an import with no task
+            click.echo(f"  not mapped: {note}", err=True)
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
     for note in data.notes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -44,8 +45,11 @@ class Benchmark:
     folder: Path
     input_columns: list[str] | None = None
     # when metadata.json names no input_columns: the columns of test_set_without_outputs.csv
-    # that are not output columns (None: no such file, or nothing to read from it)
+    # that are not output columns, else those the tool specs take as arguments (None: nothing
+    # to infer them from); ``inferred_from`` says which, ``inferred_by`` each column's tools
     inferred_input_columns: list[str] | None = None
+    inferred_from: str | None = None
+    inferred_by: dict[str, list[str]] = field(default_factory=dict)
     output_columns: list[str] = field(default_factory=list)
     sop: str | None = None
     specs: list[ToolSpec] = field(default_factory=list)
@@ -82,6 +86,7 @@ def read_benchmark(folder: Path) -> Benchmark:
     _read_specs(bench)
     _read_table(bench)
     _read_inputs_only_columns(bench)
+    _infer_from_tool_specs(bench)
     _read_tools_source(bench)
     return bench
 
@@ -261,11 +266,57 @@ def _read_inputs_only_columns(bench: Benchmark) -> None:
     columns = [c for c in header if c not in bench.output_columns and c in bench.table.columns]
     if not columns:
         return
+    _inferred(bench, columns, WITHOUT_OUTPUTS)
+
+
+def _inferred(bench: Benchmark, columns: list[str], source: str) -> None:
     bench.inferred_input_columns = columns
+    bench.inferred_from = source
     for finding in bench.problems:
         if finding.kind == "missing_input_columns":
-            finding.message += f"; inferred from {WITHOUT_OUTPUTS}: {', '.join(columns)}"
+            finding.message += f"; inferred from {source}: {', '.join(columns)}"
             finding.columns = columns
+
+
+TOOL_SPECS_SOURCE = f"the tool arguments of {TOOLSPECS}"
+
+
+def _infer_from_tool_specs(bench: Benchmark) -> None:
+    """Where neither metadata.json nor ``test_set_without_outputs.csv`` names the inputs (the
+    published ``order_fulfillment``), take the CSV's columns that a tool takes as an argument,
+    as the other folders' named inputs are (``dangerous_goods``: its five inputs are exactly
+    its tool arguments among its columns). Left out: the output columns, and a column another
+    tool reports, by its spec (a tool that does not take it names it in its description, as
+    ``getOrderDetails`` "the days since purchase", or the argument's description says it comes
+    "from" another tool): that value is looked up, not given."""
+    if bench.input_columns is not None or bench.inferred_input_columns or bench.table is None:
+        return
+    takers: dict[str, list[str]] = {}
+    for spec in bench.specs:
+        for name in (spec.input_schema.get("properties") or {}):
+            takers.setdefault(name, []).append(spec.name)
+    columns = [
+        column
+        for column in bench.table.columns
+        if column in takers and column not in bench.output_columns
+        and not _reported_by_a_tool(bench.specs, column, takers[column])
+    ]  # fmt: skip
+    if columns:
+        bench.inferred_by = {column: takers[column] for column in columns}
+        _inferred(bench, columns, TOOL_SPECS_SOURCE)
+
+
+def _reported_by_a_tool(specs: list[ToolSpec], column: str, takers: list[str]) -> bool:
+    phrase = re.compile(rf"\b{re.escape(column.replace('_', ' ').lower())}\b")
+    names = [spec.name for spec in specs]
+    for spec in specs:
+        if spec.name not in takers and phrase.search(spec.description.lower()):
+            return True
+        argument = (spec.input_schema.get("properties") or {}).get(column)
+        said = str(argument.get("description") or "") if isinstance(argument, dict) else ""
+        if any(f"from {name}" in said for name in names if name != spec.name):
+            return True
+    return False
 
 
 def _read_tools_source(bench: Benchmark) -> None:

@@ -8,6 +8,10 @@ space-insensitively. So a target is still scorable when every defect is
 
 - inside a key never compared (a free-text reply too long, of the wrong type, missing): a
   correct answer may hold any valid value there; or
+- a required key the target lacks and names nowhere (``享`` in three L1 items): only the
+  target's keys are compared, so the key is never compared either; the mended answer holds
+  any valid value there and the item declares the key never compared (else our comparison,
+  which compares a nested object whole, would ask an answer for the filler); or
 - surrounding whitespace in an enum value (``"refund "`` for the enum's ``"refund"``): the
   compared value is the same.
 
@@ -19,7 +23,7 @@ other defect is a reason, in words, why the item cannot be scored.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError
@@ -28,28 +32,51 @@ from jsonschema.validators import validator_for
 from sopgym.types import JSON
 
 
-def scorable_answer(
-    target: JSON, schema: JSON, free: frozenset[str]
-) -> tuple[JSON, list[str]] | str:
-    """``(answer, mended)``: a valid answer equal to ``target`` on every compared key, and
-    where it was mended (empty: the target as published); or why none exists."""
+class Mended(NamedTuple):
+    answer: JSON  # valid, and equal to the target on every compared key
+    where: list[str]  # the JSON paths mended (empty: the target as published)
+    uncompared: list[str]  # required keys the target lacks, now declared never compared
+
+
+def scorable_answer(target: JSON, schema: JSON, free: frozenset[str]) -> Mended | str:
+    """A valid answer equal to ``target`` on every compared key, or why none exists."""
     validator = validator_for(schema, default=Draft7Validator)(schema)
     answer = copy.deepcopy(target)
     mended: list[str] = []
+    uncompared: list[str] = []
+    named = _names(target)
     for _ in range(8):  # each pass mends what the last left; a schema rarely needs two
         errors = sorted(validator.iter_errors(answer), key=lambda e: e.json_path)
         if not errors:
-            return answer, mended
+            return Mended(answer, mended, uncompared)
         for error in errors:
-            why = _mend(answer, schema, error, free)
+            never = free | frozenset(uncompared)
+            why = _mend(answer, schema, error, never, named, uncompared)
             if why is not None:
                 return f"{error.json_path}: {error.message} ({why})"
             mended.append(error.json_path)
     return "the target's defects could not be mended"
 
 
-def _mend(answer: JSON, schema: JSON, error: ValidationError, free: frozenset[str]) -> str | None:
-    """Mend ``error`` in place if it is in what is never compared; else say why not."""
+def _names(value: Any) -> frozenset[str]:
+    """Every key named anywhere in ``value``."""
+    if isinstance(value, dict):
+        return frozenset(value).union(*(_names(v) for v in value.values()))
+    if isinstance(value, list):
+        return frozenset().union(*(_names(v) for v in value))
+    return frozenset()
+
+
+def _mend(
+    answer: JSON,
+    schema: JSON,
+    error: ValidationError,
+    free: frozenset[str],
+    named: frozenset[str],
+    uncompared: list[str],
+) -> str | None:
+    """Mend ``error`` in place if it is in what is never compared (a required key the target
+    names nowhere is added to ``uncompared``); else say why not."""
     path = list(error.absolute_path)
     at_free = next((i for i, key in enumerate(path) if isinstance(key, str) and key in free), None)
     if at_free is not None:  # anything under a never-compared key: give it any valid value
@@ -58,10 +85,12 @@ def _mend(answer: JSON, schema: JSON, error: ValidationError, free: frozenset[st
     instance: Any = error.instance
     if error.validator == "required":
         missing = [k for k in wanted if k not in (instance or {})]
-        if missing and all(k in free for k in missing):
+        if missing and all(k in free or k not in named for k in missing):
             for key in missing:
                 if (why := _replace(answer, schema, [*path, key])) is not None:
                     return why
+                if key not in free:
+                    uncompared.append(key)
             return None
         return "a compared key is missing"
     if error.validator == "enum" and isinstance(instance, str) and instance.strip() in wanted:

@@ -29,9 +29,11 @@ from jsonschema.exceptions import SchemaError
 from sopgym.core.domain import GeneratedData, PolicyRun
 from sopgym.core.exceptions import DataError
 from sopgym.core.tasks import Solution, Task
+from sopgym.evaluation.scorers import default_scorers
 from sopgym.evaluation.scorers.answers import schema_errors
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
 from sopgym.evaluation.scorers.fields import FREE_TEXT_KEYS, free_text_keys
+from sopgym.evaluation.scorers.maze_official import answer_official, official_inputs
 from sopgym.importers import MAZE_PREFIX
 from sopgym.importers.adapter import ImportedDomain
 from sopgym.importers.findings import Finding
@@ -41,7 +43,7 @@ from sopgym.types import JSON
 
 PREFIX = MAZE_PREFIX
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-ADAPTER_VERSION = "2"  # 2: mended targets, shapes from the paper's table
+ADAPTER_VERSION = "3"  # 2: mended targets, shapes from the paper's table; 3: official grade
 # Draft-07's vocabulary; any other key in a schema (bar our "x-" annotations) is unknown
 KEYWORDS = frozenset({
     "$schema", "$id", "$ref", "$comment", "title", "description", "default", "examples",
@@ -71,6 +73,8 @@ class Record:
     unscorable: str | None = None
     answer: JSON | None = None  # the scorable answer: the target, mended where never compared
     mended: list[str] = field(default_factory=list)  # where the target was mended
+    # required keys the target lacks, declared never compared (in free_keys too)
+    uncompared: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -149,7 +153,9 @@ def _audit(found: MazeFile) -> list[Finding]:
                 invalid.append(record.index)
                 record.unscorable = f"target invalid in a compared key: {found_answer}"
             else:
-                record.answer, record.mended = found_answer
+                record.answer, record.mended = found_answer.answer, found_answer.where
+                record.free_keys = [*record.free_keys, *found_answer.uncompared]
+                record.uncompared = found_answer.uncompared
                 mended.append(record.index)
         unknown |= unknown_keywords(record.schema)
     if invalid:
@@ -257,6 +263,9 @@ def build_domain(found: MazeFile) -> MazeImport:
             decisions["unscorable"] = record.unscorable
         if record.mended:
             decisions["mended"] = record.mended  # where the answer differs from the target
+            # the official grade compares with the target and skip list as published
+            published_skip = [k for k in record.free_keys if k not in record.uncompared]
+            decisions.update(official_inputs(record.target, published_skip))
         answer = record.answer if record.answer is not None else record.target
         gold[task_id] = Solution(dict(answer), decisions)
     schemas = {json.dumps(r.schema, sort_keys=True) for r in found.records}
@@ -286,6 +295,8 @@ def build_domain(found: MazeFile) -> MazeImport:
         sop_files={"clean": "(in each prompt)"},
         reference_policy=False,
         source_digest=_digest(found.path, found.shape),
+        # our strict grade and, beside it, the official one (never gating success)
+        scorers=[*default_scorers("json_answer"), answer_official()],
     )
 
 

@@ -20,15 +20,16 @@ class InputColumnsError(DataError, ValueError):
 
 
 def input_columns_for(bench: Benchmark, given: list[str] | None = None) -> list[str]:
-    """``metadata.json``'s input_columns, else the ones the user named, else those
-    ``test_set_without_outputs.csv`` shows (:attr:`Benchmark.inferred_input_columns`);
-    never the whole row."""
+    """``metadata.json``'s input_columns, else the ones the user named, else those inferred
+    from ``test_set_without_outputs.csv`` or the tool specs' arguments
+    (:attr:`Benchmark.inferred_input_columns`); never the whole row."""
     columns = bench.input_columns or given or bench.inferred_input_columns
     if not columns:
         raise InputColumnsError(
-            f"{bench.name}: {METADATA} names no input_columns and there is no "
-            f"{WITHOUT_OUTPUTS} to read them from; name them with --input-columns a,b,c "
-            "(the whole row would hand the answer to the agent)"
+            f"{bench.name}: {METADATA} names no input_columns, there is no "
+            f"{WITHOUT_OUTPUTS} to read them from and no tool takes a column as an argument; "
+            "name them with --input-columns a,b,c (the whole row would hand the answer to "
+            "the agent)"
         )
     known = bench.table.columns if bench.table else []
     absent = [c for c in columns if c not in known]

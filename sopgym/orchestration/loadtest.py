@@ -1,16 +1,16 @@
 """``sopgym loadtest``: drive many concurrent episodes against a stack, bounded in time.
 
-The load comes from real agent workers (``sopgym agent-worker`` processes, one episode in
-flight each, exactly as runs and the Kubernetes Job use them) pointed at a running gateway and
-model, or at an embedded stack with the scripted model when no gateway is given. Each finished
-episode's facts (its worker report, and the gateway's record of its calls) feed the figures:
-episodes/s, tool calls/s, LLM calls and tokens/s, p50/p95/p99 of tool-call and LLM latency,
-and error rates by class. Every worker first works one warm-up episode (process start-up,
-imports and connection set-up are not load) that the figures leave out; a worker that cannot
-finish its warm-up stops the loadtest with an error naming it, rather than skewing the figures.
-At ``duration`` no new episode starts; episodes still running after a grace period are cut and
-reported as such. Every failed episode's error text is kept (the first few in the report), so
-a failure rate always comes with its reasons.
+The load comes from real agent workers (``sopgym agent-worker`` processes, each holding its
+share of the episodes in flight, exactly as runs and the Kubernetes Job use them) pointed at
+a running gateway and model, or at an embedded stack with the scripted model when no gateway
+is given. Each finished episode's facts (its worker report, and the gateway's record of its
+calls) feed the figures: episodes/s, tool calls/s, LLM calls and tokens/s, p50/p95/p99 of
+tool-call and LLM latency, and error rates by class. Every worker first works one warm-up
+episode (process start-up, imports and connection set-up are not load) that the figures
+leave out; a worker that cannot finish its warm-up stops the loadtest with an error naming
+it, rather than skewing the figures. At ``duration`` no new episode starts; episodes still
+running after a grace period are cut and reported as such. Every failed episode's error text
+is kept (the first few in the report), so a failure rate always comes with its reasons.
 
 The figures come for the whole measured phase and over time (the phase cut into windows; an
 episode counts in the window it ended in, with its calls). A sweep runs the same load at several
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import subprocess
 import threading
 import time
@@ -36,6 +37,7 @@ from sopgym.client.transports import TRANSPORTS
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.evaluation.records import Job, WorkerReport, given
 from sopgym.evaluation.stats import percentiles
+from sopgym.orchestration.dispatch import SharedWorker
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
 from sopgym.types import JSON
 
@@ -51,7 +53,8 @@ class LoadtestError(InfrastructureError, RuntimeError):
 @dataclass
 class LoadtestConfig:
     tasks: int = 100  # episodes to run (the task list is cycled when shorter)
-    concurrency: int = 4  # agent workers, one episode in flight each
+    concurrency: int = 4  # episodes in flight
+    workers: int | None = None  # agent worker processes (None: one per core, up to concurrency)
     duration: float = 60.0  # seconds after which no episode starts
     gateway: str | None = None  # None: start the embedded stack
     transport: str = "http"
@@ -254,17 +257,20 @@ class Loadtest:
         from sopgym.agents.oracle import NAME, load_replays
         from sopgym.client import connect
 
-        config = replace(self.config, concurrency=concurrency)
+        processes = min(concurrency, self.config.workers or os.cpu_count() or 1)
+        config = replace(self.config, concurrency=concurrency, workers=processes)
         client = connect(address, config.transport)
-        workers: list[ManagedProcess] = []
+        workers: list[SharedWorker] = []
         try:
             tasks = self._wait_for_stack(client, model_url)
             replays = {}
             if config.agent == NAME:  # the oracle replays gold read locally
                 replays = load_replays(config.domains, self.data_root)
+            shares = [concurrency // processes + (i < concurrency % processes)
+                      for i in range(processes)]  # fmt: skip
             workers = [
-                self._spawn(group, env, address, model_url, logs, i)
-                for i in range(config.concurrency)
+                SharedWorker(self._spawn(group, env, address, model_url, logs, i, share))
+                for i, share in enumerate(shares)
             ]
             warm = Stats()
             if config.warmup:
@@ -272,7 +278,8 @@ class Loadtest:
             stats, feed = Stats(), JobFeed(tasks, config.tasks, replays)
             timeline: list[tuple[float, int]] = []
             started_at = time.time()
-            cut = self._phase(workers, feed, client, stats, display, timeline)
+            slots = [w for w, share in zip(workers, shares, strict=True) for _ in range(share)]
+            cut = self._phase(workers, slots, feed, client, stats, display, timeline)
         finally:
             client.close()
             for worker in workers:  # a sweep's next level starts its own
@@ -311,12 +318,13 @@ class Loadtest:
         model_url: str | None,
         logs: Path,
         index: int,
+        concurrency: int = 1,
     ) -> ManagedProcess:
         config = self.config
         argv = [
             "agent-worker", "--gateway", address, "--transport", config.transport,
             "--agent", config.agent, "--model", config.model,
-            "--task-timeout", str(config.task_timeout),
+            "--task-timeout", str(config.task_timeout), "--concurrency", str(concurrency),
         ]  # fmt: skip
         if model_url:
             argv += ["--base-url", model_url]
@@ -330,7 +338,7 @@ class Loadtest:
 
     def _warm_up(
         self,
-        workers: list[ManagedProcess],
+        workers: list[SharedWorker],
         tasks: list[JSON],
         replays: dict[tuple[str, str], JSON],
         client: Any,
@@ -343,7 +351,7 @@ class Loadtest:
         feed = JobFeed(tasks, len(workers), replays)
         answered: set[str] = set()  # workers that answered their job (a set's add is atomic)
 
-        def warm(worker: ManagedProcess, job: JSON) -> None:
+        def warm(worker: SharedWorker, job: JSON) -> None:
             if _work_one(worker, job, client, stats):
                 answered.add(worker.name)
 
@@ -369,21 +377,23 @@ class Loadtest:
 
     def _phase(
         self,
-        workers: list[ManagedProcess],
+        workers: list[SharedWorker],
+        slots: list[SharedWorker],
         feed: JobFeed,
         client: Any,
         stats: Stats,
         display: Display | None,
         timeline: list[tuple[float, int]],
     ) -> int:
-        """Run ``feed`` on the workers until it is empty or ``duration`` is up; returns how
-        many episodes were cut (still running after the grace period)."""
+        """Run ``feed`` on the workers' ``slots`` (a worker once per episode it holds) until it
+        is empty or ``duration`` is up; returns how many episodes were cut (still running after
+        the grace period)."""
         config = self.config
         in_flight = [0]
         lock = threading.Lock()
         cutting = threading.Event()
 
-        def work(worker: ManagedProcess) -> None:
+        def work(worker: SharedWorker) -> None:
             while (job := feed.next()) is not None:
                 with lock:
                     in_flight[0] += 1
@@ -395,7 +405,7 @@ class Loadtest:
 
         stats.started = stats.last = time.monotonic()
         deadline = stats.started + config.duration
-        threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in workers]
+        threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in slots]
         for thread in threads:
             thread.start()
         while any(t.is_alive() for t in threads):
@@ -420,7 +430,7 @@ class Loadtest:
 
 
 def _work_one(
-    worker: ManagedProcess,
+    worker: SharedWorker,
     job: JSON,
     client: Any,
     stats: Stats,
@@ -536,7 +546,8 @@ def write_reports(outcome: Outcome, folder: Path) -> list[Path]:
 
     figures = outcome.figures
     title = (
-        f"sopgym loadtest: {outcome.config['concurrency']} workers, agent "
+        f"sopgym loadtest: {outcome.config['concurrency']} episodes in flight over "
+        f"{outcome.config.get('workers') or outcome.config['concurrency']} worker(s), agent "
         f"{outcome.config['agent']}, model {outcome.config['model']}"
     )
     tables = [
@@ -613,11 +624,11 @@ def write_sweep_reports(outcomes: list[Outcome], folder: Path) -> list[Path]:
          _rate_text(o.figures["error_rates"]["episodes"], o.figures["episodes"])]
         for o in outcomes
     ]  # fmt: skip
-    table = Table("Concurrency sweep", ["workers", "episodes", "episodes/s", "tool calls/s",
+    table = Table("Concurrency sweep", ["in flight", "episodes", "episodes/s", "tool calls/s",
                   "tokens/s", "tool ms p50/p95/p99", "episode s p50/p95/p99",
                   "episode errors"], rows)  # fmt: skip
     chart = bar_chart(
-        [(f"{o.config['concurrency']} workers", o.figures["episodes_per_s"]) for o in outcomes],
+        [(f"{o.config['concurrency']} in flight", o.figures["episodes_per_s"]) for o in outcomes],
         "Episodes/s by concurrency",
         fmt=lambda v: f"{v:.2f}",
     )

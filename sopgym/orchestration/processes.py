@@ -110,6 +110,12 @@ class ManagedProcess:
             raise TimeoutError(f"{self.name} gave no answer within {timeout:g} s")
         return orjson.loads(line) if line else None
 
+    def note(self, text: str) -> None:
+        """Add a line of the parent's own to the child's log."""
+        with contextlib.suppress(OSError, ValueError):
+            self._log.write(text.encode(errors="replace") + b"\n")
+            self._log.flush()
+
     def log_tail(self, lines: int = 20) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

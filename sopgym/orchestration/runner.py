@@ -26,16 +26,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import msgspec
 import orjson
 from opentelemetry import trace
+from opentelemetry.trace import Span, use_span
 
 from sopgym.agents import oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
-from sopgym.client import GatewayClient, InfraError
+from sopgym.client import GatewayClient, GatewayError, InfraError
 from sopgym.client.transports import TRANSPORTS
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
@@ -60,6 +62,7 @@ from sopgym.evaluation.stats import tsr_intervals
 from sopgym.evaluation.trials import TrialOutcome, summarize_trials
 from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
 from sopgym.observability.task_spans import TaskSpans, set_outcome
+from sopgym.orchestration.dispatch import Attempt, WorkerLink
 from sopgym.orchestration.jobs import Job, trial_seed  # noqa: F401 - trial_seed: re-exported
 from sopgym.orchestration.liveness import EndpointWatch
 from sopgym.orchestration.processes import ManagedProcess, sopgym_command
@@ -73,7 +76,6 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-Attempt = tuple[Task, int]  # a task and which trial of it
 WORKER_GRACE_S = 5.0  # past --task-timeout, how long a worker may take to report the timeout
 
 # After Ctrl-C/SIGTERM, how long in-flight tasks may still finish (and be recorded).
@@ -257,33 +259,37 @@ class Runner:
         return summary
 
     def _drive(self, stack: Stack, todo: list[Attempt], progress: Progress | None) -> None:
+        """Run ``todo`` with ``concurrency`` episodes in flight over the worker processes
+        (:mod:`.dispatch`), recording each as it is scored."""
         jobs: queue.Queue[Attempt | None] = queue.Queue()
         for attempt in todo:
             jobs.put(attempt)
-        workers = max(1, min(self.config.workers, len(todo)))
-        for _ in range(workers):
+        in_flight = max(1, min(self.config.in_flight, len(todo)))
+        processes = max(1, min(self.config.workers, in_flight))
+        for _ in range(processes):
             jobs.put(None)
         appender = JsonlAppender(self.paths.results)
         lock = threading.Lock()
         admin = GatewayClient(stack.gateway_url)
         failures: list[BaseException] = []
         stopping = threading.Event()
-        live: dict[int, ManagedProcess] = {}  # each thread's current worker process
         watch = EndpointWatch(stack.gateway_url, self._live_model(stack))
         task_spans = TaskSpans(stack.env)  # each episode's trace root, with its outcome
 
-        def record(task: Task, trial: int, report: WorkerReport) -> None:
-            scoring = time.perf_counter()
-            row = self._score(admin, stack.admin_token, task, trial, report)  # in the trace
-            score = row["score"]
-            set_outcome(
-                trace.get_current_span(),  # the task's root (TaskSpans.task)
-                outcome(score["completed"], score["success"], score["infra_error"]),
-                score["success"],
-                sorted(k for k, v in score["errors"].items() if v),
-                row["episode_id"],
-                score["scores"],
-            )
+        def record(attempt: Attempt, report: WorkerReport, span: object) -> None:
+            task, trial = attempt
+            with use_span(span, end_on_exit=True) if isinstance(span, Span) else nullcontext():
+                scoring = time.perf_counter()
+                row = self._score(admin, stack.admin_token, task, trial, report)  # in the trace
+                score = row["score"]
+                set_outcome(
+                    trace.get_current_span(),  # the task's root
+                    outcome(score["completed"], score["success"], score["infra_error"]),
+                    score["success"],
+                    sorted(k for k, v in score["errors"].items() if v),
+                    row["episode_id"],
+                    score["scores"],
+                )
             with lock:
                 self.phases["scoring"] += time.perf_counter() - scoring
                 appender.append(row)
@@ -293,24 +299,53 @@ class Runner:
                 # a dead gateway or model fails all the rest
                 watch.check(row["error"] or "", report.error_type)
 
-        def work(index: int) -> None:
+        def build_job(attempt: Attempt) -> tuple[JSON, object]:
+            task, trial = attempt
+            span, traceparent = task_spans.start(task.id, task.domain, self.paths.root.name,
+                                                 trial)  # fmt: skip
+            return self.job(task, trial, traceparent), span
+
+        def not_run(attempt: Attempt) -> bool:
+            if watch.down is None:
+                return False
+            task, trial = attempt  # no worker could play it: recorded, never dispatched
+            span, _ = task_spans.start(task.id, task.domain, self.paths.root.name, trial)
+            report = WorkerReport(task_id=task.id, domain=task.domain, trial=trial,
+                                  status=INFRA_ERROR, error=f"not run: {watch.down}")  # fmt: skip
+            record(attempt, report, span)
+            return True
+
+        links = [
+            WorkerLink(
+                functools.partial(self._spawn_worker, stack, index, share),
+                share,
+                self.config.task_timeout + 2 * WORKER_GRACE_S,  # the worker's own limit first
+                build_job,
+                record,
+            )
+            for index, share in enumerate(_shares(in_flight, processes))
+        ]
+
+        def work(link: WorkerLink) -> None:
             try:
-                self._worker_loop(stack, index, jobs, record, stopping, live, watch, task_spans)
+                link.run(jobs, stopping, not_run)
             except BaseException as error:  # surfaced in the main thread
                 if not stopping.is_set():
                     failures.append(error)
 
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(workers)]
+        threads = [threading.Thread(target=work, args=(link,), daemon=True) for link in links]
         try:
             for thread in threads:
                 thread.start()
             _join(threads, None)
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the process group raises it)
             stopping.set()
-            _drain(jobs, workers)
-            _join(threads, INTERRUPT_GRACE_S)
-            for worker in list(live.values()):  # still busy: stopped, its task interrupted
-                worker.stop(grace=1.0)
+            _drain(jobs, processes)
+            deadline = time.monotonic() + INTERRUPT_GRACE_S
+            for link in links:  # what is in flight may still finish (and be recorded)
+                link.drain(max(0.0, deadline - time.monotonic()))
+            for link in links:  # still busy: stopped, its tasks interrupted
+                self.interrupted.extend(link.abandon())
             _join(threads, 10.0)
             raise
         finally:
@@ -320,52 +355,6 @@ class Runner:
             task_spans.close()
         if failures:
             raise failures[0]
-
-    def _worker_loop(
-        self,
-        stack: Stack,
-        index: int,
-        jobs: queue.Queue[Attempt | None],
-        record: Callable[[Task, int, WorkerReport], None],
-        stopping: threading.Event,
-        live: dict[int, ManagedProcess],
-        watch: EndpointWatch,
-        task_spans: TaskSpans,
-    ) -> None:
-        worker = live[index] = self._spawn_worker(stack, index)
-        while (attempt := jobs.get()) is not None:
-            task, trial = attempt
-            with task_spans.task(task.id, task.domain, self.paths.root.name, trial) as traced:
-                if watch.down is not None:  # no worker could play it: recorded, never dispatched
-                    cause = f"not run: {watch.down}"
-                    record(task, trial, WorkerReport(task_id=task.id, status=INFRA_ERROR,
-                                                     error=cause))  # fmt: skip
-                    continue
-                job = self.job(task, trial, traced[1])
-                try:  # a worker stuck past the task's time (a hung tool, say) is stopped
-                    answer = worker.exchange(job, self.config.task_timeout + WORKER_GRACE_S)
-                except TimeoutError:
-                    answer, timed_out = None, True
-                else:
-                    timed_out = False
-                if answer is not None:
-                    record(task, trial, WorkerReport.from_json(answer))
-                    continue
-                if stopping.is_set():  # stopped by the interrupt: resume runs the task again
-                    self.interrupted.append(attempt)
-                    return
-                # A worker past the task's time (a hung tool, a stuck agent) failed the task;
-                # one that died is an infrastructure error. Either way a fresh worker goes on.
-                status, why = (
-                    ("failed", f"no answer within --task-timeout {self.config.task_timeout:g} s")
-                    if timed_out
-                    else (INFRA_ERROR, f"agent worker exited: {worker.log_tail(5)}")
-                )
-                record(task, trial, WorkerReport(task_id=task.id, status=status, error=why))
-                worker.stop()
-                worker = live[index] = self._spawn_worker(stack, index)
-        worker.stop()
-        del live[index]
 
     def job(self, task: Task, trial: int, traceparent: str | None = None) -> JSON:
         """An agent worker's job: the task's inputs, never where its gold lives; the oracle
@@ -378,7 +367,7 @@ class Runner:
             self.config.distractors, self.config.sop_variant, replay, traceparent,
         ).to_json()  # fmt: skip
 
-    def _spawn_worker(self, stack: Stack, index: int) -> ManagedProcess:
+    def _spawn_worker(self, stack: Stack, index: int, concurrency: int = 1) -> ManagedProcess:
         gateway = TRANSPORTS[self.config.transport].address(stack)
         argv = sopgym_command(
             "agent-worker",
@@ -392,10 +381,16 @@ class Runner:
             self.config.model,
             "--task-timeout",
             str(self.config.task_timeout),
+            "--concurrency",
+            str(concurrency),
             "--options",
             orjson.dumps(self._agent_options(stack)).decode(),
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
+        if ":" in self.config.agent:  # module:Class: found from the user's folder, as here
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
+            )
         return stack.group.start(
             f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
             cwd=worker_folder(),
@@ -445,6 +440,13 @@ class Runner:
             except InfraError as error:  # the gateway died: the episode cannot be scored
                 cause = record_unreadable(report, error)
                 report = msgspec.structs.replace(report, status=INFRA_ERROR, error=cause)
+            except GatewayError as error:  # no such episode: the report named one that is not
+                why = f"episode {report.episode_id} cannot be read: {error}"
+                report = msgspec.structs.replace(report, status="failed", error=why)
+            else:
+                if (foreign := not_this_job(record, task, self.paths.root.name, trial)) is not None:
+                    report = msgspec.structs.replace(report, status="failed", error=foreign)
+                    record = None  # another task's episode is never scored as this one
         return self.result_row(task, report, record, trial)
 
     def result_row(
@@ -481,6 +483,8 @@ class Runner:
         }
         if report.copied_example is True:  # the answer was the prompt's example, value for value
             row["copied_example"] = True
+        if report.claimed_infra is True:  # the agent raised an infrastructure error itself
+            row["claimed_infra"] = True
         return row
 
     # ---- summary ----
@@ -550,6 +554,11 @@ def _join(threads: list[threading.Thread], within: float | None) -> None:
             thread.join(0.05)
 
 
+def _shares(in_flight: int, processes: int) -> list[int]:
+    """``in_flight`` episodes spread over ``processes`` workers as evenly as they go."""
+    return [in_flight // processes + (i < in_flight % processes) for i in range(processes)]
+
+
 def _drain(jobs: queue.Queue[Attempt | None], workers: int) -> None:
     """Stop dispatch: take every queued job back and leave each worker its end marker."""
     while True:
@@ -559,6 +568,22 @@ def _drain(jobs: queue.Queue[Attempt | None], workers: int) -> None:
             break
     for _ in range(workers):
         jobs.put(None)
+
+
+def not_this_job(record: JSON, task: Task, run_id: str, trial: int) -> str | None:
+    """Why the gateway's episode ``record`` is not the episode of this job (another task,
+    domain, run or trial), or None when it is: a report names its episode, and only the
+    gateway's record says whose it is."""
+    meta = record.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    found = (record.get("task_id"), record.get("domain"), meta.get("run_id"), meta.get("trial", 0))
+    wanted = (task.id, task.domain, run_id, trial)
+    if found == wanted:
+        return None
+    return (
+        f"episode {record.get('episode_id')} is task {found[0]!r} of {found[1]!r}, run "
+        f"{found[2]!r}, trial {found[3]!r}; this job was {wanted[0]!r} trial {trial}"
+    )
 
 
 def record_unreadable(report: WorkerReport, error: InfraError) -> str:

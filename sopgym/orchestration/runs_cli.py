@@ -40,7 +40,7 @@ CELL_CHARS = 300  # a tool result or argument longer than this is cut in `show` 
 # A `sopgym run` option is part of the run's config when it names a RunConfig field: a resume
 # refuses a value that differs from the stored one, except for --workers (how fast the run
 # goes, not what it measures).
-_FREE_ON_RESUME = frozenset({"workers"})
+_FREE_ON_RESUME = frozenset({"workers", "concurrency"})
 _GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
@@ -71,8 +71,9 @@ def resumed_config(ctx: click.Context, stored: RunConfig) -> RunConfig:
                 f"{name} {_shown(kept)}: a resume keeps its run's config (start a new run "
                 "to change it)"
             )
-    workers = given.get("workers")
-    return msgspec.structs.replace(stored, workers=workers) if workers is not None else stored
+    # how the resume spreads its episodes is the resumer's to choose
+    pace = {k: given[k] for k in ("workers", "concurrency") if given.get(k) is not None}
+    return msgspec.structs.replace(stored, **pace) if pace else stored
 
 
 def _option_name(ctx: click.Context, name: str, value: Any) -> str:

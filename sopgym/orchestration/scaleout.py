@@ -76,7 +76,8 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "wait_s",
             default=300.0,
             show_default=True,
-            help="Shard mode: seconds to wait for the gateway and the model to answer.",
+            help="Shard and lease modes: seconds to wait for the gateway, the model (and the "
+            "run service) to answer.",
         ),
         click.option(
             "--retry-infra",
@@ -102,8 +103,8 @@ def shard_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=OUTAGE_WAIT_S,
             show_default=True,
             type=click.FloatRange(0),
-            help="Shard mode: seconds to pause for a tool service or the gateway that goes down "
-            "mid-run before its task is recorded as an infrastructure error.",
+            help="Shard and lease modes: seconds to pause for a tool service or the gateway "
+            "that goes down mid-run before its task is recorded as an infrastructure error.",
         ),
         DATA_ROOT,
     ]
@@ -162,7 +163,7 @@ def run_shard_command(
     outage_wait: float,
     data_root: Path | None,
 ) -> None:
-    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm
+    from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm, leave_now
     from sopgym.orchestration.shards import ShardError, ShardSettings, run_shard
 
     if not domains or run_dir is None:
@@ -196,9 +197,7 @@ def run_shard_command(
             raise
         # the shard's file is closed and its claim given back (run_shard's finally); leave now,
         # not after the agent's worker threads end their calls: the task is not recorded anyway
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(SIGTERM_STATUS)
+        leave_now(SIGTERM_STATUS)
     console.print(f"shard done: {worked} tasks worked")
 
 
@@ -274,13 +273,14 @@ def _write_report(run_dir: Path, data_root: Path | None) -> None:
 def concurrency_levels(
     context: click.Context | None, parameter: click.Parameter | None, text: str
 ) -> list[int]:
-    """``--concurrency 16`` or a sweep, ``--concurrency 1,4,16,64``: 1 to 512 workers each."""
+    """``--concurrency 16`` or a sweep, ``--concurrency 1,10,100,1000``: episodes in flight,
+    1 to 20,000 each."""
     try:
         levels = [int(part) for part in text.split(",")]
     except ValueError:
-        raise click.BadParameter(f"{text!r}: a number of workers or a list, 1,4,16") from None
-    if not levels or not all(1 <= level <= 512 for level in levels):
-        raise click.BadParameter(f"{text!r}: each level must be 1 to 512 workers")
+        raise click.BadParameter(f"{text!r}: a number of episodes or a list, 1,10,100") from None
+    if not levels or not all(1 <= level <= 20000 for level in levels):
+        raise click.BadParameter(f"{text!r}: each level must be 1 to 20000 episodes in flight")
     return levels
 
 
@@ -300,7 +300,14 @@ def default_out(name: str) -> Path:
     default="4",
     show_default=True,
     callback=concurrency_levels,
-    help="Agent workers (1-512), or a sweep on one stack: 1,4,16,64.",
+    help="Episodes in flight (1-20000), or a sweep on one stack: 1,10,100,1000.",
+)
+@click.option(
+    "--workers",
+    default=None,
+    type=click.IntRange(1, 512),
+    help="Agent worker processes the episodes in flight are spread over (default: one per "
+    "core, up to the episodes in flight).",
 )
 @click.option(
     "--duration",
@@ -351,6 +358,7 @@ def default_out(name: str) -> Path:
 def loadtest_command(
     tasks: int,
     levels: list[int],
+    workers: int | None,
     duration: float,
     gateway: str | None,
     transport: str,
@@ -379,6 +387,7 @@ def loadtest_command(
     config = LoadtestConfig(
         tasks=tasks,
         concurrency=levels[0],
+        workers=workers,
         duration=duration,
         gateway=gateway,
         transport=transport,
@@ -395,7 +404,7 @@ def loadtest_command(
     out_dir.mkdir(parents=True, exist_ok=True)
     where = gateway or "the embedded stack"
     console.print(
-        f"loadtest: {tasks} episodes, {','.join(map(str, levels))} workers, at most "
+        f"loadtest: {tasks} episodes, {','.join(map(str, levels))} in flight, at most "
         f"{duration:.0f}s each, against {where} ({transport}), agent={agent} model={model}"
     )
     with Live(_figures_table({}, 0, tasks), console=console, refresh_per_second=4) as live:

@@ -462,11 +462,19 @@ def _work_one(
 ) -> tuple[WorkerReport, JSON | None]:
     """One episode of ``job``: the worker's report and the gateway's record of it."""
     from sopgym.agents.worker import run_job
-    from sopgym.client import GatewayError, InfraError
     from sopgym.observability import tracing
 
     report = run_job(agent, client, job, settings.task_timeout, settings.model)
     tracing.flush()
+    return report, fetch_record(client, report)
+
+
+def fetch_record(client: Any, report: WorkerReport) -> JSON | None:
+    """The gateway's record of the report's episode, read with the episode's token, which
+    then leaves the report (the secret stays out of every results file). A record the gateway
+    has lost makes the report an infrastructure error; one it refuses, a ``record_error``."""
+    from sopgym.client import GatewayError, InfraError
+
     token, record = given(report.token), None
     report.token = msgspec.UNSET  # the episode's secret stays out of the shard's file
     if report.episode_id and token:
@@ -476,7 +484,7 @@ def _work_one(
             report.status, report.error = INFRA_ERROR, f"record lost: {error}"
         except GatewayError as error:  # scored as incomplete, never dropped
             report.record_error = str(error)
-    return report, record
+    return record
 
 
 def _report(line: JSON) -> WorkerReport:

@@ -15,8 +15,22 @@ Where the source differs from our strict view:
   a tool name the source does not know raises in its tool manager and fails the episode; an
   infrastructure failure is a crash like any other and counts against ECR (our strict view
   leaves it out of every agent figure).
-- **the headline** (:func:`aggregate`): its "weighted average" is the mean of the per-SOP
-  percentages, not the figure pooled over all tasks.
+- **the trace path** (:func:`answer_read`): for a SOP with several output fields, the source's
+  Evaluator parses the agent's reasoning trace, not its final answer alone: the final output
+  when it names any expected field (those it names), else the fields the trace's **tool
+  results** hold (each result object's keys that are exactly an expected column, a later
+  result overriding an earlier one), taken when they are at least half the expected fields.
+  Reproduced from the episode's recorded calls: an answer that names no expected field (other
+  keys, or none at all when the agent stopped at its iteration limit) is judged by what the
+  tools returned, so it can be correct there and wrong here. The verdict says which was read
+  (``answer_from``: ``final_answer`` or ``tool_results``).
+- **the headline** (:func:`headline`): the paper's "Weighted Average" row (Table 4) is the
+  mean of the per-SOP percentages weighted by each SOP's task count ``n`` (its FC-Agent row,
+  70% / 35% / 27%, is that mean of its SOP rows; their plain mean is 72.0 / 29.3 / 23.8). We
+  give it under the paper's name, ``weighted_average``, and the plain mean of the per-SOP
+  percentages (what the source's code reports as its "weighted average") beside it as
+  ``unweighted_mean``. The n-weighted ECR and TSR equal the pooled ones; its C-TSR does not
+  (it weights each SOP's C-TSR by its tasks, not its completed tasks).
 
 C-TSR = correct / completed and TSR = correct / tasks, as in the paper, with a task correct
 only when it completed and its answer matches.
@@ -28,7 +42,7 @@ import math
 from collections.abc import Iterable
 from functools import lru_cache
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from sopgym.types import JSON
 
@@ -128,6 +142,31 @@ def field_verdicts(answer: Any, expected: JSON) -> dict[str, bool]:
     }
 
 
+FINAL_ANSWER: Final = "final_answer"
+TOOL_RESULTS: Final = "tool_results"
+
+
+def answer_read(trajectory: Trajectory | None, expected: JSON) -> tuple[Any, str]:
+    """What the source compares with the expected fields, and where it read it: the final
+    answer; for several expected fields, the tool results when the answer names none of them
+    (the source's trace parser, see the module docstring)."""
+    answer = trajectory.outputs if trajectory is not None else None
+    if len(expected) < 2 or trajectory is None:
+        return answer, FINAL_ANSWER
+    wanted = {_folded_key(name) for name in expected}
+    if isinstance(answer, dict) and any(
+        _folded_key(str(key)) in wanted for key in answer
+    ):  # the final output names an expected field: it is what the source reads
+        return answer, FINAL_ANSWER
+    found: dict[str, Any] = {}
+    for call in trajectory.calls:
+        if call.error_code is None and isinstance(call.result, dict):
+            found.update((key, value) for key, value in call.result.items() if key in expected)
+    if found and len(found) >= len(expected) / 2:
+        return found, TOOL_RESULTS
+    return answer, FINAL_ANSWER
+
+
 def completed(trajectory: Trajectory | None, infra_error: str | None, agent_error: str | None
               ) -> tuple[bool, str | None]:  # fmt: skip
     """Whether the source would count the episode as executed to completion, and why not."""
@@ -155,17 +194,21 @@ def verdict(
 ) -> JSON:
     """One episode's verdict under SOP-Bench's rules, and where it differs from our strict one."""
     done, why = completed(trajectory, strict.infra_error, agent_error)
-    answer = trajectory.outputs if trajectory is not None else None
+    answer, answer_from = answer_read(trajectory, gold.outputs)
     fields = field_verdicts(answer, gold.outputs)
     correct = done and all(fields.values())
     if done and not correct:
-        wrong = [name for name, ok in fields.items() if not ok]
-        why = f"answer differs in {', '.join(wrong)}"
+        wrong = ", ".join(name for name, ok in fields.items() if not ok)
+        read = "tool results differ" if answer_from == TOOL_RESULTS else "answer differs"
+        why = f"{read} in {wrong}"
+    elif correct and answer_from == TOOL_RESULTS:
+        why = "the answer names no expected field; the tool results match"
     # flagged: truly empty expected values (a gold "none" is a value, though null-like)
     empty = gold.memo.get(NAME)
     if empty is None:  # once a gold: every episode of the task has the same
         empty = gold.memo[NAME] = tuple(k for k, value in gold.outputs.items() if _empty(value))
-    found: JSON = {"completed": done, "correct": correct, "fields": fields, "why": why}
+    found: JSON = {"completed": done, "correct": correct, "fields": fields, "why": why,
+                   "answer_from": answer_from}  # fmt: skip
     if empty:
         found["empty_expected"] = list(empty)
     found["differs"] = _differs(found, strict)
@@ -196,10 +239,27 @@ def _rates(verdicts: list[JSON]) -> JSON:
     }
 
 
+RATES: Final = ("ecr", "c_tsr", "tsr")
+
+
+def headline(by_sop: dict[str, JSON]) -> tuple[JSON, JSON]:
+    """The per-SOP rates' mean weighted by each SOP's ``tasks`` (the paper's "Weighted
+    Average"), and their plain mean, each per rate."""
+    total = sum(rates["tasks"] for rates in by_sop.values())
+    weighted = {
+        key: sum(rates[key] * rates["tasks"] for rates in by_sop.values()) / total
+        if total else 0.0
+        for key in RATES
+    }
+    unweighted = {key: fmean(rates[key] for rates in by_sop.values()) for key in RATES}
+    return weighted, unweighted
+
+
 def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
-    """Run figures from (domain, verdict) pairs: per SOP, their mean (the source's "weighted
-    average"), the figures pooled over all tasks (for comparison), and how many episodes the
-    two views judge differently. ``None`` when no episode is SOP-Bench-style."""
+    """Run figures from (domain, verdict) pairs: per SOP, their n-weighted mean (the paper's
+    "Weighted Average") and their plain mean, the figures pooled over all tasks (for
+    comparison), and how many episodes the two views judge differently. ``None`` when no
+    episode is SOP-Bench-style."""
     per_sop: dict[str, list[JSON]] = {}
     for domain, found in episodes:
         per_sop.setdefault(domain, []).append(found)
@@ -207,13 +267,13 @@ def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
         return None
     every = [v for verdicts in per_sop.values() for v in verdicts]
     by_sop = {name: _rates(verdicts) for name, verdicts in sorted(per_sop.items())}
+    weighted, unweighted = headline(by_sop)
     return {
-        "definition": "SOP-Bench's published code: containment match, crash-only ECR, "
-        "mean of per-SOP percentages",
+        "definition": "SOP-Bench's published code: containment match, crash-only ECR; "
+        "headline = per-SOP percentages weighted by task count (the paper's Table 4)",
         "per_sop": by_sop,
-        "weighted_average": {
-            key: fmean(rates[key] for rates in by_sop.values()) for key in ("ecr", "c_tsr", "tsr")
-        },
+        "weighted_average": weighted,
+        "unweighted_mean": unweighted,
         "pooled": _rates(every),
         "empty_expected_tasks": sum("empty_expected" in v for v in every),
         "differs": sum(bool(v["differs"]) for v in every),

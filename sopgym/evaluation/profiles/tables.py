@@ -13,7 +13,7 @@ from sopgym.types import JSON
 
 SOPBENCH_TITLE = (
     "SOP-Bench's definitions beside ours (theirs: containment match, crash-only ECR with "
-    "infrastructure failures counted, headline = mean of per-SOP %)"
+    "infrastructure failures counted, headline = per-SOP % weighted by tasks)"
 )
 DIFFERS_TITLE = "Tasks the papers' definitions judge differently from ours"
 SOPBENCH_COLUMNS = [
@@ -26,9 +26,11 @@ TABLE_2_COLUMNS = [
     "tasks judged differently",
 ]  # fmt: skip
 TABLE_5_COLUMNS = [
-    "agent / model", "scenario", "calls", "Blank % TELLER", "blank ours", "Valid. % TELLER",
-    "validation ours", "Type % TELLER", "type ours",
+    "agent / model", "scenario", "episodes", "calls", "Blank % TELLER", "blank ours",
+    "Valid. % TELLER (of episodes)", "Valid. % of calls", "validation ours",
+    "Type % TELLER (of episodes)", "Type % of calls", "type ours", "total error % TELLER",
 ]  # fmt: skip
+POOLED = "pooled over episodes (not the paper's all)"
 
 
 def paper_tables(result: JSON) -> list[Table]:
@@ -55,8 +57,12 @@ def sopbench_table(found: JSON, domains: JSON) -> Table:
             pct(ours.get("tsr")), pct(theirs["tsr"]),
         ])  # fmt: skip
     mean = found["weighted_average"]
-    rows.append(["weighted average (theirs: mean of per-SOP %)", "", "", pct(mean["ecr"]), "",
-                 pct(mean["c_tsr"]), "", pct(mean["tsr"])])  # fmt: skip
+    rows.append(["Weighted Average (the paper's: per-SOP % weighted by tasks)", "", "",
+                 pct(mean["ecr"]), "", pct(mean["c_tsr"]), "", pct(mean["tsr"])])  # fmt: skip
+    if plain := found.get("unweighted_mean"):  # (evaluations stored before it had none)
+        rows.append(["unweighted mean of per-SOP % (SOP-Bench's code)", "", "",
+                     pct(plain["ecr"]), "", pct(plain["c_tsr"]), "",
+                     pct(plain["tsr"])])  # fmt: skip
     pooled = found["pooled"]
     rows.append(["pooled over tasks", str(pooled["tasks"]), "", pct(pooled["ecr"]), "",
                  pct(pooled["c_tsr"]), "", pct(pooled["tsr"])])  # fmt: skip
@@ -73,7 +79,10 @@ def teller_tables(result: JSON) -> list[Table]:
     table_5: list[list[Cell]] = []
     accuracy: dict[str, tuple[float, float | None]] = {}
     for agent_model, figures in result["agents"].items():
-        theirs_all = ((figures.get("paper") or {}).get(teller.NAME) or {}).get("scenarios") or {}
+        found = (figures.get("paper") or {}).get(teller.NAME) or {}
+        theirs_all = dict(found.get("scenarios") or {})
+        if found.get("pooled"):  # (evaluations stored before it had none)
+            theirs_all[POOLED] = found["pooled"]
         for scenario, theirs in theirs_all.items():
             ours = ((ours_by_agent.get(agent_model) or {}).get(scenario) or {}).get("stage_2")
             ours = ours or {}
@@ -85,13 +94,16 @@ def teller_tables(result: JSON) -> list[Table]:
                 num(theirs["tool_f1"]), num(ours.get("tool_f1")),
                 str(theirs["differs"]),
             ])  # fmt: skip
-            table_5.append([
-                agent_model, scenario, str(theirs["calls"]),
-                f"{theirs['blank_pct']:.1f}", str(ours.get("blank", "n/a")),
-                f"{theirs['validation_pct']:.1f}", str(ours.get("validation", "n/a")),
-                f"{theirs['type_pct']:.1f}", str(ours.get("type", "n/a")),
-            ])  # fmt: skip
-            if scenario != teller.ALL:
+            if scenario != POOLED:  # Table 5's all: over every episode already
+                table_5.append([
+                    agent_model, scenario, str(theirs["tasks"]), str(theirs["calls"]),
+                    f"{theirs['blank_pct']:.1f}", str(ours.get("blank", "n/a")),
+                    f"{theirs['validation_pct']:.1f}", _pct(theirs, "validation_per_call_pct"),
+                    str(ours.get("validation", "n/a")),
+                    f"{theirs['type_pct']:.1f}", _pct(theirs, "type_per_call_pct"),
+                    str(ours.get("type", "n/a")), _pct(theirs, "total_error_pct"),
+                ])  # fmt: skip
+            if scenario not in (teller.ALL, POOLED):
                 accuracy.setdefault(scenario, (theirs["acc"], ours.get("decision_accuracy")))
     table_4: list[list[Cell]] = []
     for scenario, graph in teller.graph_properties(sorted(accuracy)).items():
@@ -101,13 +113,15 @@ def teller_tables(result: JSON) -> list[Table]:
     return [
         Table(
             "TELLER Table 2, stage 2, the paper's definitions beside ours (Acc.: every outcome "
-            "field vs ours: decision only; tool P/R: set of APIs vs ours: calls one for one)",
+            "field vs ours: decision only; tool P/R: set of APIs vs ours: calls one for one; "
+            "all: the mean of the scenario rows, as the paper's)",
             TABLE_2_COLUMNS,
             table_2,
         ),
         Table(
-            "TELLER Table 5, tool-call errors: the paper's % (Validation, Type per call; Blank "
-            "per episode; Type = run-time type mismatch past the schema) beside our counts "
+            "TELLER Table 5, tool-call errors: the paper's % of episodes (Blank: no call; "
+            "Valid., Type: at least one such call; Type = run-time type mismatch past the "
+            "schema; total = their sum, as the paper's) beside the % of calls and our counts "
             "(type = schema type refusal)",
             TABLE_5_COLUMNS,
             table_5,
@@ -119,6 +133,12 @@ def teller_tables(result: JSON) -> list[Table]:
             table_4,
         ),
     ]
+
+
+def _pct(found: JSON, key: str) -> str:
+    """A percentage an older stored evaluation may lack."""
+    value = found.get(key)
+    return "n/a" if value is None else f"{value:.1f}"
 
 
 def differing_table(per_task: list[JSON]) -> Table:
@@ -161,7 +181,8 @@ def paper_lines(result: JSON) -> list[str]:
         mean = found["weighted_average"]
         lines.append(
             f"SOP-Bench's definitions: ECR {pct(mean['ecr'])}, C-TSR {pct(mean['c_tsr'])}, "
-            f"TSR {pct(mean['tsr'])} (mean of {len(found['per_sop'])} per-SOP figures; ours "
+            f"TSR {pct(mean['tsr'])} (Weighted Average: {len(found['per_sop'])} per-SOP "
+            f"figures weighted by tasks; ours "
             f"TSR {pct(result['tsr'])}); {found['differs']} task(s) judged differently"
         )
     found = paper.get(teller.NAME)
@@ -171,6 +192,7 @@ def paper_lines(result: JSON) -> list[str]:
             f"TELLER's definitions (stage 2): Acc. {pct(every['acc'])}, tool P "
             f"{num(every['tool_precision'])} R {num(every['tool_recall'])} (sets of APIs), "
             f"Blank {every['blank_pct']:.1f}% Valid. {every['validation_pct']:.1f}% Type "
-            f"{every['type_pct']:.1f}%; {every['differs']} task(s) judged differently"
+            f"{every['type_pct']:.1f}% of episodes; {every['differs']} task(s) judged "
+            f"differently"
         )
     return lines

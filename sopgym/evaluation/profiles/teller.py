@@ -15,8 +15,15 @@ Where the paper differs from our strict view (``sopgym/evaluation/two_stage.py``
   here, a call the tool refused (``invalid_value``) or failed on (``internal_error``) whose
   refused argument has another JSON type than the reference policy's calls of that tool give
   it (a ``true`` where the records hold ``1``).
-- **error figures**: percentages (Table 5): Validation and Type per call made; Blank (no tool
-  call at all) per episode, the only unit it has.
+- **error figures**: percentages of episodes (Table 5; every cell of it is a multiple of 0.2%,
+  one episode in 500): Blank, an episode with no tool call; Valid. and Type, an episode with
+  at least one call of that kind (the paper adds the three into a "total error rate",
+  ``total_error_pct``). The per-call percentages are kept beside them, labelled
+  (``validation_per_call_pct``, ``type_per_call_pct``).
+- **the "all" row** (Table 2): the mean of the five scenario rows (it reproduces
+  Claude-Sonnet-4.5's .344 / .9638 / .7974 / .8628), F1 included (the mean of the scenarios'
+  F1, not the F1 of the mean P and R); Table 5's percentages over all the episodes. The figures
+  pooled over every episode are kept beside it as ``pooled``.
 
 Episodes the infrastructure failed are left out here as in our figures (the paper says nothing
 about them); the graph packs (stage 1) are scored alike in both views and are not repeated.
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from statistics import fmean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from sopgym.core.errors import INFRA_CODES, TYPE_CODES, VALIDATION_CODES
 from sopgym.types import JSON
@@ -118,22 +125,41 @@ def verdict(trajectory: Trajectory | None, gold: Gold, strict: TaskScore) -> JSO
     return found
 
 
+TABLE_2: Final = ("acc", "tool_precision", "tool_recall", "tool_f1")
+
+
 def _stage_2(verdicts: list[JSON]) -> JSON:
     calls = sum(v["calls"] for v in verdicts)
     precision = fmean(v["tool_precision"] for v in verdicts)
     recall = fmean(v["tool_recall"] for v in verdicts)
-    return {
+    found = {
         "tasks": len(verdicts),
         "acc": fmean(v["acc"] for v in verdicts),
         "tool_precision": precision,
         "tool_recall": recall,
         "tool_f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
         "calls": calls,
+        # Table 5: the share of episodes with each kind of error
         "blank_pct": 100.0 * fmean(v["blank"] for v in verdicts),
-        "validation_pct": 100.0 * sum(v["validation"] for v in verdicts) / calls if calls else 0.0,
-        "type_pct": 100.0 * sum(v["type"] for v in verdicts) / calls if calls else 0.0,
+        "validation_pct": 100.0 * fmean(v["validation"] > 0 for v in verdicts),
+        "type_pct": 100.0 * fmean(v["type"] > 0 for v in verdicts),
+        # the same errors per call made (not the paper's unit)
+        "validation_per_call_pct": _per_call(sum(v["validation"] for v in verdicts), calls),
+        "type_per_call_pct": _per_call(sum(v["type"] for v in verdicts), calls),
         "differs": sum(bool(v["differs"]) for v in verdicts),
     }
+    found["total_error_pct"] = found["blank_pct"] + found["validation_pct"] + found["type_pct"]
+    return found
+
+
+def _per_call(errors: int, calls: int) -> float:
+    return 100.0 * errors / calls if calls else 0.0
+
+
+def all_row(scenario_rows: Iterable[JSON]) -> JSON:
+    """Table 2's "all" row: each of Acc., P, R and F1 the mean of the scenario rows."""
+    rows = list(scenario_rows)
+    return {key: fmean(row[key] for row in rows) for key in TABLE_2}
 
 
 def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
@@ -145,11 +171,16 @@ def aggregate(episodes: Iterable[tuple[str, JSON]]) -> JSON | None:
     if not per_scenario:
         return None
     scenarios = {name: _stage_2(found) for name, found in sorted(per_scenario.items())}
-    scenarios[ALL] = _stage_2([v for found in per_scenario.values() for v in found])
+    pooled = _stage_2([v for found in per_scenario.values() for v in found])
+    # the paper's "all": Table 2's columns the mean of the scenario rows, Table 5's over
+    # every episode (the paper gives one Table 5 row per model)
+    scenarios[ALL] = {**pooled, **all_row(scenarios.values()), "mean_of": len(scenarios)}
     return {
         "definition": "TELLER §4 / Tables 2, 5: Acc. = every outcome field, tool P/R over "
-        "the set of APIs, errors as % (Validation, Type per call; Blank per episode)",
+        "the set of APIs; \"all\" = mean of the scenario rows; errors as % of episodes "
+        "(Blank, Valid., Type; their sum the total error rate)",
         "scenarios": scenarios,
+        "pooled": pooled,
     }
 
 

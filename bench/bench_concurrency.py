@@ -1,0 +1,275 @@
+"""How many episodes one node keeps in flight against a slow model (issue 40).
+
+Each point is a real ``sopgym run patient_intake`` (the whole stack: tool service, gateway,
+collector, scripted model server, agent workers) at ``--concurrency C`` against a scripted
+model that takes its time like a served one (services/model/latency.py):
+
+* ``fixed``: ``scripted:latency=S``, every call S seconds (default 2.0);
+* ``gpu``: ``openai:scripted:gpu`` on a model server of the bench's own, reached as any
+  OpenAI-compatible endpoint (the path real models take): a batching server with vLLM-like
+  time to first token, time per output token, prefill, prefix cache and a batch capacity; its
+  ``GET /v1/stats`` gives the simulated GPU's utilisation over the run.
+
+Per point it prints: episodes/s; the share of the latency-bound ideal (the model's summed
+latency over the run's episodes divided by C: the wall time a harness that costs nothing would
+need); the CPU per model call summed over every process of the stack (and, apart, the model
+server's own); the peak RSS of each kind of process and of all of them together; p50/p99 of
+an agent step (an episode's wall time over its model calls). ``--json PATH`` keeps the figures.
+
+    python bench/bench_concurrency.py                      # 1, 10, 100, 300, 1000; fixed
+    python bench/bench_concurrency.py --levels 500 --trials 6 --profile fixed
+    python bench/bench_concurrency.py --levels 300 --profile gpu
+
+Run it on a quiet machine: the figures are CPU-bound, and anything else running takes its
+share of the same cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import orjson
+
+from sopgym.orchestration.processes import free_port
+
+KINDS = ("agent-worker", "gateway", "serve-tools", "model-server", "collector", "user-sim")
+
+
+@dataclass
+class ProcessSampler:
+    """Peak RSS and last CPU time of every descendant of ``root``, by kind, sampled from
+    /proc twice a second (a process that has gone keeps its last sample)."""
+
+    root: int
+    rss_peak: dict[int, int] = field(default_factory=dict)
+    cpu: dict[int, float] = field(default_factory=dict)
+    kind: dict[int, str] = field(default_factory=dict)
+    total_rss_peak: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> None:
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self._stop.is_set():
+            total = 0
+            for pid in [self.root, *descendants(self.root)]:
+                try:
+                    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                rss = next((int(line.split()[1]) * 1024 for line in status.splitlines()
+                            if line.startswith("VmRSS:")), 0)  # fmt: skip
+                total += rss
+                self.rss_peak[pid] = max(self.rss_peak.get(pid, 0), rss)
+                self.cpu[pid] = (int(stat[11]) + int(stat[12])) / tick
+                words = {w.decode(errors="replace") for w in argv}
+                if pid not in self.kind and any(words):  # an exiting process has no argv
+                    self.kind[pid] = next((k for k in KINDS if k in words), "runner")
+            self.total_rss_peak = max(self.total_rss_peak, total)
+            self._stop.wait(0.5)
+
+    def by_kind(self) -> dict[str, dict[str, float]]:
+        kinds: dict[str, dict[str, float]] = {}
+        for pid, kind in self.kind.items():
+            if pid not in self.cpu:
+                continue
+            entry = kinds.setdefault(kind, {"processes": 0, "rss_mb": 0.0, "cpu_s": 0.0})
+            entry["processes"] += 1
+            entry["rss_mb"] = max(entry["rss_mb"], self.rss_peak[pid] / 2**20)
+            entry["cpu_s"] += self.cpu[pid]
+        return kinds
+
+
+def descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        except OSError:
+            continue
+        found += [int(c) for c in children]
+        todo += [int(c) for c in children]
+    return found
+
+
+def start_model_server(profile: str, logs: Path) -> tuple[subprocess.Popen, str]:
+    """A scripted model server of the bench's own (the gpu profile is read from its stats)."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sopgym", "model-server", "--port", str(port), "--domain",
+         "patient_intake", "--profile", profile],
+        stdout=open(logs / "model-server.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return server, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit(f"the model server did not start: see {logs / 'model-server.log'}")
+
+
+def run_point(args: argparse.Namespace, concurrency: int, runs: Path) -> dict:
+    run_id = f"{args.profile}-c{concurrency}"
+    model_args = ["--model", f"scripted:latency={args.latency:g}"]
+    server, base_url = None, None
+    if args.profile == "gpu":
+        server, base_url = start_model_server("gpu", runs)
+        model_args = ["--model", "openai:scripted:gpu", "--base-url", f"{base_url}/v1"]
+    argv = [sys.executable, "-m", "sopgym", "run", "patient_intake", *model_args,
+            "--concurrency", str(concurrency), "--trials", str(args.trials), "--runs-dir",
+            str(runs), "--run-id", run_id, "--quiet", "--task-timeout", "600"]  # fmt: skip
+    if args.workers:
+        argv += ["--workers", str(args.workers)]
+    if args.no_trace:
+        argv.append("--no-trace")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sampler = ProcessSampler(process.pid)
+    sampler.start()
+    out, err = process.communicate()
+    wall = time.perf_counter() - started
+    sampler.stop()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if process.returncode != 0:
+        raise SystemExit(f"run {run_id} failed ({process.returncode}): {err.decode()[-2000:]}")
+    gpu = None
+    if server is not None:
+        gpu = httpx.get(f"{base_url}/v1/stats", params={"window": wall}, timeout=5).json()
+        server.terminate()
+        server.wait(10)
+    phases = phases_of(out.decode(errors="replace"))
+    return figures(args, concurrency, runs / run_id, wall, phases, before, after, sampler, gpu)
+
+
+def phases_of(printed: str) -> dict[str, float]:
+    """The run's own ``time:`` line (start-up, tasks, scoring, shut-down, summary), parsed."""
+    line = next((x for x in printed.splitlines() if x.startswith("time: ")), "")
+    phases = {}
+    for part in line.removeprefix("time: ").split(", "):
+        name, _, value = part.rpartition(" ")[0].rpartition(" ")
+        if name:
+            phases[name] = float(value)
+    return phases
+
+
+def figures(
+    args: argparse.Namespace,
+    concurrency: int,
+    run_dir: Path,
+    wall: float,
+    phases: dict[str, float],
+    before: resource.struct_rusage,
+    after: resource.struct_rusage,
+    sampler: ProcessSampler,
+    gpu: dict | None,
+) -> dict:
+    rows = [orjson.loads(line) for line in (run_dir / "results.jsonl").read_bytes().splitlines()]
+    calls = [c for r in rows for c in r["llm_calls"]]
+    model_seconds = sum(c.get("latency_s", 0.0) for c in calls)
+    steps = [r["elapsed_s"] / len(r["llm_calls"]) for r in rows if r["llm_calls"]]
+    tasks_wall = max(r["elapsed_s"] for r in rows)  # not the run's wall: see tasks_s below
+    kinds = sampler.by_kind()
+    total_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    model_cpu = kinds.get("model-server", {}).get("cpu_s", 0.0)
+    ideal = model_seconds / concurrency
+    tasks_s = phases.get("tasks", wall)
+    point = {
+        "profile": args.profile,
+        "concurrency": concurrency,
+        "episodes": len(rows),
+        "errors": sum(r["status"] != "finished" for r in rows),
+        "model_calls": len(calls),
+        "wall_s": round(wall, 2),
+        "tasks_s": round(tasks_s, 2),
+        "episodes_per_s": round(len(rows) / tasks_s, 2),
+        "ideal_s": round(ideal, 2),
+        "share_of_ideal": round(ideal / tasks_s, 3) if tasks_s else None,
+        "cpu_ms_per_call": round(1000 * total_cpu / max(1, len(calls)), 2),
+        "harness_cpu_ms_per_call": round(1000 * (total_cpu - model_cpu) / max(1, len(calls)), 2),
+        "rss_total_mb": round(sampler.total_rss_peak / 2**20),
+        "processes": {k: {"n": int(v["processes"]), "rss_mb": round(v["rss_mb"]),
+                          "cpu_ms_per_call": round(1000 * v["cpu_s"] / max(1, len(calls)), 2)}
+                      for k, v in sorted(kinds.items())},
+        "step_p50_s": round(statistics.median(steps), 3) if steps else None,
+        "step_p99_s": round(percentile(steps, 0.99), 3) if steps else None,
+        "longest_episode_s": round(tasks_wall, 2),
+    }
+    if gpu is not None:
+        point["gpu"] = gpu
+    return point
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def show(point: dict) -> None:
+    print(
+        f"{point['profile']:>5} C={point['concurrency']:<5} {point['episodes']:>5} episodes "
+        f"({point['errors']} errors) in {point['tasks_s']:.1f} s: {point['episodes_per_s']:.1f}/s, "
+        f"{100 * (point['share_of_ideal'] or 0):.0f}% of ideal ({point['ideal_s']:.1f} s); "
+        f"CPU {point['cpu_ms_per_call']:.2f} ms/call ({point['harness_cpu_ms_per_call']:.2f} "
+        f"without the model server); RSS {point['rss_total_mb']} MB; step p50 "
+        f"{point['step_p50_s']} s p99 {point['step_p99_s']} s"
+    )
+    for kind, figures in point["processes"].items():
+        print(f"        {kind:<13} x{figures['n']:<3} peak RSS {figures['rss_mb']:>5} MB, "
+              f"{figures['cpu_ms_per_call']:.2f} ms CPU/call")  # fmt: skip
+    if "gpu" in point:
+        print(f"        simulated GPU: {orjson.dumps(point['gpu']).decode()[:400]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="1,10,100,300,1000",
+                        help="concurrencies to run, comma-separated")  # fmt: skip
+    parser.add_argument("--profile", choices=("fixed", "gpu"), default="fixed")
+    parser.add_argument("--latency", type=float, default=2.0, help="fixed: seconds per call")
+    parser.add_argument("--trials", type=int, default=0,
+                        help="trials per task (default: 2 episodes per slot)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=0, help="worker processes (default: auto)")
+    parser.add_argument("--no-trace", action="store_true", help="runs without the trace store")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = parser.parse_args()
+    runs = Path(tempfile.mkdtemp(prefix="bench-concurrency-"))
+    points = []
+    try:
+        for level in (int(x) for x in args.levels.split(",")):
+            trials = args.trials or max(1, -(-2 * level // 96))  # patient_intake: 96 tasks
+            point = run_point(argparse.Namespace(**{**vars(args), "trials": trials}), level, runs)
+            show(point)
+            points.append(point)
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
+    if args.json:
+        args.json.write_bytes(orjson.dumps(points, option=orjson.OPT_INDENT_2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""Many episodes per worker process, as a user runs them (``sopgym run --concurrency N``):
+the same rows at 1 and 50 in flight, nothing lost on an interrupt, one episode's crash or
+hang costing only itself, one trace per episode under the runner's span, and reports that no
+agent can write (issue 40, issue 41 points 1-2)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from sopgym.cli.run import worker_pace
+from sopgym.orchestration.runner import _shares
+from tests.helpers import DATA_ROOT
+from tests.test_infra_faults import finish, keyed, rows, summary, wait_for_rows
+from tests.test_runs import sopgym
+
+AGENTS = "tests.concurrency_agents"
+
+
+def run_args(runs: Path, run_id: str, *extra: str, domain: str = "patient_intake") -> list[str]:
+    return ["run", domain, "--runs-dir", str(runs), "--run-id", run_id, "--data-root",
+            str(DATA_ROOT), "--quiet", *extra]  # fmt: skip
+
+
+def run(runs: Path, run_id: str, *extra: str, env: dict | None = None, **kw: str) -> list[dict]:
+    process = sopgym(*run_args(runs, run_id, *extra, **kw), env={**os.environ, **(env or {})})
+    finish(process, timeout=600)
+    return rows(runs / run_id)
+
+
+def essence(row: dict) -> tuple:
+    """What an episode did and how it scored, without its timing or ids."""
+    calls = [(c["name"], orjson.dumps(c["arguments"], option=orjson.OPT_SORT_KEYS), c["status"])
+             for c in (row["trajectory"] or {}).get("calls", [])]  # fmt: skip
+    verdicts = {k: v.get("value") for k, v in row["score"]["scores"].items()}
+    sort = orjson.OPT_SORT_KEYS
+    outputs = orjson.dumps(row["outputs"], option=sort)
+    return (row["status"], row["error"], outputs, calls, row["score"]["success"],
+            orjson.dumps(verdicts, option=sort))  # fmt: skip
+
+
+def test_pace_spreads_episodes_over_processes() -> None:
+    assert worker_pace(None, None) == {"concurrency": 2, "workers": 2}  # as before
+    assert worker_pace(None, 8) == {"concurrency": 8, "workers": 8}
+    assert worker_pace(500, 3) == {"concurrency": 500, "workers": 3}
+    assert worker_pace(2, 16) == {"concurrency": 2, "workers": 2}
+    assert worker_pace(500, None)["workers"] == min(500, os.cpu_count() or 1)
+    assert _shares(10, 3) == [4, 3, 3] and _shares(500, 2) == [250, 250]
+
+
+def test_concurrency_1_and_50_give_identical_rows(tmp_path: Path) -> None:
+    noisy = ("--model", "scripted:noisy", "--seed", "3", "--limit", "25", "--trials", "2",
+             "--no-trace")  # fmt: skip
+    one = run(tmp_path, "c1", *noisy, "--concurrency", "1")
+    fifty = run(tmp_path, "c50", *noisy, "--concurrency", "50")
+    assert len(one) == len(fifty) == 50
+    by_key = {(r["task_id"], r["trial"]): essence(r) for r in one}
+    assert {(r["task_id"], r["trial"]): essence(r) for r in fifty} == by_key
+    assert 0 < sum(r["score"]["success"] for r in one) < 50  # noisy: the rows differ in kind
+    config = summary(tmp_path / "c50")["config"]
+    assert (config["concurrency"], config["workers"]) == (50, min(50, os.cpu_count() or 1))
+
+
+@pytest.mark.parametrize("agent", ["PrintingReact", "ForgingReact"])
+def test_what_an_agent_prints_is_never_a_report(tmp_path: Path, agent: str) -> None:
+    recorded = run(tmp_path, "p", "--agent", f"{AGENTS}:{agent}", "--limit", "8",
+                   "--concurrency", "4", "--no-trace")  # fmt: skip
+    assert sorted(r["task_id"] for r in recorded) == sorted({r["task_id"] for r in recorded})
+    assert len(recorded) == 8
+    assert all(r["status"] == "finished" and r["score"]["success"] for r in recorded), [
+        (r["task_id"], r["status"], r["error"]) for r in recorded
+    ]
+    assert all(r["trajectory"]["task_id"] == r["task_id"] for r in recorded)  # its own episode
+    logs = "".join(p.read_text() for p in (tmp_path / "p" / "logs").glob("worker-*.log"))
+    printed = "thinking" if agent == "PrintingReact" else "InfraError: forged"
+    assert printed in logs  # what it printed went to the worker's log
+
+
+def test_an_agent_claiming_infra_errors_gains_nothing(tmp_path: Path) -> None:
+    noisy = ("--model", "scripted:noisy", "--seed", "3", "--limit", "20", "--no-trace",
+             "--concurrency", "4")  # fmt: skip
+    plain = run(tmp_path, "plain", "--agent", "react", *noisy, domain="customer_service")
+    claiming = run(tmp_path, "claim", "--agent", f"{AGENTS}:InfraClaimingReact", *noisy,
+                   domain="customer_service")  # fmt: skip
+    claimed = [r for r in claiming if r.get("claimed_infra")]
+    assert claimed, "the noisy model makes calls fail, and the wrapper claims each"
+    assert all(r["status"] == "failed" and not r["score"]["infra_error"] for r in claimed)
+    assert all(not r["score"]["success"] for r in claimed)
+    assert summary(tmp_path / "claim")["infra_errors"] == 0
+    assert summary(tmp_path / "claim")["tsr"] <= summary(tmp_path / "plain")["tsr"]
+    assert not any(r.get("claimed_infra") for r in plain)
+
+
+def test_one_episode_crashing_or_hanging_never_takes_down_the_others(tmp_path: Path) -> None:
+    recorded = run(tmp_path, "t", "--agent", f"{AGENTS}:TroubledReact", "--limit", "12",
+                   "--concurrency", "12", "--workers", "1", "--task-timeout", "2",
+                   "--no-trace")  # fmt: skip
+    outcome = {r["task_id"]: r for r in recorded}
+    assert len(outcome) == 12
+    crashed = [t for t in outcome if t.endswith("1")]
+    hung = [t for t in outcome if t.endswith("2")]
+    for task_id, row in outcome.items():
+        if task_id in crashed:
+            assert row["status"] == "failed" and "this agent crashed" in row["error"]
+        elif task_id in hung:
+            assert row["status"] == "failed" and "--task-timeout" in row["error"], row["error"]
+        else:
+            assert row["status"] == "finished" and row["score"]["success"], row["error"]
+
+
+def test_sigterm_with_50_in_flight_loses_nothing_and_resumes_exactly(tmp_path: Path) -> None:
+    args = run_args(tmp_path, "i", "--agent", f"{AGENTS}:SlowReact", "--limit", "60",
+                    "--concurrency", "50", "--no-trace")  # fmt: skip
+    victim = sopgym(*args, env={**os.environ, "SOPGYM_TEST_AGENT_PAUSE": "1.5"})
+    wait_for_rows(tmp_path / "i", 1)
+    victim.send_signal(signal.SIGTERM)
+    _, err = victim.communicate(timeout=60)
+    assert victim.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    first = rows(tmp_path / "i")
+    assert len(first) == len(set(keyed(first))) < 60
+    assert all(r["status"] == "finished" for r in first)  # nothing half-done was recorded
+    finish(sopgym(*run_args(tmp_path, "i", "--resume", "i")), timeout=300)
+    final = rows(tmp_path / "i")
+    assert len(final) == 60 == len(set(keyed(final)))
+    assert final[: len(first)] == first  # the rows before the interrupt kept as they were
+    assert summary(tmp_path / "i")["tsr"] == 1.0
+
+
+def spans_of(run_dir: Path) -> list[tuple[str, dict]]:
+    """Every span of the run's trace store, with its service's name."""
+    found = []
+    for path in (run_dir / "traces").glob("*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            for resource in orjson.loads(line)["resourceSpans"]:
+                attributes = {a["key"]: a["value"] for a in resource["resource"]["attributes"]}
+                service = attributes["service.name"]["stringValue"]
+                for scope in resource["scopeSpans"]:
+                    found += [(service, span) for span in scope["spans"]]
+    return found
+
+
+def test_one_trace_per_episode_under_the_runners_span(tmp_path: Path) -> None:
+    run(tmp_path, "tr", "--agent", f"{AGENTS}:SlowReact", "--limit", "20", "--concurrency",
+        "20", env={"SOPGYM_TEST_AGENT_PAUSE": "0.5"})  # fmt: skip
+    spans = spans_of(tmp_path / "tr")
+    tasks = [s for service, s in spans if service == "sopgym-runner"]
+    assert len(tasks) == 20 and len({s["traceId"] for s in tasks}) == 20
+    roots = {s["traceId"]: s["spanId"] for s in tasks}
+    worker_roots = [s for service, s in spans if service == "sopgym-agent-worker"
+                    and s.get("parentSpanId") in roots.values()]  # fmt: skip
+    assert Counter(s["traceId"] for s in worker_roots) == Counter({t: 1 for t in roots})
+    assert all(roots[s["traceId"]] == s["parentSpanId"] for s in worker_roots)
+
+
+def test_a_hand_fed_worker_runs_jobs_at_once_and_names_them(tmp_path: Path) -> None:
+    """``agent-worker --concurrency`` on stdin, as the docs show: reports in the order the
+    episodes end, each naming its job."""
+    from sopgym.agents.oracle import replay_of
+    from sopgym.orchestration.stack import embedded_stack
+    from tests.helpers import domain_data
+
+    data = domain_data("patient_intake")
+    jobs = [{"task": t.to_json(), "replay": replay_of(data.gold[t.id]), "job_id": f"j{i}"}
+            for i, t in enumerate(data.tasks[:6])]  # fmt: skip
+    with embedded_stack(["patient_intake"], tmp_path / "logs", DATA_ROOT) as stack:
+        worker = subprocess.run(
+            ["sopgym", "agent-worker", "--gateway", stack.gateway_url, "--agent", "oracle",
+             "--concurrency", "6"],
+            input="".join(orjson.dumps(j).decode() + "\n" for j in jobs), capture_output=True,
+            text=True, timeout=120,
+        )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr[-2000:]
+    reports = [orjson.loads(line) for line in worker.stdout.splitlines()]
+    assert sorted(str(r["job_id"]) for r in reports) == sorted(str(j["job_id"]) for j in jobs)
+    assert all(r["status"] == "finished" for r in reports), reports
+
+
+def test_env_serve_works_as_many_requests_at_once_as_asked() -> None:
+    """anyio's default 40 threads would cap the episodes a trainer steps at once at 40."""
+    import anyio.to_thread
+    from fastapi.testclient import TestClient
+
+    from sopgym.env.server import EnvPool, create_app
+
+    app = create_app(EnvPool.__new__(EnvPool), concurrency=700)
+    with TestClient(app) as client:  # the lifespan runs on the client's own event loop
+        assert client.portal is not None
+        limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)
+        assert limiter.total_tokens == 700
