@@ -151,6 +151,17 @@ def test_an_outage_past_its_bound_is_recorded_as_an_infrastructure_error(
     assert {r["report"]["status"] for r in _lines(tmp_path / "run")} == {INFRA_ERROR}
 
 
+def test_a_final_state_lost_to_a_service_down_at_the_finish_is_an_outage() -> None:
+    # compose/smoke.sh (issue 47): tod/live's service killed as an episode finished; the
+    # answer was in, the state never handed over: recorded as an infra error, never re-run
+    finished = WorkerReport(task_id="tod_live-0017", status="finished")
+    lost = "service_unavailable: tool service tod/live unreachable: upstream closed the connection"
+    record = {"calls": [], "finished": True, "state_error": lost}
+    assert shard_mode.is_outage(finished, record) == f"final state: {lost}"
+    refused = {"calls": [], "finished": True, "state_error": "unknown_task: no such task"}
+    assert shard_mode.is_outage(finished, refused) is None, "only a service down is an outage"
+
+
 def test_an_injected_fault_is_no_outage() -> None:
     error = "lookup: upstream_error (given up)"
     faulted = WorkerReport(task_id="t", status=INFRA_ERROR, error=error)

@@ -269,6 +269,11 @@ def is_outage(report: WorkerReport, record: JSON | None) -> str | None:
     for call in (record or {}).get("calls", []):
         if call.get("error_code") == DOWN_CODE:
             return f"{call.get('name')}: {DOWN_CODE}"
+    # the agent finished, but the service holding the state went down before handing it over
+    # at the finish (scored "final state lost", an infrastructure error): work it again
+    state_error = str((record or {}).get("state_error") or "")
+    if state_error.startswith(DOWN_CODE):
+        return f"final state: {state_error}"
     return None
 
 
