@@ -5,14 +5,20 @@
 # starts it again, merges, and compares the merged run with a local `sopgym run` of the same
 # tasks. Prints its figures as one JSON object at the end and exits non-zero if a check fails.
 #
+#   python3 -m venv .venv && .venv/bin/pip install -e .   # the local run's Python
 #   compose/build-base.sh        # once, where no image registry is reachable (docs/deploy.md)
-#   compose/smoke.sh             # SKIP_BUILD=1 reuses the images; KEEP=1 leaves the stack up
+#   PYTHON=.venv/bin/python compose/smoke.sh     # SKIP_BUILD=1 reuses the images; KEEP=1
+#                                # leaves the stack up; BUILD_DOCKER=/usr/bin/docker where the
+#                                # docker client has no buildx (Debian's docker.io has BuildKit)
 #
 # Settings (environment): DOCKER (the client that runs containers, default docker),
 # BUILD_DOCKER (one that builds with BuildKit, default $DOCKER), SOPGYM_TAG (default smoke),
 # DOMAINS (default "patient_intake dangerous_goods tod/live"), LIMIT (tasks per domain, 40),
 # PORT_BASE (18100: the loopback ports used are PORT_BASE..PORT_BASE+30), WORK (a scratch
-# folder; default a new one under /tmp), PYTHON (a Python with sopgym, for the local run).
+# folder; default a new one under /tmp), PYTHON (a Python with sopgym, for the local run; a
+# relative path is taken from where the script is started). A missing prerequisite (sopgym in
+# PYTHON, the daemon, the base image, a client that builds with BuildKit) stops it at once
+# with exit status 2, before anything is built.
 # Containers bind 127.0.0.1 only; no bridge network is created or used.
 set -euo pipefail
 
@@ -24,6 +30,9 @@ DOMAINS=${DOMAINS:-"patient_intake dangerous_goods tod/live"}
 LIMIT=${LIMIT:-40}
 BASE=${PORT_BASE:-18100}
 PYTHON=${PYTHON:-python3}
+case "$PYTHON" in  # a relative path (.venv/bin/python) still names it after the script cd's
+    */*) if dir=$(cd "$(dirname "$PYTHON")" 2> /dev/null && pwd); then PYTHON="$dir/${PYTHON##*/}"; fi ;;
+esac
 WORK=${WORK:-$(mktemp -d /tmp/sopgym-smoke.XXXXXX)}
 PREFIX=sopgym-smoke
 RUN=smoke-$(date +%Y%m%d-%H%M%S)
@@ -32,10 +41,12 @@ USER_PORT=$((BASE + 10))
 MODEL_PORT=$((BASE + 11))
 GATEWAY_PORT=$((BASE + 12))
 read -r -a DOMAIN_LIST <<< "$DOMAINS"
+mkdir -p "$WORK"
 FIGURES="$WORK/figures.env"
 : > "$FIGURES"
 
 say() { printf '[smoke %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+refuse() { printf 'smoke: %s\n' "$*" >&2; exit 2; }  # a setup mistake: said before any work
 figure() { printf '%s=%s\n' "$1" "$2" >> "$FIGURES"; say "$1 = $2"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -54,6 +65,20 @@ cleanup() {
     fi
     $DOCKER volume rm -f "$PREFIX-data" > /dev/null 2>&1 || true
 }
+# ---- what the run needs, checked before the long container part ----
+"$PYTHON" -c 'import sopgym' 2> /dev/null ||
+    refuse "PYTHON=$PYTHON cannot import sopgym (the local run needs it): python3 -m venv .venv && .venv/bin/pip install -e . then PYTHON=.venv/bin/python"
+$DOCKER info > /dev/null 2>&1 || refuse "$DOCKER cannot reach a Docker daemon (start dockerd; docs/deploy.md)"
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+    $DOCKER image inspect python:3.11-slim > /dev/null 2>&1 ||
+        refuse "no python:3.11-slim image: docker pull it, or without a registry: sudo compose/build-base.sh"
+    # Docker 23+ clients build with buildx only; older ones (Debian 12's docker.io, 20.10) have
+    # BuildKit built in and take DOCKER_BUILDKIT=1
+    client=$($BUILD_DOCKER version -f '{{.Client.Version}}' 2> /dev/null || echo 0)
+    if [ "${client%%.*}" -ge 23 ] 2> /dev/null && ! $BUILD_DOCKER buildx version > /dev/null 2>&1; then
+        refuse "$BUILD_DOCKER $client has no buildx: install the buildx plugin, or set BUILD_DOCKER to a client with BuildKit built in (BUILD_DOCKER=/usr/bin/docker with Debian's docker.io)"
+    fi
+fi
 trap cleanup EXIT
 mkdir -p "$WORK/logs" "$WORK/runs"
 

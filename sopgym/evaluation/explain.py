@@ -272,19 +272,24 @@ def failed_task_ids(rows: Iterable[JSON], limit: int = 5) -> tuple[list[str], in
 
 
 def coverage_line(summary: JSON) -> str | None:
-    """When the infrastructure failed episodes, the headline TSR (over the episodes played)
-    with how many of the planned it covers, and TSR over every planned episode beside it
-    (an episode not played counts as not solved there); None when every episode was played."""
+    """When the infrastructure failed episodes, or some never ran (``never_run``: a partial
+    merge's unfinished shards, which the summary counts as incomplete), the TSR over the
+    episodes played with how many of the planned it covers, and TSR over every planned episode
+    beside it (an episode not played counts as not solved there); None when every episode was
+    played."""
     planned, infra = int(summary.get("tasks") or 0), int(summary.get("infra_errors") or 0)
-    if not infra or not planned:
+    never_run = int(summary.get("never_run") or 0)
+    if not (infra or never_run) or not planned:
         return None
-    played = int(summary.get("scored", planned - infra))
-    if not played:  # nothing to judge the agent by: no figure at all, not 0%
-        return f"TSR n/a: none of {planned} planned episodes played; {infra} infra errors"
-    correct = int(summary.get("correct", round(float(summary.get("tsr") or 0) * played)))
+    scored = int(summary.get("scored", planned - infra))
+    played = scored - never_run
+    not_played = f"{infra} infra errors" + (f"; {never_run} never run" if never_run else "")
+    if played <= 0:  # nothing to judge the agent by: no figure at all, not 0%
+        return f"TSR n/a: none of {planned} planned episodes played; {not_played}"
+    correct = int(summary.get("correct", round(float(summary.get("tsr") or 0) * scored)))
     return (
-        f"TSR {float(summary.get('tsr') or 0):.1%} over {played} of {planned} planned; "
-        f"{infra} infra errors; TSR over all planned {correct / planned:.1%}"
+        f"TSR {correct / played:.1%} over {played} of {planned} planned; "
+        f"{not_played}; TSR over all planned {correct / planned:.1%}"
     )
 
 

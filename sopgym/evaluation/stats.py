@@ -41,12 +41,10 @@ Paired comparison (:func:`paired_comparison`)
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
 from typing import Any
-
-import numpy as np
 
 from sopgym.types import JSON
 
@@ -202,22 +200,39 @@ Pair = tuple[str, bool, bool]  # (task key, success in A, success in B)
 
 def sign_flip_p(differences: Iterable[int]) -> float:
     """Two-sided exact p-value of the sum of integer per-task differences under the null
-    that each is as likely positive as negative (every sign pattern equally likely)."""
+    that each is as likely positive as negative (every sign pattern equally likely).
+
+    Tasks of one size ``s`` (``k`` of them) add ``s * (2j - k)`` with probability
+    ``C(k, j) / 2^k``; the sizes' distributions are convolved in plain Python (no numpy: the
+    agents image, which reaches this module through ``sopgym.cli``, carries none). A size
+    rarely exceeds the trial count, so there are few of them and the convolution stays small."""
     differences = list(differences)
-    sizes = [abs(d) for d in differences if d]
-    observed = sum(differences)
-    if not sizes:
+    observed = abs(sum(differences))
+    tasks_by_size = Counter(abs(d) for d in differences if d)
+    if not tasks_by_size:
         return 1.0
-    total = sum(sizes)
-    dist = np.zeros(2 * total + 1)
-    dist[total] = 1.0
-    for size in sizes:
-        shifted = np.zeros_like(dist)
-        shifted[size:] += dist[:-size]
-        shifted[:-size] += dist[size:]
-        dist = shifted * 0.5
-    sums = np.arange(-total, total + 1)
-    return float(min(1.0, dist[np.abs(sums) >= abs(observed)].sum()))
+    chance_of_sum: dict[int, float] = {0: 1.0}
+    for size, count in sorted(tasks_by_size.items()):
+        size_sums = {size * (2 * plus - count): chance
+                     for plus, chance in enumerate(_half_binomial(count))}  # fmt: skip
+        combined: defaultdict[int, float] = defaultdict(float)
+        for total, chance in chance_of_sum.items():
+            for added, added_chance in size_sums.items():
+                combined[total + added] += chance * added_chance
+        chance_of_sum = combined
+    return float(min(1.0, sum(c for total, c in chance_of_sum.items() if abs(total) >= observed)))
+
+
+def _half_binomial(count: int) -> list[float]:
+    """P(j of ``count`` fair coins land heads) for j = 0..count: C(count, j) / 2^count, each a
+    correctly rounded float (exact integers divided once; no underflow on the way)."""
+    patterns = 2**count
+    ways = 1
+    chances = []
+    for heads in range(count + 1):
+        chances.append(ways / patterns)
+        ways = ways * (count - heads) // (heads + 1)
+    return chances
 
 
 def paired_difference(pairs: Sequence[Pair]) -> JSON:
