@@ -2,8 +2,10 @@
 # The container smoke test (issue 32; CI does not run it): builds the images, starts the stack
 # for two domains plus tod/live with HOST networking only, runs a sharded job with automatic
 # claims (two workers, --shard auto/2), restarts a tool service mid-run, SIGTERMs a worker and
-# starts it again, merges, and compares the merged run with a local `sopgym run` of the same
-# tasks. Prints its figures as one JSON object at the end and exits non-zero if a check fails.
+# starts it again, merges; then runs the same tasks as leases (a run service, workers holding 8
+# episodes each, one SIGKILLed while it holds leases, a third joining mid-run) and compares
+# both runs with a local `sopgym run` of the same tasks. Prints its figures as one JSON object
+# at the end and exits non-zero if a check fails.
 #
 #   python3 -m venv .venv && .venv/bin/pip install -e .   # the local run's Python
 #   compose/build-base.sh        # once, where no image registry is reachable (docs/deploy.md)
@@ -230,18 +232,67 @@ $DOCKER run --rm --network host --init "${EXTRA[@]}" "sopgym/observability:$TAG"
     merge "/runs/$RUN" --shards "$SHARDS" --wait 60 --stall 60 > "$WORK/logs/merge.log" 2>&1 ||
     { cat "$WORK/logs/merge.log" >&2; say "merge failed"; exit 1; }
 
+# ---- the same tasks as leases: a run service, workers holding many episodes each, one of
+# them SIGKILLed while it holds leases (its tasks go to the others), a third added mid-run ----
+LEASE_PORT=$((BASE + 13))
+LEASE_RUN="$RUN-leases"
+EXTRA=(-e SOPGYM_DATA=/data -v "$PREFIX-data:/data" -v "$WORK/runs:/runs")
+start run-service "$LEASE_PORT" /readyz observability run-service --run-dir "/runs/$LEASE_RUN" \
+    "${DOMAIN_LIST[@]/#/--domain=}" --agent fc --model scripted --limit "$LIMIT" --lease-s 5 \
+    --host 127.0.0.1 --port "$LEASE_PORT"
+healthy run-service
+lease_worker() {  # N: start lease worker N, 8 episodes in flight
+    EXTRA=()
+    start "lease-worker-$1" $((BASE + 24 + $1)) /healthz agents agent-worker \
+        --gateway "http://127.0.0.1:$GATEWAY_PORT" --leases "http://127.0.0.1:$LEASE_PORT" \
+        --concurrency 8 --agent fc --model scripted --base-url "http://127.0.0.1:$MODEL_PORT/v1" \
+        --metrics-port $((BASE + 24 + $1)) --metrics-host 127.0.0.1 --wait 600
+}
+lease_progress() {  # KEY: the run service's count (done, lapsed, duplicates, ...)
+    "$PYTHON" - "http://127.0.0.1:$LEASE_PORT/v1/progress" "$1" <<'PY'
+import json, sys, urllib.request
+try:
+    print(json.load(urllib.request.urlopen(sys.argv[1], timeout=5))[sys.argv[2]])
+except OSError:
+    print(0)
+PY
+}
+lease_done() { lease_progress done; }
+leases_started=$(now)
+lease_worker 1
+lease_worker 2
+deadline=$(( $(date +%s) + 600 ))
+until [ "$(lease_done)" -ge $((total / 4)) ]; do
+    [ "$(date +%s)" -gt "$deadline" ] && { say "the lease run is stuck"; exit 1; }
+    sleep 0.2
+done
+say "SIGKILL to lease-worker-1 at $(lease_done) of $total results; lease-worker-3 joins"
+$DOCKER kill -s KILL "$PREFIX-lease-worker-1" > /dev/null
+lease_worker 3
+for n in 2 3; do
+    figure "lease_worker_${n}_exit" "$($DOCKER wait "$PREFIX-lease-worker-$n")"
+done
+figure lease_run_s "$(since "$leases_started")"
+$DOCKER run --rm --network host --init "${EXTRA[@]}" -v "$WORK/runs:/runs" \
+    "sopgym/observability:$TAG" merge-leases "http://127.0.0.1:$LEASE_PORT" --wait 120 \
+    > "$WORK/logs/merge-leases.log" 2>&1 ||
+    { cat "$WORK/logs/merge-leases.log" >&2; say "merge-leases failed"; exit 1; }
+figure leases_lapsed "$(lease_progress lapsed)"  # the killed worker's leases, taken over
+figure lease_results_dropped_as_duplicates "$(lease_progress duplicates)"
+
 # ---- the same tasks, run locally ----
 (cd "$WORK" && "$PYTHON" -m sopgym run "${DOMAIN_LIST[@]}" --limit "$LIMIT" --agent fc \
     --model scripted --runs-dir "$WORK/local" --run-id local > "$WORK/logs/local-run.log" 2>&1) ||
     { tail -20 "$WORK/logs/local-run.log" >&2; say "local run failed"; exit 1; }
 
 # ---- compare, task for task ----
-"$PYTHON" - "$WORK/runs/$RUN" "$WORK/local/local" "$FIGURES" <<'EOF'
+"$PYTHON" - "$WORK/runs/$RUN" "$WORK/local/local" "$FIGURES" "$WORK/runs/$LEASE_RUN" <<'EOF'
 import json
 import sys
 from pathlib import Path
 
 sharded, local, figures = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+leased = Path(sys.argv[4])
 
 
 def rows(run: Path) -> dict:
@@ -265,11 +316,22 @@ result = {
     "tsr_local": round(json.loads((local / "summary.json").read_text())["tsr"], 4),
     "tod_live_successes": f"{sum(r['score']['success'] for r in tod)}/{len(tod)}",
 }
+lease_lines = (leased / "results.jsonl").read_text().splitlines()
+c = rows(leased)
+result["tasks_leased"] = len(lease_lines)
+result["lease_duplicate_rows"] = len(lease_lines) - len(c)
+result["tasks_leased_equal"] = sum(
+    1 for k in c if k in b and c[k]["outputs"] == b[k]["outputs"]
+    and c[k]["score"]["success"] == b[k]["score"]["success"]
+)
+result["lease_infra_errors"] = sum(r["status"] == "infra_error" for r in c.values())
 for line in figures.read_text().splitlines():
     key, _, value = line.partition("=")
     result[key] = value
 print(json.dumps(result, indent=2))
 ok = (len(a) == len(b) == len(same) and result["infra_errors"] == 0
+      and len(c) == len(b) == result["tasks_leased_equal"] and not result["lease_duplicate_rows"]
+      and not result["lease_infra_errors"] and int(result["leases_lapsed"]) > 0
       and not result["outage_pauses"].startswith("0_")  # the restart met tasks, which waited
       and not result["unfinished_shards"] and float(result["sigterm_stop_s"]) < 5
       and result["sigterm_exit_code"] == "143" and tod and all(r["score"]["success"] for r in tod))
