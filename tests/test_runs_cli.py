@@ -10,6 +10,7 @@ the ``crm`` test pack; the slow test makes one real noisy run end to end.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,9 +106,46 @@ def test_runs_lists_each_run_with_its_state_figures_and_tokens(tmp_path: Path) -
     assert "50.0%*" in lines["stopped"] and "running" in lines["busy"]
     assert "recorded so far" in result.stderr
     assert holder.paths.lock.exists()
-    summary = (tmp_path / "done" / "summary.json").stat().st_mtime
-    os.utime(tmp_path / "done" / "results.jsonl", (summary + 1, summary + 1))
-    assert read_run(tmp_path / "done").state == INTERRUPTED  # a resume that did not finish
+
+
+def test_a_copied_run_folder_is_finished_whatever_its_files_mtimes(tmp_path: Path) -> None:
+    """``cp -r`` stamps each copy with the time it was copied: the state reads the files'
+    contents, so a copy whose results.jsonl is newer than its summary is still finished, its
+    TSR the summary's (unmarked); a row recorded or replaced after the summary is not."""
+    runner = _write_run(tmp_path / "machine", "done", 4, summary=True)
+    shutil.copytree(tmp_path / "machine" / "done", tmp_path / "copy" / "done",
+                    copy_function=shutil.copy)  # fmt: skip (like cp -r: new mtimes)
+    copied = tmp_path / "copy" / "done"
+    summary = (copied / "summary.json").stat().st_mtime
+    os.utime(copied / "results.jsonl", (summary + 60, summary + 60))
+    assert read_run(copied).state == FINISHED
+    assert not read_run(copied).tsr_partial
+    result = _invoke("runs", "--runs-dir", str(tmp_path / "copy"))
+    line = next(line for line in result.stdout.splitlines() if " done " in line)
+    assert "finished" in line and "75.0%" in line and "75.0%*" not in line
+    # the failed task run again (a resume's rerun) and recorded, the summary not rewritten
+    task = runner.data["crm"].tasks[1]
+    report = WorkerReport(task_id=task.id, episode_id="ep-9", status="finished", elapsed_s=0.5)
+    rerun = runner.result_row(task, report, _record(task, runner, 9, False))
+    rows = copied.joinpath("results.jsonl").read_bytes().splitlines()
+    rows[1] = dumps(rerun)
+    copied.joinpath("results.jsonl").write_bytes(b"".join(line + b"\n" for line in rows))
+    os.utime(copied / "results.jsonl", (1, 1))  # older than the summary: mtimes decide nothing
+    assert read_run(copied).state == INTERRUPTED
+
+
+def test_a_resume_that_did_not_finish_is_interrupted(tmp_path: Path) -> None:
+    """A summary written over 2 of 4 tasks (the others missing) is finished; a resume that
+    recorded one more row and stopped before its summary is interrupted."""
+    runner = _write_run(tmp_path, "half", 2, summary=True)
+    assert read_run(tmp_path / "half").state == FINISHED
+    task = runner.data["crm"].tasks[2]
+    report = WorkerReport(task_id=task.id, episode_id="ep-2", status="finished", elapsed_s=0.5)
+    row = runner.result_row(task, report, _record(task, runner, 2, False))
+    with runner.paths.results.open("ab") as results:
+        results.write(dumps(row) + b"\n")
+    os.utime(runner.paths.results, (1, 1))  # older than the summary: mtimes decide nothing
+    assert read_run(tmp_path / "half").state == INTERRUPTED
 
 
 def test_show_prints_the_input_the_failing_call_and_the_wrong_field(tmp_path: Path) -> None:
