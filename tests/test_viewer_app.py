@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from fastapi.testclient import TestClient
 
+from sopgym.evaluation.records import trial_seed
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.viewer.app import create_app
 from sopgym.viewer.catalog import RunCatalog
@@ -113,13 +114,39 @@ def test_a_run_no_runner_holds_shows_as_interrupted_not_running(tmp_path: Path) 
     (run / "summary.json").write_bytes(orjson.dumps(summary))
     assert client.get("/api/runs/live/progress").json()["state"] == "finished"
     assert "data-state='finished'" in client.get("/runs/live").text
-    os.utime(run / "results.jsonl", ns=(time_after(run / "summary.json"),) * 2)
-    assert client.get("/api/runs/live/progress").json()["state"] == "interrupted"  # a resume
+    resumed = {**_row(0, True), "trial": 1}  # a resume recorded one more, then stopped
+    _append(run, resumed)
+    os.utime(run / "results.jsonl", ns=(time_before(run / "summary.json"),) * 2)
+    assert client.get("/api/runs/live/progress").json()["state"] == "interrupted"
 
 
-def time_after(path: Path) -> int:
-    """A modification time (ns) later than ``path``'s."""
-    return path.stat().st_mtime_ns + 1_000_000_000
+def test_a_task_page_shows_only_its_own_trials_injected_mistakes(tmp_path: Path) -> None:
+    """injections.jsonl holds every trial's mistakes under the task's id: the page of trial 1
+    shows the lines its trial seed (under the run's seed 3) sent, not trial 0's."""
+    client, run = _client(tmp_path)
+    _append(run, _row(1, False), {**_row(1, False), "trial": 1})
+    task_id = f"{DOMAIN}-001"
+    head = {"task_id": task_id, "domain": DOMAIN, "model": "scripted:noisy",
+            "profile": "noisy"}  # fmt: skip
+
+    def line(trial: int, kind: str, argument: object) -> bytes:
+        call = {"name": "validate_insurance", "arguments": {"patient_id": argument}}
+        record = {**head, "seed": 1000 + trial, "trial_seed": trial_seed(3, trial),
+                  "kind": kind, "step": 0, "call": call, "expected": ["type"]}  # fmt: skip
+        return orjson.dumps(record) + b"\n"
+
+    (run / "injections.jsonl").write_bytes(line(0, "bad_type", 8) + line(1, "missing_arg", "Q"))
+    params = {"domain": DOMAIN, "task": task_id}
+    first = client.get("/runs/live/task", params={**params, "trial": 0}).text
+    second = client.get("/runs/live/task", params={**params, "trial": 1}).text
+    assert "bad_type" in first and "missing_arg" not in first
+    assert "missing_arg" in second and "bad_type" not in second
+    assert "injected in trial 1" in second
+
+
+def time_before(path: Path) -> int:
+    """A modification time (ns) earlier than ``path``'s: the state must not read mtimes."""
+    return path.stat().st_mtime_ns - 1_000_000_000
 
 
 def test_bad_requests_get_clear_answers(tmp_path: Path) -> None:

@@ -573,7 +573,7 @@ def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: 
         f"{why.state_diff(row)}"
         f"{why.calls_against_gold(row)}"
         f"{why.dialogue(row)}"
-        f"{why.injections(run.path, row)}"
+        f"{why.injections(run.path, row, config)}"
         f"<h2>Scores</h2>{_scores(row)}"
         f"<h2>Steps</h2>{_steps(row, trace)}"
         f"<h2>Task input</h2>{inputs}"
