@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.core.ordering import natural_key
 from sopgym.evaluation.explain import because_line, call_differences, call_text, coverage_line
 from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.svg import bar_chart, percentile_chart
@@ -172,11 +173,16 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
                     str(r["llm_calls"]),
                     trace_cell(r["trace_id"]),
                 ]
-                for r in result["per_task"]
+                for r in sorted(result["per_task"], key=task_order)
             ],
         )
     )
     return out
+
+
+def task_order(row: JSON) -> tuple[tuple[tuple[int, int | str], ...], ...]:
+    """Domain, task and trial in natural order (``l2`` before ``l10``)."""
+    return natural_key(row["domain"]), natural_key(row["task_id"]), ((1, row.get("trial") or 0),)
 
 
 def robustness_table(result: JSON) -> Table | None:

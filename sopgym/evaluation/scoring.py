@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sopgym.core.errors import DOWN_CODE, FAULT_CODES, HUNG_CODE, INFRA_CODES
+from sopgym.core.ordering import natural_key
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation import profiles
@@ -286,7 +287,9 @@ def summarize(scores: Iterable[TaskScore]) -> JSON:
     return {
         **aggregate(scores),
         "robustness": robustness(scores),
-        "domains": {d: aggregate(v) for d, v in sorted(by_domain.items())},
+        "domains": {
+            d: aggregate(by_domain[d]) for d in sorted(by_domain, key=natural_key)
+        },
     }
 
 
