@@ -140,13 +140,27 @@ def _print_infra(summary: dict) -> None:
         )
     robust = summary.get("robustness") or {}
     if robust.get("faults_injected"):
-        with_, without = robust["tsr_with_faults"], robust["tsr_without_faults"]
-        console.print(
-            f"faults injected: {robust['faults_injected']} in "
-            f"{robust['episodes_with_faults']} episode(s); TSR with faults "
-            f"{'n/a' if with_ is None else f'{with_:.1%}'}, without "
-            f"{'n/a' if without is None else f'{without:.1%}'}"
-        )
+        console.print(fault_split_line(robust), markup=False, soft_wrap=True)
+
+
+FAULT_SPLIT_CAVEAT = (
+    "a split, not the faults' cost: longer episodes meet more faults; for the cost, run the "
+    "same seed without --faults and `sopgym compare` the two runs"
+)
+
+
+def fault_split_line(robust: dict) -> str:
+    """The robustness figures in one line, saying what the split is not: the episodes that
+    met a fault are not a random half (long episodes meet more), so the gap between the two
+    TSRs is no measure of what the faults cost."""
+    with_, without = robust["tsr_with_faults"], robust["tsr_without_faults"]
+    return (
+        f"faults injected: {robust['faults_injected']} in "
+        f"{robust['episodes_with_faults']} episode(s); TSR "
+        f"{'n/a' if with_ is None else f'{with_:.1%}'} over the episodes that met a fault, "
+        f"{'n/a' if without is None else f'{without:.1%}'} over those that met none "
+        f"({FAULT_SPLIT_CAVEAT})"
+    )
 
 
 def _print_trials(trials: dict) -> None:

@@ -169,3 +169,19 @@ def test_scenarios_domains_and_tasks_sort_naturally() -> None:
     assert list(summarize(scores)["domains"]) == ["sopmaze/l1", "sopmaze/l2", "sopmaze/l10"]
     ordered = sorted(rows, key=report.task_order)
     assert [r["task_id"] for r in ordered[:3]] == ["l1-9", "l1-10", "l2-9"]
+
+
+def test_the_fault_split_says_it_is_not_the_faults_cost() -> None:
+    """TSR of the episodes that met a fault beside the others' reads as the faults' cost; the
+    episodes that met one are the long ones, so the terminal and the report say plainly what
+    the split is not, and where the cost is measured (the same seed without --faults)."""
+    from sopgym.terminal import fault_split_line
+
+    robust = {"faults_injected": 9, "episodes_with_faults": 3, "tsr_with_faults": 2 / 3,
+              "tsr_without_faults": 15 / 17}  # fmt: skip
+    line = fault_split_line(robust)
+    assert "66.7% over the episodes that met a fault, 88.2% over those that met none" in line
+    assert "not the faults' cost" in line and "without --faults" in line
+    table = report.robustness_table({"robustness": robust})
+    assert table is not None and "not the faults' cost" in table.title
+    assert "TSR with faults" not in table.headers

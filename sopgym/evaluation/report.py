@@ -190,9 +190,12 @@ def robustness_table(result: JSON) -> Table | None:
     robust = result.get("robustness") or {}
     if not robust.get("faults_injected"):
         return None
+    from sopgym.terminal import FAULT_SPLIT_CAVEAT
+
     return Table(
-        "Robustness under injected faults (TSR of the episodes that met a fault or not)",
-        ["faults injected", "episodes with faults", "TSR with faults", "TSR without faults"],
+        "Robustness under injected faults: TSR of the episodes that met a fault beside those "
+        f"that met none ({FAULT_SPLIT_CAVEAT})",
+        ["faults injected", "episodes that met a fault", "TSR of those", "TSR of the others"],
         [[str(robust["faults_injected"]), str(robust["episodes_with_faults"]),
           pct(robust["tsr_with_faults"]), pct(robust["tsr_without_faults"])]],
     )  # fmt: skip
