@@ -127,7 +127,7 @@ def test_a_scored_folder_reads_in_report_show_export_compare_and_the_viewer(tmp_
     assert len(exported) == 4
     compare = cli.invoke(main, ["compare", str(run), str(tmp_path / "runs" / "b"),
                                 "--data-root", str(DATA_ROOT)])  # fmt: skip
-    assert compare.exit_code == 0 and "broken in B** (0)" in compare.output, compare.output
+    assert compare.exit_code == 0 and "broken in B (0)" in compare.output, compare.output
     client = TestClient(create_app(RunCatalog([tmp_path / "runs"])))
     page = client.get("/runs/a")
     assert page.status_code == 200 and ids[2] in page.text

@@ -215,7 +215,8 @@ def compare_command(
     """Metric deltas (B - A) overall and per domain over the tasks both runs scored (a warning
     counts the others), and the tasks that flipped. RUN_A, RUN_B: run ids or paths."""
     from sopgym.core.jsonio import dumps
-    from sopgym.evaluation.compare import compare, to_markdown
+    from sopgym.evaluation.compare import compare, print_comparison
+    from sopgym.terminal import stdout
 
     run_a, run_b = run_path(run_a, runs_dir), run_path(run_b, runs_dir)
 
@@ -225,7 +226,7 @@ def compare_command(
     if as_json:
         sys.stdout.buffer.write(dumps(deltas) + b"\n")
     else:
-        click.echo(to_markdown(deltas, str(run_a), str(run_b)))
+        print_comparison(deltas, str(run_a), str(run_b), stdout())
 
 
 EVALUATION_COMMANDS = [eval_command, report_command, compare_command]

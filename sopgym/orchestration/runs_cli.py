@@ -24,7 +24,7 @@ from sopgym.evaluation.explain import field_verdicts
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
-from sopgym.terminal import console, stdout
+from sopgym.terminal import console, print_table, stdout
 from sopgym.types import JSON
 
 _RUNS_DIR = click.option(
@@ -99,16 +99,10 @@ def runs_command(runs_dir: Path) -> None:
     if not runs_dir.is_dir():
         raise click.UsageError(f"no runs folder at {runs_dir}")
     found, unreadable = list_runs(runs_dir)
-    figures = ("seed", "tasks", "TSR", "tokens")
-    table = Table(
-        Column("run", no_wrap=True),
-        Column("created (UTC)", no_wrap=True),
-        "state",
-        "domains",
-        "agent",
-        "model",
-        *(Column(name, justify="right", no_wrap=True) for name in figures),
-    )
+    # the figures before the domains: at 80 columns the table folds, the domains go last
+    headers = ["run", "created (UTC)", "state", "agent", "model", "faults", "seed", "tasks",
+               "TSR", "tokens", "domains"]  # fmt: skip
+    rows = []
     partial = False
     for run in found:
         config = run.config
@@ -117,20 +111,21 @@ def runs_command(runs_dir: Path) -> None:
         planned = "?" if run.planned is None else str(run.planned)
         tsr = "-" if run.tsr is None else f"{run.tsr:.1%}" + ("*" if run.tsr_partial else "")
         partial |= run.tsr_partial and run.tsr is not None
-        table.add_row(
+        rows.append([
             run.run_id,
             run.created.replace("T", " ").rstrip("Z"),
             run.state,
-            shown,
             config.agent,
             config.model if uses_model(config.agent) else "-",
+            config.faults or "-",
             str(config.seed),
             f"{run.recorded}/{planned}",
             tsr,
             "-" if run.tokens is None else f"{run.tokens:,}",
-        )
+            shown,
+        ])  # fmt: skip
     if found:
-        stdout().print(table)
+        print_table(stdout(), headers, rows, numeric=range(6, 10), foldable=(10,))
     else:
         console.print(f"no runs in {runs_dir}")
     if partial:
