@@ -7,13 +7,13 @@ can be opened from the report.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
 from sopgym.core.ordering import natural_key
@@ -21,6 +21,7 @@ from sopgym.evaluation.explain import because_line, call_differences, call_text,
 from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.evaluation.two_stage import ERRORS, STAGE_1
+from sopgym.terminal import FAULT_SPLIT_CAVEAT, print_table
 from sopgym.types import JSON
 
 Cell = str | tuple[str, str]  # text, or (text, link)
@@ -190,8 +191,6 @@ def robustness_table(result: JSON) -> Table | None:
     robust = result.get("robustness") or {}
     if not robust.get("faults_injected"):
         return None
-    from sopgym.terminal import FAULT_SPLIT_CAVEAT
-
     return Table(
         "Robustness under injected faults: TSR of the episodes that met a fault beside those "
         f"that met none ({FAULT_SPLIT_CAVEAT})",
@@ -269,11 +268,15 @@ def two_stage_table(found: JSON) -> Table:
     """TELLER's Table 2 view (:mod:`sopgym.evaluation.two_stage`): stage 1 (graph
     reconstruction) and stage 2 (execution) side by side, per agent / model and scenario."""
     rows: list[list[Cell]] = []
+    # no graph pack ran: stage 1's columns would be a row of n/a each, so they go
+    graphs = any(s["stage_1"] for sc in found["by_agent"].values() for s in sc.values())
     for agent_model, scenarios in found["by_agent"].items():
         for scenario, stages in scenarios.items():
             one, two = stages["stage_1"], stages["stage_2"]
             stage_1 = [str(one["tasks"]), *(num(one[m]) for m in STAGE_1)] if one else \
                 ["0", *("n/a" for _ in STAGE_1)]  # fmt: skip
+            if not graphs:
+                stage_1 = []
             stage_2 = [
                 str(two["tasks"]), pct(two["decision_accuracy"]), num(two["tool_precision"]),
                 num(two["tool_recall"]), num(two["tool_f1"]), *(str(two[e]) for e in ERRORS),
@@ -282,9 +285,13 @@ def two_stage_table(found: JSON) -> Table:
             ] if two else ["0", *("n/a" for _ in range(10))]  # fmt: skip
             rows.append([agent_model, scenario, *stage_1, *stage_2])
     title = "TELLER two-stage view (Table 2): stage 1 graph reconstruction, stage 2 execution"
+    columns = TWO_STAGE_COLUMNS
+    if not graphs:
+        title += " (stage 1 not run: no graph pack in this run)"
+        columns = [c for i, c in enumerate(columns) if not 2 <= i < 2 + 1 + len(STAGE_1)]
     if found["infra_errors"]:
         title += f"; {found['infra_errors']} infrastructure errors left out"
-    return Table(title, TWO_STAGE_COLUMNS, rows)
+    return Table(title, columns, rows)
 
 
 # ---- renderers ----
@@ -514,10 +521,13 @@ TERMINAL_COLUMNS = ["tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1", "cal
 def _print_table(table: Table, columns: list[str], console: Console) -> None:
     """``table`` in the terminal with its first column and the ``columns`` named."""
     keep = [i for i, h in enumerate(table.headers) if h in columns or i == 0]
-    rich = RichTable(*(table.headers[i] for i in keep), title=table.title)
-    for row in table.rows:
-        rich.add_row(*(_text(row[i]) for i in keep))
-    console.print(rich)
+    rows = [[_text(row[i]) for i in keep] for row in table.rows]
+    numeric = [n for n in range(1, len(keep)) if all(_FIGURE.match(r[n]) for r in rows)]
+    print_table(console, [table.headers[i] for i in keep], rows, numeric=numeric,
+                title=table.title)  # fmt: skip
+
+
+_FIGURE = re.compile(r"^([-+]?[\d.,]+%?|n/a|-)$")  # a cell that is a number (never folded)
 
 
 def print_two_stage(found: JSON, console: Console) -> None:

@@ -49,7 +49,11 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
 
     @app.get("/runs/{run_id}/task", response_class=HTMLResponse)
     def task(
-        run_id: str, domain: str = Query(), task: str = Query(), trial: int = Query(0, ge=0)
+        run_id: str,
+        domain: str = Query(),
+        task: str = Query(),
+        trial: int = Query(0, ge=0),
+        back: str = Query("", alias="from"),  # the run page's filters, kept for the way back
     ) -> HTMLResponse:
         found = run_or_none(run_id)
         if found is None:
@@ -58,7 +62,7 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
         if row is None:
             return _missing(f"run {run_id} has no episode of {domain}/{task} trial {trial}")
         trace = episode_traces(found).get(str(row.get("episode_id")))
-        return HTMLResponse(pages.task_page(found, row, trace, jaeger_ui))
+        return HTMLResponse(pages.task_page(found, row, trace, jaeger_ui, back))
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare(a: str = Query(), b: str = Query()) -> HTMLResponse:
