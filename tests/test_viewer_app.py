@@ -196,3 +196,27 @@ def test_infra_errors_show_the_coverage_beside_the_headline_tsr(tmp_path: Path) 
     assert "TSR 100.0% over 1 of 4 planned; 3 infra errors; TSR over all planned 25.0%" in page
     assert "TSR over all planned" in page and "25.0%" in page
     assert "100.0% over 1 of 4 planned" in client.get("/").text
+
+
+def test_the_favicon_the_empty_list_and_the_faults_column(tmp_path: Path) -> None:
+    """``/favicon.ico`` is an icon (no 404 in the log); an empty viewer names the folder it
+    read and how a run gets there; the runs list shows each run's faults."""
+    empty = TestClient(create_app(RunCatalog([tmp_path / "nothing"])))
+    icon = empty.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
+    listing = empty.get("/").text
+    assert str((tmp_path / "nothing").resolve()) in listing and "sopgym run" in listing
+    client, run = _client(tmp_path)
+    config = orjson.loads((run / "config.json").read_bytes())
+    (run / "config.json").write_bytes(orjson.dumps({**config, "faults": "503=0.2"}))
+    _append(run, _row(0, True))
+    row = next(line for line in client.get("/").text.split("<tr>") if "/runs/live" in line)
+    assert "<td>503=0.2</td>" in row and "<th>faults</th>" in client.get("/").text
+
+
+def test_one_episode_is_said_in_the_singular() -> None:
+    from sopgym.evaluation.stats import interval_text, tsr_intervals
+
+    row = {"domain": DOMAIN, "task_id": "t", "trial": 0, "score": _row(0, True)["score"]}
+    line = interval_text(tsr_intervals([row])["overall"])
+    assert "1 episode over 1 task" in line and "1 episodes" not in line

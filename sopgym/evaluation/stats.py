@@ -189,11 +189,17 @@ def interval_text(interval: JSON) -> str:
     clustered = interval["episodes"] > interval["tasks"]
     return (
         f"TSR {points(interval['tsr'])}% (95% CI {points(interval['low'])}-"
-        f"{points(interval['high'])}%, {interval['episodes']} episodes over "
-        f"{interval['tasks']} tasks{', clustered by task' if clustered else ''}); noise floor "
+        f"{points(interval['high'])}%, {counted(interval['episodes'], 'episode')} over "
+        f"{counted(interval['tasks'], 'task')}{', clustered by task' if clustered else ''}); "
+        "noise floor "
         f"{floor_text(interval['noise_floor'])} (the smallest TSR difference from an "
         f"independent run of this size that would be detected)"
     )
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 episode``, ``2 episodes``: a count with its noun in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 # ---- two runs, paired ----

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI, Query
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from sopgym.core.jsonio import CorruptRow
@@ -36,9 +36,13 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
     def run_or_none(run_id: str) -> RunFolder | None:
         return catalog.get(run_id)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:  # browsers ask for it: an icon, not a 404 in the log
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
     @app.get("/", response_class=HTMLResponse)
     def runs() -> str:
-        return pages.runs_page(catalog.runs())
+        return pages.runs_page(catalog.runs(), catalog.sources)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run(run_id: str) -> HTMLResponse:

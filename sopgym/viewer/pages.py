@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -74,6 +75,7 @@ def page(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(title)} · sopgym</title>"
+        "<link rel='icon' href='/static/favicon.svg' type='image/svg+xml'>"
         "<link rel='stylesheet' href='/static/viewer.css'></head><body>"
         f"{nav}<h1>{escape(title)}</h1>{body}"
         "<script src='/static/viewer.js'></script></body></html>"
@@ -107,7 +109,7 @@ def _tsr_cell(summary: JSON) -> str:
     return f"{tsr} over {summary.get('scored', '?')} of {summary['tasks']} planned"
 
 
-def runs_page(runs: list[RunFolder]) -> str:
+def runs_page(runs: list[RunFolder], sources: Sequence[Path] = ()) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
         config = run.config()
@@ -115,7 +117,7 @@ def runs_page(runs: list[RunFolder]) -> str:
             summary, recorded = run.summary(), run.rows()
         except CorruptRow as error:  # this run only: the others are still listed
             rows.append([(run.id, run_link(run)), _when(run), ", ".join(config.get("domains", [])),
-                         "", "", "", "", "", "", f"unreadable: {error}"])  # fmt: skip
+                         "", "", "", "", "", "", "", f"unreadable: {error}"])  # fmt: skip
             continue
         rows.append(
             [
@@ -124,6 +126,7 @@ def runs_page(runs: list[RunFolder]) -> str:
                 ", ".join(config.get("domains", [])),
                 str(config.get("agent", "?")),
                 str(config.get("model", "?")),
+                str(config.get("faults") or "-"),
                 str(config.get("seed", "?")),
                 f"{len(recorded)}" + ("" if summary.get("partial") else f" / {summary['tasks']}"),
                 _tsr_cell(summary),
@@ -131,9 +134,15 @@ def runs_page(runs: list[RunFolder]) -> str:
                 run.state(),
             ]
         )
-    headers = ["run", "date", "domains", "agent", "model", "seed", "episodes", "TSR",
+    headers = ["run", "date", "domains", "agent", "model", "faults", "seed", "episodes", "TSR",
                "tokens", "status"]  # fmt: skip
-    listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
+    where = ", ".join(str(source.resolve()) for source in sources) or "the folders given"
+    empty = (  # where it looked, and how a run gets there
+        f"<p id='runs'>No run folders in {escape(where)}. Start one with "
+        "<code>sopgym run</code> (it writes <code>runs/&lt;run-id&gt;/</code>), or name a "
+        "runs folder: <code>sopgym view --runs-dir DIR</code>.</p>"
+    )
+    listing = table(headers, rows, "runs") if rows else empty
 
     pair = comparable_pair(runs)
     newer, older = (None, None) if pair is None else pair
