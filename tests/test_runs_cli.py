@@ -425,3 +425,13 @@ def test_tables_show_every_number_and_state_whole_at_80_and_120_columns(
         assert whole in runs, (whole, runs)
     assert "no detectable difference" in compared and "-50.0%" in compared
     assert "75.0%" in tables and "100.0%" in tables and "wrong_final=1" in tables
+
+
+def test_a_mistyped_domain_is_one_line_with_what_was_meant() -> None:
+    """A typo names the closest domains or families and where the whole list is, on its
+    error line, exit 2, without printing all the names."""
+    result = _invoke("run", "bankin", "--limit", "1")
+    assert result.exit_code == 2
+    said = next(line for line in result.output.splitlines() if "unknown domain" in line)
+    assert "did you mean banking" in said and "sopgym list" in said
+    assert "patient_intake" not in said  # not the whole list
