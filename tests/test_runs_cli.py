@@ -435,3 +435,11 @@ def test_a_mistyped_domain_is_one_line_with_what_was_meant() -> None:
     said = next(line for line in result.output.splitlines() if "unknown domain" in line)
     assert "did you mean banking" in said and "sopgym list" in said
     assert "patient_intake" not in said  # not the whole list
+
+
+def test_a_base_url_without_its_scheme_is_refused_with_the_fix(tmp_path: Path) -> None:
+    result = _invoke("run", "crm", "--model", "openai:some-model", "--base-url",
+                     "localhost:8000/v1", "--runs-dir", str(tmp_path))  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "did you mean http://localhost:8000/v1" in result.output
+    assert not any(tmp_path.iterdir())  # refused before anything was written
