@@ -443,3 +443,16 @@ def test_a_base_url_without_its_scheme_is_refused_with_the_fix(tmp_path: Path) -
     assert result.exit_code == 2, result.output
     assert "did you mean http://localhost:8000/v1" in result.output
     assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_the_report_opens_with_the_headline_then_the_failed_tasks(tmp_path: Path) -> None:
+    """The drill-down into the failed tasks comes right after the overall and per-domain
+    tables (it was last, 8,500 px down), and without --jaeger-ui no trace links anywhere."""
+    runner = _write_run(tmp_path, "r", 4, summary=True, trace=False)
+    result = _invoke("report", str(runner.paths.root), "--data-root", str(DATA_ROOT))
+    assert result.exit_code == 0, result.output
+    for name in ("report.md", "report.html"):
+        text = (runner.paths.root / name).read_text()
+        drilldown = text.index("Failed tasks: wrong fields and calls")
+        assert text.index("By domain") < drilldown < text.index("By agent / model"), name
+        assert "16686" not in text and "/trace/" not in text

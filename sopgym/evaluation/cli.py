@@ -166,13 +166,16 @@ def eval_command(
 @click.argument("run_dir", type=click.Path(path_type=Path), metavar="RUN")
 @click.option(
     "--jaeger-ui",
-    default="http://localhost:16686",
-    show_default=True,
-    help="Base URL the report links trace ids to.",
+    default=None,
+    envvar="SOPGYM_JAEGER_UI",
+    help="Base URL of a Jaeger UI holding the run's traces: trace ids link to it (without "
+    "it they are plain ids: a link to a Jaeger nobody set up leads nowhere).",
 )
 @DATA_ROOT
 @RUNS_DIR
-def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None, runs_dir: Path) -> None:
+def report_command(
+    run_dir: Path, jaeger_ui: str | None, data_root: Path | None, runs_dir: Path
+) -> None:
     """Write <run>/report.md and a self-contained <run>/report.html from the run's traces
     (RUN: a run id or a run folder's path)."""
     run_dir = run_path(run_dir, runs_dir)

@@ -295,6 +295,7 @@ def two_stage_table(found: JSON) -> Table:
 
 
 # ---- renderers ----
+HEADLINE = 2  # the tables a report opens with (overall, by domain); the drill-down follows
 RUN_CONFIG_LABEL = "Run config"
 
 
@@ -320,8 +321,11 @@ def markdown(
     coverage = coverage_line(result)
     if coverage:
         head += [f"**Coverage: {coverage}**", ""]
-    body = [markdown_table(t) for t in tables(result, jaeger_ui)]
-    return "\n".join([*head, *body, drilldown_markdown(recorded)])
+    found = tables(result, jaeger_ui)
+    # the headline tables, then why each failed task failed, then everything else
+    body = [*map(markdown_table, found[:HEADLINE]), drilldown_markdown(recorded),
+            *map(markdown_table, found[HEADLINE:])]  # fmt: skip
+    return "\n".join([*head, *body])
 
 
 def markdown_table(table: Table) -> str:
@@ -377,7 +381,9 @@ def html(
         ),
         percentile_chart(latencies, "Tool-call latency at the gateway"),
     ]
-    body = "".join(html_table(t) for t in tables(result, jaeger_ui))
+    found = tables(result, jaeger_ui)
+    headline = "".join(html_table(t) for t in found[:HEADLINE])
+    body = "".join(html_table(t) for t in found[HEADLINE:])
     config = (
         f"<p id='run-config'>{RUN_CONFIG_LABEL}: <code>{escape(run_config)}</code></p>"
         if run_config is not None
@@ -388,7 +394,8 @@ def html(
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
         f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>{config}"
         f"<p>{escape(_provenance(result))}</p>{_coverage_html(result)}"
-        f"<div class='plots'>{''.join(plots)}</div>{body}{drilldown_html(recorded)}</body></html>"
+        f"{headline}{drilldown_html(recorded)}<div class='plots'>{''.join(plots)}</div>{body}"
+        "</body></html>"
     )
 
 
