@@ -157,7 +157,7 @@ def test_scenarios_domains_and_tasks_sort_naturally() -> None:
     from sopgym.evaluation.scoring import TaskScore, summarize
 
     names = ["sopmaze/l10", "sopmaze/l2", "sopmaze/l1"]
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"task_id": f"{name.split('/')[1]}-{n}", "domain": name, "trial": 0,
          "tags": {"shape": "LRS"}, "score": {"scores": {"answer_schema": {"value": 1.0}}}}
         for name in names for n in (10, 9)

@@ -74,10 +74,11 @@ def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None
             data_of[domain.name] = load_data_saying_so(domain, data_root, quiet=one_bar)
             bar.advance(handle)
     for name in names:
-        domain = loaded[name]
-        if isinstance(domain, UnknownDomainError):
-            table.add_row(name, "-", "-", "-", "-", f"unavailable: {domain}")
+        found = loaded[name]
+        if isinstance(found, UnknownDomainError):
+            table.add_row(name, "-", "-", "-", "-", f"unavailable: {found}")
             continue
+        domain = found
         data = data_of.get(name) or load_data_saying_so(domain, data_root)
         table.add_row(
             name,
