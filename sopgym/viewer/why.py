@@ -20,6 +20,7 @@ from sopgym.evaluation.explain import (
     call_text,
     failed_because,
     field_verdicts,
+    refusal_note,
     state_differences,
 )
 from sopgym.evaluation.records import trial_seed
@@ -135,7 +136,8 @@ def actions_diff(row: JSON) -> str:
     rows = "".join(
         f"<tr class='{kind}' data-kind='{kind}'><td>{n}</td><td>{kind}</td>"
         f"<td class='expected'><code>{escape(call_text(gold, 0)) if gold else ''}</code></td>"
-        f"<td class='made'><code>{escape(call_text(made, 0)) if made else ''}</code></td></tr>"
+        f"<td class='made'><code>{escape(call_text(made, 0)) if made else ''}</code>"
+        f"{escape(refusal_note(made))}</td></tr>"
         for n, (kind, gold, made) in enumerate(aligned, 1)
     )
     return (
