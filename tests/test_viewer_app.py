@@ -220,3 +220,22 @@ def test_one_episode_is_said_in_the_singular() -> None:
     row = {"domain": DOMAIN, "task_id": "t", "trial": 0, "score": _row(0, True)["score"]}
     line = interval_text(tsr_intervals([row])["overall"])
     assert "1 episode over 1 task" in line and "1 episodes" not in line
+
+
+def test_a_maze_task_page_shows_the_sop_steps_named(tmp_path: Path) -> None:
+    """An SOP-Maze answer names a step by its number: the page shows that step of the SOP
+    the gold names, and the one the answer named instead."""
+    client, run = _client(tmp_path)
+    maze = "maze/bank_cards"
+    score = TaskScore("bank_cards-000-00", maze, completed=True, success=False,
+                      fields={"step": False}, errors={"wrong_final": 1})  # fmt: skip
+    row = {**_row(0, False), "task_id": "bank_cards-000-00", "domain": maze,
+           "gold_outputs": {"step": "1.2", "reply": "r"},
+           "outputs": {"step": "1.1", "reply": "r"}, "score": score.to_json()}  # fmt: skip
+    _append(run, row)
+    page = client.get("/runs/live/task", params={"domain": maze, "task": "bank_cards-000-00"})
+    assert page.status_code == 200
+    found = page.text.split("id='sop-step'")[1]
+    assert "should have named: 1.2" in found and "Step 1.2:" in found
+    assert "the answer named: 1.1" in found and "Step 1.1:" in found
+    assert "Step 1.3:" not in found  # the steps named, not the whole SOP

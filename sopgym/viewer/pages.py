@@ -620,6 +620,7 @@ def task_page(
         f"<table class='facts'>{fact_rows}</table>"
         f"{why.because(row)}"
         f"<h2>Final answer against the gold</h2>{why.answer(row)}"
+        f"{why.sop_steps(row, str(config.get('sop_variant', 'clean')))}"
         f"{why.actions_diff(row)}"
         f"{why.state_diff(row)}"
         f"{why.calls_against_gold(row)}"

@@ -7,12 +7,15 @@ text shown as text. Everything comes from :mod:`sopgym.evaluation.explain` and t
 
 from __future__ import annotations
 
+import re
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from sopgym.core.errors import UnknownDomainError
+from sopgym.core.registry import load_domain
 from sopgym.evaluation.explain import (
     NOT_RECORDED,
     aligned_actions,
@@ -145,6 +148,39 @@ def actions_diff(row: JSON) -> str:
         "<table id='actions-diff'><thead><tr><th>step</th><th></th><th>procedure (gold)</th>"
         f"<th>agent</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+
+
+def sop_steps(row: JSON, sop_variant: str) -> str:
+    """For an answer that names an SOP step (SOP-Maze's ``step``): the SOP's text of the
+    step the gold names and, when the answer named another, of that one (``#sop-step``), so
+    the page shows what the step numbers stand for."""
+    expected = (row.get("gold_outputs") or {}).get("step")
+    given = (row.get("outputs") or {}).get("step")
+    if not isinstance(expected, str):
+        return ""
+    try:
+        sop = load_domain(row["domain"]).sop(sop_variant)
+    except (UnknownDomainError, KeyError, OSError, ValueError):
+        return ""  # a domain this install cannot load: the answer table still shows the ids
+    shown = [("the step the answer should have named", expected)]
+    if isinstance(given, str) and given != expected:
+        shown.append(("the step the answer named", given))
+    parts = []
+    for label, step in shown:
+        text = _step_section(sop, step)
+        body = f"<pre class='text'>{escape(text)}</pre>" if text else "<p>not in the SOP</p>"
+        parts.append(f"<h3>{escape(label)}: {escape(step)}</h3>{body}")
+    return f"<div id='sop-step'>{''.join(parts)}</div>"
+
+
+def _step_section(sop: str, step: str) -> str | None:
+    """The SOP's section headed ``## Step <step>:`` (to the next heading), or None."""
+    heading = re.compile(rf"^#+ *Step {re.escape(step)}\b.*$", re.MULTILINE)
+    found = heading.search(sop)
+    if found is None:
+        return None
+    following = re.compile(r"^#+ ", re.MULTILINE).search(sop, found.end())
+    return sop[found.start() : following.start() if following else len(sop)].strip()
 
 
 def dialogue(row: JSON) -> str:
