@@ -212,7 +212,7 @@ def show_command(
         f"episode {escape(str(row.get('episode_id')))}, {row.get('elapsed_s') or 0:.2f} s"
     )
     if row.get("error"):
-        out.print(f"error: {escape(str(row['error']))}", soft_wrap=True)
+        out.print(f"error: {escape(str(row['error']))}")
     _print_input(out, row, data_root, cut)
     trajectory = row.get("trajectory") or {}
     _print_steps(out, trajectory.get("calls") or [], cut)
@@ -220,7 +220,7 @@ def show_command(
         out.print("[bold]conversation[/]")
     for message in trajectory.get("messages") or []:
         out.print(f"  [dim]{escape(str(message.get('role')))}:[/] "
-                  f"{escape(_text(message.get('content'), cut))}", soft_wrap=True)  # fmt: skip
+                  f"{escape(_text(message.get('content'), cut))}")  # fmt: skip
     _print_model_calls(out, row)
     _print_answer(out, row, cut)
     _print_scores(out, score)
@@ -232,7 +232,7 @@ def _print_input(out: Any, row: JSON, data_root: Path | None, cut: int | None) -
     if inputs is None:  # recorded in rows only lately: older runs read it from the dataset
         inputs = _dataset_inputs(row, data_root)
     out.print("[bold]input[/]")
-    out.print(escape(_text(inputs, cut)), soft_wrap=True)
+    out.print(escape(_text(inputs, cut)))
 
 
 def _dataset_inputs(row: JSON, data_root: Path | None) -> Any:
@@ -340,7 +340,7 @@ def _print_scores(out: Any, score: JSON) -> None:
         f"F1 {'n/a' if f1 is None else f'{f1:.3f}'}; errors: {errors or 'none'}"
     )
     if score.get("infra_error"):
-        out.print(f"infrastructure error: {escape(score['infra_error'])}", soft_wrap=True)
+        out.print(f"infrastructure error: {escape(score['infra_error'])}")
 
 
 def _text(value: Any, cut: int | None) -> str:
