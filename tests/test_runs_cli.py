@@ -456,3 +456,26 @@ def test_the_report_opens_with_the_headline_then_the_failed_tasks(tmp_path: Path
         drilldown = text.index("Failed tasks: wrong fields and calls")
         assert text.index("By domain") < drilldown < text.index("By agent / model"), name
         assert "16686" not in text and "/trace/" not in text
+
+
+@pytest.mark.slow  # a real run (start-up, three tasks) per width
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_real_run_prints_every_line_within_the_terminal(tmp_path: Path, width: int) -> None:
+    """``sopgym run --limit 3`` with a noisy model, its output read at 80 and 120 columns:
+    no line wider than the terminal (but a next command, whole on its own line) and no table
+    cell cut with ``…``."""
+    env = {**os.environ, "COLUMNS": str(width), DOMAIN_PACKAGES_ENV: PACKS}
+    result = subprocess.run(
+        [sys.executable, "-m", "sopgym", "run", "crm", "--model", "scripted:noisy", "--seed", "4",
+         "--limit", "3", "--no-trace", "--runs-dir", str(tmp_path), "--run-id", "r",
+         "--data-root", str(DATA_ROOT)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    # a next command is printed whole on its own line (to copy), whatever its length
+    wide = [line for line in lines if len(line) > width and not line.startswith("  sopgym ")]
+    assert lines and not wide, "\n".join(wide)
+    table_lines = [line for line in lines if line.startswith(("│", "┃"))]
+    assert table_lines and not any("…" in line for line in table_lines)
+    assert any(line.startswith("│ all ") and "%" in line for line in table_lines)
