@@ -2,7 +2,9 @@
 
 Emoji codes are off: user text such as a model spec ``openai:x:`` or a path must print as
 typed, not as a picture. Off a terminal (piped to a file, a CI log) rich would cut every table
-to 80 columns; there the consoles are wider, and a table is still only as wide as its content.
+to 80 columns; there the consoles are wider (``COLUMNS`` when it is set), and a table is still
+only as wide as its content. Tables go through :func:`print_table`, which never cuts a number
+or a state: a table too wide for the console is folded into several.
 """
 
 from __future__ import annotations
