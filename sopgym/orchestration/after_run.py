@@ -56,9 +56,9 @@ def print_after_run(run_dir: Path, runs_dir: Path) -> None:
     if len(line) <= console.width:
         console.print(escape(line), soft_wrap=True)
     else:  # a narrow terminal: a command a line, each whole (to copy), none cut at the edge
-        console.print("next:")
-        for command in commands:
-            console.print(f"  {escape(command)}", soft_wrap=True)
+        for number, command in enumerate(commands):
+            console.print(f"{'next:' if number == 0 else '     '} {escape(command)}",
+                          soft_wrap=True)  # fmt: skip
 
 
 def slow_step(line: str) -> bool:
