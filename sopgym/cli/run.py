@@ -309,9 +309,8 @@ def run(
     console.print(
         f"run [bold]{run_dir.name}[/]: {len(prepared.tasks)} tasks"
         + (f" x {config.trials} trials" if config.trials > 1 else "")
-        + f" ({len(prepared.todo)} to run)\n{escape(describe_config(config))}",
-        soft_wrap=True,
-    )
+        + f" ({len(prepared.todo)} to run)\n{escape(describe_config(config))}"
+    )  # wrapped by rich at the spaces: a terminal's own wrap cut the config mid-word
     try:
         summary = execute_with_progress(runner, prepared, quiet, verbose)
     except KeyboardInterrupt:

@@ -136,11 +136,12 @@ def action_mismatch(made: list[JSON], gold: list[JSON]) -> str:
         return "the actions match"
     number, (kind, wanted, did) = departures[0]
     if kind == "wrong":
-        text = f"step {number}: made {call_text(did or {})}, expected {call_text(wanted or {})}"
+        made_text = call_text(did or {}) + refusal_note(did)
+        text = f"step {number}: made {made_text}, expected {call_text(wanted or {})}"
     elif kind == "missing":
         text = f"step {number}: {call_text(wanted or {})} not made"
     else:
-        text = f"step {number}: extra {call_text(did or {})}"
+        text = f"step {number}: extra {call_text(did or {})}{refusal_note(did)}"
     more = len(departures) - 1
     plural = "difference" if more == 1 else "differences"
     return text + (f" (+{more} more {plural})" if more else "")
@@ -151,7 +152,30 @@ def aligned_actions(row: JSON) -> list[Aligned] | None:
     metrics = (_scores(row).get("actions") or {}).get("metrics") or {}
     if "gold" not in metrics:
         return None
-    return align_actions(list(metrics["made"]), list(metrics["gold"]))
+    return align_actions(made_with_outcomes(row, list(metrics["made"])), list(metrics["gold"]))
+
+
+def made_with_outcomes(row: JSON, made: list[JSON]) -> list[JSON]:
+    """The ``actions`` scorer's made actions (names and arguments only), each with its
+    call's status and error code where the trajectory holds them, call for call: an extra
+    action the service refused reads "→ type_mismatch (refused 422)", not as one that ran."""
+    calls = _calls(row)
+    if len(calls) != len(made):
+        return made
+    return [
+        {**action, "status": call.get("status"), "error_code": call.get("error_code")}
+        if call.get("error_code") and call.get("name") == action.get("name")
+        else action
+        for action, call in zip(made, calls, strict=True)
+    ]
+
+
+def refusal_note(call: JSON | None) -> str:
+    """`` (refused 422)`` for a call the service refused with that status (its error code
+    :func:`call_text` gives), else nothing."""
+    if not call or not call.get("error_code") or not call.get("status"):
+        return ""
+    return f" (refused {call['status']})"
 
 
 def field_verdicts(row: JSON) -> dict[str, str]:
@@ -246,7 +270,8 @@ def _reason(name: str, scored: JSON, row: JSON) -> str:
     elif name == "actions":
         aligned = (scored.get("metrics") or {}).get("gold")
         if aligned is not None:
-            return action_mismatch(list(scored["metrics"]["made"]), list(aligned))
+            made = made_with_outcomes(row, list(scored["metrics"]["made"]))
+            return action_mismatch(made, list(aligned))
     return str(scored.get("explanation") or f"{name} = {scored.get('value')}")
 
 

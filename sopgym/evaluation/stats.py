@@ -187,11 +187,17 @@ def interval_text(interval: JSON) -> str:
     clustered = interval["episodes"] > interval["tasks"]
     return (
         f"TSR {points(interval['tsr'])}% (95% CI {points(interval['low'])}-"
-        f"{points(interval['high'])}%, {interval['episodes']} episodes over "
-        f"{interval['tasks']} tasks{', clustered by task' if clustered else ''}); noise floor "
+        f"{points(interval['high'])}%, {counted(interval['episodes'], 'episode')} over "
+        f"{counted(interval['tasks'], 'task')}{', clustered by task' if clustered else ''}); "
+        "noise floor "
         f"{floor_text(interval['noise_floor'])} (the smallest TSR difference from an "
         f"independent run of this size that would be detected)"
     )
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 episode``, ``2 episodes``: a count with its noun in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 # ---- two runs, paired ----
@@ -323,16 +329,14 @@ def sentence(result: JSON) -> str:
     )
 
 
-def comparison_markdown(result: JSON) -> list[str]:
-    """The paired comparison as a Markdown section."""
-    lines = [
-        "## Is the difference real? (TSR, paired over shared episodes)",
-        "",
-        result["sentence"] + ".",
-        "",
-        "| scope | A | B | B - A (points) | 95% CI | p | noise floor | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+COMPARISON_TITLE = "Is the difference real? (TSR, paired over shared episodes)"
+COMPARISON_HEADERS = ["scope", "A", "B", "B - A (points)", "95% CI", "p", "noise floor",
+                      "verdict"]  # fmt: skip
+
+
+def comparison_rows(result: JSON) -> list[list[str]]:
+    """The paired comparison's rows, overall then per domain: one table for every renderer."""
+    rows = []
     for name, r in [("overall", result["overall"]), *result["domains"].items()]:
         if not r["episodes"]:
             continue
@@ -340,10 +344,14 @@ def comparison_markdown(result: JSON) -> list[str]:
         verdict = "no detectable difference"
         if r["significant"]:
             verdict = "B better" if r["difference"] > 0 else "B worse"
-        lines.append(
-            f"| {name} | {points(r['a'])}% | {points(r['b'])}% | {r['difference'] * 100:+.1f} | "
-            f"{ci} | {r['p_value']:.3g} | {points(r['noise_floor'])} | {verdict} |"
-        )
+        rows.append([name, f"{points(r['a'])}%", f"{points(r['b'])}%",
+                     f"{r['difference'] * 100:+.1f}", ci, f"{r['p_value']:.3g}",
+                     points(r["noise_floor"]), verdict])  # fmt: skip
+    return rows
+
+
+def comparison_note(result: JSON) -> str:
+    """What the paired comparison's test, interval and noise floor are."""
     note = (
         f"Test: {result['test']}; interval: clustered by task (normal); noise floor: the "
         f"smallest difference this comparison detects with 80% power at the 5% level."
@@ -352,7 +360,16 @@ def comparison_markdown(result: JSON) -> list[str]:
         note += (
             f" Pairs left out (infrastructure failure in either run): {result['infra_left_out']}."
         )
-    return [*lines, "", note]
+    return note
+
+
+def comparison_markdown(result: JSON) -> list[str]:
+    """The paired comparison as a Markdown section."""
+    lines = [f"## {COMPARISON_TITLE}", "", result["sentence"] + ".", "",
+             "| " + " | ".join(COMPARISON_HEADERS) + " |",
+             "|" + "---|" * len(COMPARISON_HEADERS)]  # fmt: skip
+    lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(result)]
+    return [*lines, "", comparison_note(result)]
 
 
 INTERVAL_TITLE = "TSR with its 95% confidence interval and noise floor"
