@@ -101,13 +101,17 @@ class ProcessSampler:
 
 
 def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children of any of its threads: the runner starts its
+    workers from its dispatching threads)."""
     found, todo = [], [pid]
     while todo:
         parent = todo.pop()
-        try:
-            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-        except OSError:
-            continue
+        children = []
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children += (task / "children").read_text().split()
+            except OSError:
+                continue
         found += [int(c) for c in children]
         todo += [int(c) for c in children]
     return found

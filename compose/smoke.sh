@@ -2,17 +2,25 @@
 # The container smoke test (issue 32; CI does not run it): builds the images, starts the stack
 # for two domains plus tod/live with HOST networking only, runs a sharded job with automatic
 # claims (two workers, --shard auto/2), restarts a tool service mid-run, SIGTERMs a worker and
-# starts it again, merges, and compares the merged run with a local `sopgym run` of the same
-# tasks. Prints its figures as one JSON object at the end and exits non-zero if a check fails.
+# starts it again, merges; then runs the same tasks as leases (a run service, workers holding 8
+# episodes each, one SIGKILLed while it holds leases, a third joining mid-run) and compares
+# both runs with a local `sopgym run` of the same tasks. Prints its figures as one JSON object
+# at the end and exits non-zero if a check fails.
 #
+#   python3 -m venv .venv && .venv/bin/pip install -e .   # the local run's Python
 #   compose/build-base.sh        # once, where no image registry is reachable (docs/deploy.md)
-#   compose/smoke.sh             # SKIP_BUILD=1 reuses the images; KEEP=1 leaves the stack up
+#   PYTHON=.venv/bin/python compose/smoke.sh     # SKIP_BUILD=1 reuses the images; KEEP=1
+#                                # leaves the stack up; BUILD_DOCKER=/usr/bin/docker where the
+#                                # docker client has no buildx (Debian's docker.io has BuildKit)
 #
 # Settings (environment): DOCKER (the client that runs containers, default docker),
 # BUILD_DOCKER (one that builds with BuildKit, default $DOCKER), SOPGYM_TAG (default smoke),
 # DOMAINS (default "patient_intake dangerous_goods tod/live"), LIMIT (tasks per domain, 40),
 # PORT_BASE (18100: the loopback ports used are PORT_BASE..PORT_BASE+30), WORK (a scratch
-# folder; default a new one under /tmp), PYTHON (a Python with sopgym, for the local run).
+# folder; default a new one under /tmp), PYTHON (a Python with sopgym, for the local run; a
+# relative path is taken from where the script is started). A missing prerequisite (sopgym in
+# PYTHON, the daemon, the base image, a client that builds with BuildKit) stops it at once
+# with exit status 2, before anything is built.
 # Containers bind 127.0.0.1 only; no bridge network is created or used.
 set -euo pipefail
 
@@ -24,6 +32,9 @@ DOMAINS=${DOMAINS:-"patient_intake dangerous_goods tod/live"}
 LIMIT=${LIMIT:-40}
 BASE=${PORT_BASE:-18100}
 PYTHON=${PYTHON:-python3}
+case "$PYTHON" in  # a relative path (.venv/bin/python) still names it after the script cd's
+    */*) if dir=$(cd "$(dirname "$PYTHON")" 2> /dev/null && pwd); then PYTHON="$dir/${PYTHON##*/}"; fi ;;
+esac
 WORK=${WORK:-$(mktemp -d /tmp/sopgym-smoke.XXXXXX)}
 PREFIX=sopgym-smoke
 RUN=smoke-$(date +%Y%m%d-%H%M%S)
@@ -32,10 +43,12 @@ USER_PORT=$((BASE + 10))
 MODEL_PORT=$((BASE + 11))
 GATEWAY_PORT=$((BASE + 12))
 read -r -a DOMAIN_LIST <<< "$DOMAINS"
+mkdir -p "$WORK"
 FIGURES="$WORK/figures.env"
 : > "$FIGURES"
 
 say() { printf '[smoke %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+refuse() { printf 'smoke: %s\n' "$*" >&2; exit 2; }  # a setup mistake: said before any work
 figure() { printf '%s=%s\n' "$1" "$2" >> "$FIGURES"; say "$1 = $2"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
@@ -54,6 +67,20 @@ cleanup() {
     fi
     $DOCKER volume rm -f "$PREFIX-data" > /dev/null 2>&1 || true
 }
+# ---- what the run needs, checked before the long container part ----
+"$PYTHON" -c 'import sopgym' 2> /dev/null ||
+    refuse "PYTHON=$PYTHON cannot import sopgym (the local run needs it): python3 -m venv .venv && .venv/bin/pip install -e . then PYTHON=.venv/bin/python"
+$DOCKER info > /dev/null 2>&1 || refuse "$DOCKER cannot reach a Docker daemon (start dockerd; docs/deploy.md)"
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+    $DOCKER image inspect python:3.11-slim > /dev/null 2>&1 ||
+        refuse "no python:3.11-slim image: docker pull it, or without a registry: sudo compose/build-base.sh"
+    # Docker 23+ clients build with buildx only; older ones (Debian 12's docker.io, 20.10) have
+    # BuildKit built in and take DOCKER_BUILDKIT=1
+    client=$($BUILD_DOCKER version -f '{{.Client.Version}}' 2> /dev/null || echo 0)
+    if [ "${client%%.*}" -ge 23 ] 2> /dev/null && ! $BUILD_DOCKER buildx version > /dev/null 2>&1; then
+        refuse "$BUILD_DOCKER $client has no buildx: install the buildx plugin, or set BUILD_DOCKER to a client with BuildKit built in (BUILD_DOCKER=/usr/bin/docker with Debian's docker.io)"
+    fi
+fi
 trap cleanup EXIT
 mkdir -p "$WORK/logs" "$WORK/runs"
 
@@ -205,18 +232,67 @@ $DOCKER run --rm --network host --init "${EXTRA[@]}" "sopgym/observability:$TAG"
     merge "/runs/$RUN" --shards "$SHARDS" --wait 60 --stall 60 > "$WORK/logs/merge.log" 2>&1 ||
     { cat "$WORK/logs/merge.log" >&2; say "merge failed"; exit 1; }
 
+# ---- the same tasks as leases: a run service, workers holding many episodes each, one of
+# them SIGKILLed while it holds leases (its tasks go to the others), a third added mid-run ----
+LEASE_PORT=$((BASE + 13))
+LEASE_RUN="$RUN-leases"
+EXTRA=(-e SOPGYM_DATA=/data -v "$PREFIX-data:/data" -v "$WORK/runs:/runs")
+start run-service "$LEASE_PORT" /readyz observability run-service --run-dir "/runs/$LEASE_RUN" \
+    "${DOMAIN_LIST[@]/#/--domain=}" --agent fc --model scripted --limit "$LIMIT" --lease-s 5 \
+    --host 127.0.0.1 --port "$LEASE_PORT"
+healthy run-service
+lease_worker() {  # N: start lease worker N, 8 episodes in flight
+    EXTRA=()
+    start "lease-worker-$1" $((BASE + 24 + $1)) /healthz agents agent-worker \
+        --gateway "http://127.0.0.1:$GATEWAY_PORT" --leases "http://127.0.0.1:$LEASE_PORT" \
+        --concurrency 8 --agent fc --model scripted --base-url "http://127.0.0.1:$MODEL_PORT/v1" \
+        --metrics-port $((BASE + 24 + $1)) --metrics-host 127.0.0.1 --wait 600
+}
+lease_progress() {  # KEY: the run service's count (done, lapsed, duplicates, ...)
+    "$PYTHON" - "http://127.0.0.1:$LEASE_PORT/v1/progress" "$1" <<'PY'
+import json, sys, urllib.request
+try:
+    print(json.load(urllib.request.urlopen(sys.argv[1], timeout=5))[sys.argv[2]])
+except OSError:
+    print(0)
+PY
+}
+lease_done() { lease_progress done; }
+leases_started=$(now)
+lease_worker 1
+lease_worker 2
+deadline=$(( $(date +%s) + 600 ))
+until [ "$(lease_done)" -ge $((total / 4)) ]; do
+    [ "$(date +%s)" -gt "$deadline" ] && { say "the lease run is stuck"; exit 1; }
+    sleep 0.2
+done
+say "SIGKILL to lease-worker-1 at $(lease_done) of $total results; lease-worker-3 joins"
+$DOCKER kill -s KILL "$PREFIX-lease-worker-1" > /dev/null
+lease_worker 3
+for n in 2 3; do
+    figure "lease_worker_${n}_exit" "$($DOCKER wait "$PREFIX-lease-worker-$n")"
+done
+figure lease_run_s "$(since "$leases_started")"
+$DOCKER run --rm --network host --init "${EXTRA[@]}" -v "$WORK/runs:/runs" \
+    "sopgym/observability:$TAG" merge-leases "http://127.0.0.1:$LEASE_PORT" --wait 120 \
+    > "$WORK/logs/merge-leases.log" 2>&1 ||
+    { cat "$WORK/logs/merge-leases.log" >&2; say "merge-leases failed"; exit 1; }
+figure leases_lapsed "$(lease_progress lapsed)"  # the killed worker's leases, taken over
+figure lease_results_dropped_as_duplicates "$(lease_progress duplicates)"
+
 # ---- the same tasks, run locally ----
 (cd "$WORK" && "$PYTHON" -m sopgym run "${DOMAIN_LIST[@]}" --limit "$LIMIT" --agent fc \
     --model scripted --runs-dir "$WORK/local" --run-id local > "$WORK/logs/local-run.log" 2>&1) ||
     { tail -20 "$WORK/logs/local-run.log" >&2; say "local run failed"; exit 1; }
 
 # ---- compare, task for task ----
-"$PYTHON" - "$WORK/runs/$RUN" "$WORK/local/local" "$FIGURES" <<'EOF'
+"$PYTHON" - "$WORK/runs/$RUN" "$WORK/local/local" "$FIGURES" "$WORK/runs/$LEASE_RUN" <<'EOF'
 import json
 import sys
 from pathlib import Path
 
 sharded, local, figures = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+leased = Path(sys.argv[4])
 
 
 def rows(run: Path) -> dict:
@@ -240,11 +316,22 @@ result = {
     "tsr_local": round(json.loads((local / "summary.json").read_text())["tsr"], 4),
     "tod_live_successes": f"{sum(r['score']['success'] for r in tod)}/{len(tod)}",
 }
+lease_lines = (leased / "results.jsonl").read_text().splitlines()
+c = rows(leased)
+result["tasks_leased"] = len(lease_lines)
+result["lease_duplicate_rows"] = len(lease_lines) - len(c)
+result["tasks_leased_equal"] = sum(
+    1 for k in c if k in b and c[k]["outputs"] == b[k]["outputs"]
+    and c[k]["score"]["success"] == b[k]["score"]["success"]
+)
+result["lease_infra_errors"] = sum(r["status"] == "infra_error" for r in c.values())
 for line in figures.read_text().splitlines():
     key, _, value = line.partition("=")
     result[key] = value
 print(json.dumps(result, indent=2))
 ok = (len(a) == len(b) == len(same) and result["infra_errors"] == 0
+      and len(c) == len(b) == result["tasks_leased_equal"] and not result["lease_duplicate_rows"]
+      and not result["lease_infra_errors"] and int(result["leases_lapsed"]) > 0
       and not result["outage_pauses"].startswith("0_")  # the restart met tasks, which waited
       and not result["unfinished_shards"] and float(result["sigterm_stop_s"]) < 5
       and result["sigterm_exit_code"] == "143" and tod and all(r["score"]["success"] for r in tod))

@@ -29,12 +29,19 @@ def kind_label(domain: DomainPack) -> str:
     return KIND_LABELS.get(domain.kind, domain.kind)
 
 
-def load_data_saying_so(domain: DomainPack, data_root: Path | None) -> Any:
-    """The domain's dataset; a line first when it must be generated (the first use can take
-    a while, and silence reads as a hang)."""
+def needs_generating(domain: DomainPack, data_root: Path | None) -> bool:
+    """Whether the domain's dataset is not cached yet (its first use generates it)."""
     from sopgym.core import dataset
 
-    if not (dataset.data_path(domain, data_root) / "gold.jsonl").exists():
+    return not (dataset.data_path(domain, data_root) / "gold.jsonl").exists()
+
+
+def load_data_saying_so(domain: DomainPack, data_root: Path | None, quiet: bool = False) -> Any:
+    """The domain's dataset; a line first when it must be generated (the first use can take
+    a while, and silence reads as a hang), unless ``quiet`` (a progress bar says it)."""
+    from sopgym.core import dataset
+
+    if not quiet and needs_generating(domain, data_root):
         # on stderr: progress, not the listing (a pipe or a parser reads stdout)
         click.echo(f"generating the {domain.name} dataset (first use; cached after)", err=True)
     return dataset.load(domain, data_root)

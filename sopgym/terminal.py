@@ -2,14 +2,19 @@
 
 Emoji codes are off: user text such as a model spec ``openai:x:`` or a path must print as
 typed, not as a picture. Off a terminal (piped to a file, a CI log) rich would cut every table
-to 80 columns; there the consoles are wider, and a table is still only as wide as its content.
+to 80 columns; there the consoles are wider (``COLUMNS`` when it is set), and a table is still
+only as wide as its content. Tables go through :func:`print_table`, which never cuts a number
+or a state: a table too wide for the console is folded into several.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
@@ -39,7 +44,9 @@ def _console(stderr: bool) -> Console:
     console = SafeConsole(stderr=stderr, emoji=False)
     if console.is_terminal:
         return console
-    return SafeConsole(stderr=stderr, emoji=False, width=PIPED_WIDTH)
+    columns = os.environ.get("COLUMNS", "")  # a width asked for: kept off a terminal too
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+    return SafeConsole(stderr=stderr, emoji=False, width=width)
 
 
 console = _console(stderr=True)
@@ -51,21 +58,95 @@ def stdout() -> Console:
     return _console(stderr=False)
 
 
+# what a rich table with its default box spends outside its cells: one border and two
+# padding spaces per column, one border at the end
+_COLUMN_FRAME, _TABLE_FRAME = 3, 1
+FOLDED_WIDTH = 12  # the least width of a foldable column
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=0)
+
+
+def print_table(
+    target: Console,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    numeric: Collection[int] = (),
+    foldable: Collection[int] = (),
+    title: str | None = None,
+    keys: int = 1,
+) -> None:
+    """A table that never cuts a cell: a number (a ``numeric`` column) or a word (a state, a
+    name) is never shortened with ``…``; text wraps at its spaces, headers too, and in the
+    ``foldable`` columns (lists of names, free text) a word longer than the column goes on
+    over the next line. When the columns do not fit the console's width even so, the table
+    is folded: printed as several tables, each repeating the first ``keys`` columns, with as
+    many of the others as fit."""
+    cells = [[str(row[index]) for row in rows] for index in range(len(headers))]
+    natural = [
+        max([cell_len(headers[i]), *(cell_len(c) for c in cells[i])]) for i in range(len(headers))
+    ]
+    needed = [
+        natural[i]
+        if i in numeric
+        else max([1, _longest_word(headers[i]), *(_longest_word(c) for c in cells[i])])
+        for i in range(len(headers))
+    ]
+    needed = [min(w, FOLDED_WIDTH) if i in foldable else w for i, w in enumerate(needed)]
+    framed = [width + _COLUMN_FRAME for width in needed]
+    room = target.width - _TABLE_FRAME - sum(framed[:keys])
+    groups: list[list[int]] = []
+    for index in range(keys, len(headers)):
+        if groups and sum(framed[i] for i in groups[-1]) + framed[index] <= room:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    for number, group in enumerate(groups or [[]]):
+        shown = [*range(keys), *group]
+        space = target.width - _TABLE_FRAME - _COLUMN_FRAME * len(shown)
+        widths = _spread([needed[i] for i in shown], [natural[i] for i in shown], space)
+        table = Table(
+            *(
+                Column(
+                    headers[i],
+                    justify="right" if i in numeric else "left",
+                    width=width,
+                    overflow="fold",
+                )
+                for i, width in zip(shown, widths, strict=True)
+            ),
+            title=title if number == 0 else f"{title or ''} (continued)".lstrip(),
+        )
+        for row in rows:
+            table.add_row(*(Text(str(row[i])) for i in shown))  # as written: no markup
+        target.print(table)
+
+
+def _spread(needed: list[int], natural: list[int], space: int) -> list[int]:
+    """Column widths from each one's least (its longest word) towards its natural width,
+    the ``space`` left shared evenly, the columns that want least served first."""
+    widths = list(needed)
+    extra = space - sum(widths)
+    wanting = sorted(range(len(widths)), key=lambda i: natural[i] - needed[i])
+    for done, index in enumerate(wanting):
+        give = max(0, min(natural[index] - widths[index], extra // (len(wanting) - done)))
+        widths[index] += give
+        extra -= give
+    return widths
+
+
 def print_summary(summary: dict) -> None:
     """A run summary's per-domain table (stdout): the result of ``run`` and ``merge``."""
     figures = ("tasks", "infra err", "completed", "ECR", "C-TSR", "TSR", "tool F1")
-    table = Table(
-        Column("domain", no_wrap=True),
-        *(Column(name, justify="right", no_wrap=True) for name in figures),
-        "errors",
-    )
-    rows = [*summary["domains"].items(), ("all", summary)]
-    for name, s in rows:
+    rows = []
+    for name, s in [*summary["domains"].items(), ("all", summary)]:
         errors = ", ".join(f"{k}={v}" for k, v in s["errors"].items()) or "-"
         name = printable(name)  # a domain's name may come from an imported file's
         # every episode an infrastructure error: no rate has a denominator, none is 0%
         played = s.get("scored", s["tasks"] - s.get("infra_errors", 0)) > 0
-        table.add_row(
+        rows.append([
             name,
             str(s["tasks"]),
             str(s.get("infra_errors", 0)),
@@ -75,8 +156,10 @@ def print_summary(summary: dict) -> None:
             f"{s['tsr']:.1%}" if played else "n/a",
             "n/a" if s["tool_f1"] is None or not played else f"{s['tool_f1']:.3f}",
             errors,
-        )
-    stdout().print(table)
+        ])  # fmt: skip
+    headers = ["domain", *figures, "errors"]
+    numbers = range(1, len(figures) + 1)
+    print_table(stdout(), headers, rows, numeric=numbers, foldable=(len(headers) - 1,))
     _print_intervals(summary)
     _print_coverage(summary)
     _print_llm(summary)
@@ -93,7 +176,7 @@ def _print_intervals(summary: dict) -> None:
 
     intervals = summary.get("tsr_intervals")
     if intervals:
-        stdout().print(interval_text(intervals["overall"]), markup=False, soft_wrap=True)
+        stdout().print(interval_text(intervals["overall"]), markup=False)
 
 
 def _print_coverage(summary: dict) -> None:
@@ -103,7 +186,7 @@ def _print_coverage(summary: dict) -> None:
 
     coverage = coverage_line(summary)
     if coverage:
-        stdout().print(f"[bold yellow]coverage[/]: {coverage}", soft_wrap=True)
+        stdout().print(f"[bold yellow]coverage[/]: {coverage}")
 
 
 def _print_llm(summary: dict) -> None:
@@ -115,12 +198,8 @@ def _print_llm(summary: dict) -> None:
     # output tokens over whole call latency, prompt processing included
     figures = ("LLM calls", "errors", "tokens in", "tokens out", "p50 s", "p95 s", "gen tok/s",
                "out tok/s of latency", "cost $")  # fmt: skip
-    table = Table(
-        Column("domain", no_wrap=True),
-        *(Column(name, justify="right", no_wrap=True) for name in figures),
-    )
-    for name, f in [*llm["domains"].items(), ("all", llm["all"])]:
-        table.add_row(
+    rows = [
+        [
             name,
             str(f["calls"]),
             str(f["errors"]),
@@ -131,8 +210,10 @@ def _print_llm(summary: dict) -> None:
             _number(f.get("generation_tokens_per_s")),
             _number(f.get("output_tokens_per_s_of_latency", f.get("output_tokens_per_s"))),
             "n/a" if f["cost_usd"] is None else f"{f['cost_usd']:.4f}",
-        )
-    stdout().print(table)
+        ]
+        for name, f in [*llm["domains"].items(), ("all", llm["all"])]
+    ]
+    print_table(stdout(), ["domain", *figures], rows, numeric=range(1, len(figures) + 1))
     flagged = summary.get("answered_without_tools")
     if flagged:
         console.print(f"answered without tools (flagged): {flagged} episode(s)")
@@ -163,29 +244,41 @@ def _print_infra(summary: dict) -> None:
         )
     robust = summary.get("robustness") or {}
     if robust.get("faults_injected"):
-        with_, without = robust["tsr_with_faults"], robust["tsr_without_faults"]
-        console.print(
-            f"faults injected: {robust['faults_injected']} in "
-            f"{robust['episodes_with_faults']} episode(s); TSR with faults "
-            f"{'n/a' if with_ is None else f'{with_:.1%}'}, without "
-            f"{'n/a' if without is None else f'{without:.1%}'}"
-        )
+        console.print(fault_split_line(robust), markup=False)
+
+
+FAULT_SPLIT_CAVEAT = (
+    "a split, not the faults' cost: longer episodes meet more faults; for the cost, run the "
+    "same seed without --faults and `sopgym compare` the two runs"
+)
+
+
+def fault_split_line(robust: dict) -> str:
+    """The robustness figures in one line, saying what the split is not: the episodes that
+    met a fault are not a random half (long episodes meet more), so the gap between the two
+    TSRs is no measure of what the faults cost."""
+    with_, without = robust["tsr_with_faults"], robust["tsr_without_faults"]
+    return (
+        f"faults injected: {robust['faults_injected']} in "
+        f"{robust['episodes_with_faults']} episode(s); TSR "
+        f"{'n/a' if with_ is None else f'{with_:.1%}'} over the episodes that met a fault, "
+        f"{'n/a' if without is None else f'{without:.1%}'} over those that met none "
+        f"({FAULT_SPLIT_CAVEAT})"
+    )
 
 
 def _print_trials(trials: dict) -> None:
     """pass^k per domain for every k, pass@k at the largest, and the per-trial TSR spread."""
     ks = list(trials["pass_hat_k"])
-    table = Table(
-        Column("domain", no_wrap=True),
-        *(Column(f"pass^{k}", justify="right", no_wrap=True) for k in ks),
-        Column(f"pass@{ks[-1]}", justify="right", no_wrap=True),
-        Column("trial TSR min/max/stdev", justify="right", no_wrap=True),
-    )
-    for name, t in [*trials["domains"].items(), ("all", trials)]:
-        table.add_row(
+    headers = ["domain", *(f"pass^{k}" for k in ks), f"pass@{ks[-1]}",
+               "trial TSR min / max / stdev"]  # fmt: skip
+    rows = [
+        [
             name,
             *(f"{t['pass_hat_k'][k]:.1%}" for k in ks),
             f"{t['pass_at_k'][ks[-1]]:.1%}",
             f"{t['tsr_min']:.1%} / {t['tsr_max']:.1%} / {t['tsr_stdev']:.3f}",
-        )
-    stdout().print(table)
+        ]
+        for name, t in [*trials["domains"].items(), ("all", trials)]
+    ]
+    print_table(stdout(), headers, rows, numeric=range(1, len(ks) + 2))

@@ -36,6 +36,10 @@ class Seconds(click.ParamType):
         return seconds
 
 
+# Episodes one run, worker or load-test level keeps in flight at once (docs/concurrency.md)
+MAX_IN_FLIGHT = 20_000
+IN_FLIGHT = click.IntRange(1, MAX_IN_FLIGHT)
+
 SECONDS = Seconds()
 
 

@@ -20,6 +20,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose" / "docker-compose.yml"
+COMPOSE_HOST = ROOT / "compose" / "docker-compose.host.yml"  # host networking only
 ENV_FILES = {"scripted": ROOT / "compose" / ".env", "gpu": ROOT / "compose" / "gpu.env"}
 OVERLAYS = ("local", "gpu")
 ALL_OVERLAYS = ("local", "gpu", "loadtest")
@@ -68,11 +69,13 @@ def _substitute(match: re.Match[str], env: dict[str, str]) -> str:
     return rest or ""
 
 
-def compose(profile: str = "scripted", exported: dict[str, str] = OPERATOR_ENV) -> dict[str, Any]:
-    """The compose file with anchors merged and variables set from the profile's env file and
-    what the operator ``exported``."""
+def compose(
+    profile: str = "scripted", exported: dict[str, str] = OPERATOR_ENV, path: Path = COMPOSE
+) -> dict[str, Any]:
+    """The compose file (``path``: another variant) with anchors merged and variables set from
+    the profile's env file and what the operator ``exported``."""
     env = {**env_file(ENV_FILES[profile]), **exported}
-    return interpolate(yaml.safe_load(COMPOSE.read_text()), env)
+    return interpolate(yaml.safe_load(path.read_text()), env)
 
 
 def sopgym_services(document: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -171,8 +172,8 @@ def test_a_hand_fed_worker_runs_jobs_at_once_and_names_them(tmp_path: Path) -> N
             for i, t in enumerate(data.tasks[:6])]  # fmt: skip
     with embedded_stack(["patient_intake"], tmp_path / "logs", DATA_ROOT) as stack:
         worker = subprocess.run(
-            ["sopgym", "agent-worker", "--gateway", stack.gateway_url, "--agent", "oracle",
-             "--concurrency", "6"],
+            [sys.executable, "-m", "sopgym", "agent-worker", "--gateway", stack.gateway_url,
+             "--agent", "oracle", "--concurrency", "6"],
             input="".join(orjson.dumps(j).decode() + "\n" for j in jobs), capture_output=True,
             text=True, timeout=120,
         )  # fmt: skip
@@ -198,8 +199,9 @@ def test_env_serve_works_as_many_requests_at_once_as_asked() -> None:
 
 def test_shard_mode_refuses_a_concurrency_it_would_not_use(tmp_path: Path) -> None:
     refused = subprocess.run(
-        ["sopgym", "agent-worker", "--gateway", "http://127.0.0.1:9", "--shard", "0/2",
-         "--run-dir", str(tmp_path), "--domain", "patient_intake", "--concurrency", "4"],
+        [sys.executable, "-m", "sopgym", "agent-worker", "--gateway", "http://127.0.0.1:9",
+         "--shard", "0/2", "--run-dir", str(tmp_path), "--domain", "patient_intake",
+         "--concurrency", "4"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert refused.returncode == 2 and "--concurrency" in refused.stderr

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from sopgym.client import GatewayClient, InfraError
 from sopgym.client.keepalive import Reply
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
+from sopgym.evaluation.explain import coverage_line
 from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration import shards as shard_mode
 from sopgym.orchestration.jobs import Job, trial_seed
@@ -149,6 +151,17 @@ def test_an_outage_past_its_bound_is_recorded_as_an_infrastructure_error(
     assert {r["report"]["status"] for r in _lines(tmp_path / "run")} == {INFRA_ERROR}
 
 
+def test_a_final_state_lost_to_a_service_down_at_the_finish_is_an_outage() -> None:
+    # compose/smoke.sh (issue 47): tod/live's service killed as an episode finished; the
+    # answer was in, the state never handed over: recorded as an infra error, never re-run
+    finished = WorkerReport(task_id="tod_live-0017", status="finished")
+    lost = "service_unavailable: tool service tod/live unreachable: upstream closed the connection"
+    record = {"calls": [], "finished": True, "state_error": lost}
+    assert shard_mode.is_outage(finished, record) == f"final state: {lost}"
+    refused = {"calls": [], "finished": True, "state_error": "unknown_task: no such task"}
+    assert shard_mode.is_outage(finished, refused) is None, "only a service down is an outage"
+
+
 def test_an_injected_fault_is_no_outage() -> None:
     error = "lookup: upstream_error (given up)"
     faulted = WorkerReport(task_id="t", status=INFRA_ERROR, error=error)
@@ -229,6 +242,82 @@ def test_merge_counts_a_task_worked_twice_once_and_names_a_stuck_shard(
     assert summary.unfinished_shards == [1]
     assert "stuck (vm-dead0worker" in (given(summary.unfinished_shard_states) or {})["1"]
     assert any("stuck" in line and "shard 1" in line for line in heard)
+
+
+def test_merge_stall_counts_from_the_last_heartbeat_not_from_when_a_claim_went_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 47: --stall S waited STALE_S (120 s) + S for a worker that died holding its claim
+    tasks = _tasks(4)
+    report = {"task_id": tasks[0]["id"], "status": "failed", "episode_id": None, "error": "x"}
+    _write_shard(tmp_path, Shard(0, 2), [report], done=True)
+    _write_shard(tmp_path, Shard(1, 2), [], done=False)
+    claim_file = tmp_path / "shards" / "shard-0001-of-0002.claim"
+    claim_file.write_text("vm-worker-1\n")
+    monkeypatch.setattr(shard_mode, "POLL_S", 0.02)
+    alive = threading.Event()
+    alive.set()
+
+    def heartbeat() -> None:  # the worker, alive for its first 1.5 s, then gone
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            os.utime(claim_file)
+            time.sleep(0.1)
+        alive.clear()
+
+    threading.Thread(target=heartbeat, daemon=True).start()
+    started = time.monotonic()
+    summary = merge(tmp_path, 2, wait_s=20, data_root=DATA_ROOT, log=lambda _: None,
+                    stall_s=1.0)  # fmt: skip
+    waited = time.monotonic() - started
+    assert not alive.is_set(), "a shard whose claim beats is at work: no stall while it beats"
+    assert waited < 1.5 + 1.0 + 3, f"waited {waited:.1f}s: --stall 1 after the last heartbeat"
+    assert summary.unfinished_shards == [1]
+
+
+def test_a_claim_file_is_a_data_file_0644(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        shard = claim(tmp_path, 2, "vm-worker-1")
+    finally:
+        os.umask(previous)
+    assert shard is not None
+    mode = (tmp_path / "shards" / f"{shard.stem}.claim").stat().st_mode & 0o777
+    assert mode == 0o644, oct(mode)
+
+
+def test_a_partial_merge_says_its_tsr_over_the_episodes_that_ran(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sopgym.orchestration.scaleout import merge_command
+
+    tasks = _tasks(4)  # two shards of two tasks each; shard 1 never ran
+    rows = [{"task_id": t["id"], "status": "failed", "episode_id": None, "error": "x"}
+            for t in tasks[:2]]  # fmt: skip
+    _write_shard(tmp_path, Shard(0, 2), rows, done=True)
+    _write_shard(tmp_path, Shard(1, 2), [], done=False)
+    result = CliRunner().invoke(
+        merge_command, [str(tmp_path), "--shards", "2", "--data-root", str(DATA_ROOT)]
+    )
+    assert result.exit_code == 1, result.output  # an unfinished shard
+    flat = " ".join(result.output.split())
+    assert (
+        "TSR 0.0% over 2 of 4 planned; 0 infra errors; 2 never run; TSR over all planned 0.0%"
+        in flat
+    )
+
+
+def test_the_coverage_line_counts_episodes_never_run_apart_from_failures() -> None:
+    # 54 of 80 episodes ran, all solved: 100% over those that ran, not a headline 67.5%
+    summary = {"tasks": 80, "scored": 80, "correct": 54, "infra_errors": 0, "tsr": 0.675,
+               "never_run": 26}  # fmt: skip
+    assert coverage_line(summary) == (
+        "TSR 100.0% over 54 of 80 planned; 0 infra errors; 26 never run; TSR over all planned 67.5%"
+    )
+    with_infra = {**summary, "scored": 78, "infra_errors": 2, "correct": 52, "never_run": 0}
+    assert coverage_line(with_infra) == (
+        "TSR 66.7% over 78 of 80 planned; 2 infra errors; TSR over all planned 65.0%"
+    )
 
 
 # ---- (4) SIGTERM as a container's PID 1 ----

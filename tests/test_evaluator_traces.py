@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
+from sopgym.evaluation import report
 from sopgym.evaluation.episodes import assemble
 from sopgym.evaluation.evaluator import TaskSet, evaluate, run_expectation
 from sopgym.evaluation.scorers.calls import order_violations
@@ -189,6 +190,20 @@ def test_complete_episodes_score_like_their_records(traces: Traces) -> None:
     assert "not finished" in blank["reason"]
     assert result["tasks"] == 4 and result["completed"] == 3 and result["incomplete_traces"] == 0
     assert result["agents"]["unit/m"]["tasks"] == 4
+
+
+def test_the_reports_per_task_table_names_the_wrong_fields_values(traces: Traces) -> None:
+    """Built from traces, the per-task table's "failed because" gives each wrong field's
+    expected and given values (not ``expected null, given "(missing)"``), as the drill-down
+    and ``sopgym show`` do."""
+    gold = traces.gold(1)
+    expected = gold.outputs["lifestyle_risk"]
+    traces.episode(1, None, {**gold.outputs, "lifestyle_risk": "nonsense"})
+    result = evaluate(traces.batch(), TaskSet(DATA_ROOT))
+    markdown = report.markdown(result)
+    row = next(line for line in markdown.splitlines() if line.startswith(f"| {gold.task_id} "))
+    assert f'lifestyle_risk (expected "{expected}", given "nonsense")' in row
+    assert "(missing)" not in row and "expected null" not in row
 
 
 def test_incomplete_trace_data_is_scored_incomplete_and_listed(traces: Traces) -> None:

@@ -25,6 +25,7 @@ from sopgym.core.tasks import Gold, ToolCall
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.explain import (
     align_actions,
+    aligned_actions,
     because_line,
     call_differences,
     coverage_line,
@@ -282,3 +283,25 @@ def test_the_right_tool_with_wrong_arguments_is_a_missing_and_an_extra_call() ->
     assert scored.value == 1.0
     row = _row(case, {"tool_calls": scored, "final_state": final_state()(case)}, True)
     assert call_differences(row) == ([wanted.to_json()], [made[0].to_json()])
+
+
+def test_an_extra_tod_action_the_service_refused_says_so() -> None:
+    """The actions scorer keeps names and arguments only: the reason and the aligned diff
+    add the refusal from the trajectory, so a refused extra call does not read as one that
+    ran."""
+    made = [{"name": "pull_up_account", "arguments": {"account_id": 8}},
+            {"name": "pull_up_account", "arguments": {"account_id": "AC-1"}}]  # fmt: skip
+    gold = [made[1]]
+    calls = [{**made[0], "status": 422, "error_code": "type_mismatch"},
+             {**made[1], "status": 200, "error_code": None}]  # fmt: skip
+    row = {
+        "task_id": "t", "domain": "tod/live", "trajectory": {"calls": calls},
+        "score": {"completed": True, "success": False, "scores": {"actions": {
+            "value": 0.0, "gates": True, "metrics": {"made": made, "gold": gold}}}},
+    }  # fmt: skip
+    assert "extra pull_up_account(account_id=8) → type_mismatch (refused 422)" in (
+        because_line(row)
+    )
+    aligned = aligned_actions(row)
+    assert aligned is not None and aligned[0][0] == "extra"
+    assert aligned[0][2] is not None and aligned[0][2]["status"] == 422

@@ -357,14 +357,15 @@ def test_the_mcp_agents_client_is_pinned_to_the_current_revision() -> None:
         old.close()
 
 
-def test_the_readme_client_example_runs(stack: Stack) -> None:
-    """The README's client SDK example, run as written against this stack's gateway."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme.split("## Bring any agent", 1)[1]
+def test_the_docs_client_example_runs(stack: Stack) -> None:
+    """The client SDK example (moved from the README to docs/bring-your-own.md), run as
+    written against this stack's gateway."""
+    page = (Path(__file__).parent.parent / "docs" / "bring-your-own.md").read_text()
+    section = page.split("## Bring any agent", 1)[1]
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     printed: list[tuple[Any, ...]] = []
     code = example.replace("http://127.0.0.1:8000", stack.gateway_url)
-    exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.append(a)})
+    exec(compile(code, "bring-your-own.md", "exec"), {"print": lambda *a: printed.append(a)})
     assert printed[1] == (422, "missing_argument", "insurance_provider")
     assert printed[2][0] is True and printed[3][:2] == (2, True)
 

@@ -224,6 +224,23 @@ def test_injected_mistake_then_recovery_and_log(data, tmp_path: Path) -> None:
     assert first == model.books[DOMAIN].play(profile, task, made)
 
 
+def test_the_injection_log_says_which_trial_each_mistake_was_played_in(
+    data, tmp_path: Path
+) -> None:
+    """A task's trials share its id: each line carries the seed its request sent (the trial's
+    own), so a reader can tell trial 0's mistakes from trial 1's."""
+    log = tmp_path / "injections.jsonl"
+    model, task = _model(data, "missing_arg=1,seed=2", log), data.tasks[2]
+    for seed in (0, 7):  # trial 0 of a run seeded 0 sends none; another trial its own
+        body: dict = {"messages": _opening(data, task), "tools": _tools(data)}
+        if seed:
+            body["seed"] = seed
+        model.respond(body)
+    records = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    assert [(r["task_id"], r["kind"], r["trial_seed"]) for r in records] == [
+        (task.id, "missing_arg", 0), (task.id, "missing_arg", 7)]  # fmt: skip
+
+
 def _played(data, book, profile: str, task: Task):
     """The moves of ``profile`` on ``task`` through a whole conversation with real results."""
     made: list[MadeCall] = []

@@ -148,3 +148,40 @@ def test_compare_counts_only_the_shared_tasks_and_warns_when_the_sets_differ() -
     same = compare.compare(before, before)
     assert same["warning"] is None and same["overall"]["tsr"]["a"] == before["tsr"]
     assert "Both runs scored the same 3 episodes." in compare.to_markdown(same, "A", "A")
+
+
+def test_scenarios_domains_and_tasks_sort_naturally() -> None:
+    """Scenario names with numbers read l1, l2, l10 (not l1, l10, l2): the SOP-Maze
+    breakdown, the summary's domains and the report's per-task table."""
+    from sopgym.evaluation.breakdown import breakdown
+    from sopgym.evaluation.scoring import TaskScore, summarize
+
+    names = ["sopmaze/l10", "sopmaze/l2", "sopmaze/l1"]
+    rows: list[dict[str, Any]] = [
+        {"task_id": f"{name.split('/')[1]}-{n}", "domain": name, "trial": 0,
+         "tags": {"shape": "LRS"}, "score": {"scores": {"answer_schema": {"value": 1.0}}}}
+        for name in names for n in (10, 9)
+    ]  # fmt: skip
+    found = breakdown(rows)
+    assert found is not None
+    assert list(found["scenario"]) == ["sopmaze/l1", "sopmaze/l2", "sopmaze/l10"]
+    scores = [TaskScore(r["task_id"], r["domain"], True, True) for r in rows]
+    assert list(summarize(scores)["domains"]) == ["sopmaze/l1", "sopmaze/l2", "sopmaze/l10"]
+    ordered = sorted(rows, key=report.task_order)
+    assert [r["task_id"] for r in ordered[:3]] == ["l1-9", "l1-10", "l2-9"]
+
+
+def test_the_fault_split_says_it_is_not_the_faults_cost() -> None:
+    """TSR of the episodes that met a fault beside the others' reads as the faults' cost; the
+    episodes that met one are the long ones, so the terminal and the report say plainly what
+    the split is not, and where the cost is measured (the same seed without --faults)."""
+    from sopgym.terminal import fault_split_line
+
+    robust = {"faults_injected": 9, "episodes_with_faults": 3, "tsr_with_faults": 2 / 3,
+              "tsr_without_faults": 15 / 17}  # fmt: skip
+    line = fault_split_line(robust)
+    assert "66.7% over the episodes that met a fault, 88.2% over those that met none" in line
+    assert "not the faults' cost" in line and "without --faults" in line
+    table = report.robustness_table({"robustness": robust})
+    assert table is not None and "not the faults' cost" in table.title
+    assert "TSR with faults" not in table.headers

@@ -10,6 +10,7 @@ the ``crm`` test pack; the slow test makes one real noisy run end to end.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,9 +106,46 @@ def test_runs_lists_each_run_with_its_state_figures_and_tokens(tmp_path: Path) -
     assert "50.0%*" in lines["stopped"] and "running" in lines["busy"]
     assert "recorded so far" in result.stderr
     assert holder.paths.lock.exists()
-    summary = (tmp_path / "done" / "summary.json").stat().st_mtime
-    os.utime(tmp_path / "done" / "results.jsonl", (summary + 1, summary + 1))
-    assert read_run(tmp_path / "done").state == INTERRUPTED  # a resume that did not finish
+
+
+def test_a_copied_run_folder_is_finished_whatever_its_files_mtimes(tmp_path: Path) -> None:
+    """``cp -r`` stamps each copy with the time it was copied: the state reads the files'
+    contents, so a copy whose results.jsonl is newer than its summary is still finished, its
+    TSR the summary's (unmarked); a row recorded or replaced after the summary is not."""
+    runner = _write_run(tmp_path / "machine", "done", 4, summary=True)
+    shutil.copytree(tmp_path / "machine" / "done", tmp_path / "copy" / "done",
+                    copy_function=shutil.copy)  # fmt: skip (like cp -r: new mtimes)
+    copied = tmp_path / "copy" / "done"
+    summary = (copied / "summary.json").stat().st_mtime
+    os.utime(copied / "results.jsonl", (summary + 60, summary + 60))
+    assert read_run(copied).state == FINISHED
+    assert not read_run(copied).tsr_partial
+    result = _invoke("runs", "--runs-dir", str(tmp_path / "copy"))
+    line = next(line for line in result.stdout.splitlines() if " done " in line)
+    assert "finished" in line and "75.0%" in line and "75.0%*" not in line
+    # the failed task run again (a resume's rerun) and recorded, the summary not rewritten
+    task = runner.data["crm"].tasks[1]
+    report = WorkerReport(task_id=task.id, episode_id="ep-9", status="finished", elapsed_s=0.5)
+    rerun = runner.result_row(task, report, _record(task, runner, 9, False))
+    rows = copied.joinpath("results.jsonl").read_bytes().splitlines()
+    rows[1] = dumps(rerun)
+    copied.joinpath("results.jsonl").write_bytes(b"".join(line + b"\n" for line in rows))
+    os.utime(copied / "results.jsonl", (1, 1))  # older than the summary: mtimes decide nothing
+    assert read_run(copied).state == INTERRUPTED
+
+
+def test_a_resume_that_did_not_finish_is_interrupted(tmp_path: Path) -> None:
+    """A summary written over 2 of 4 tasks (the others missing) is finished; a resume that
+    recorded one more row and stopped before its summary is interrupted."""
+    runner = _write_run(tmp_path, "half", 2, summary=True)
+    assert read_run(tmp_path / "half").state == FINISHED
+    task = runner.data["crm"].tasks[2]
+    report = WorkerReport(task_id=task.id, episode_id="ep-2", status="finished", elapsed_s=0.5)
+    row = runner.result_row(task, report, _record(task, runner, 2, False))
+    with runner.paths.results.open("ab") as results:
+        results.write(dumps(row) + b"\n")
+    os.utime(runner.paths.results, (1, 1))  # older than the summary: mtimes decide nothing
+    assert read_run(tmp_path / "half").state == INTERRUPTED
 
 
 def test_show_prints_the_input_the_failing_call_and_the_wrong_field(tmp_path: Path) -> None:
@@ -279,9 +317,10 @@ def test_compare_of_runs_over_different_tasks_warns_with_the_counts(tmp_path: Pa
     result = _invoke(*args)
     assert result.exit_code == 0, result.output
     warning = "3 episodes in both, 1 only in A, 0 only in B"
-    assert warning in result.stderr and warning in result.stdout  # the Markdown says it too
+    assert result.stderr.count(warning) == 1 and warning not in result.stdout  # said once
     # over tasks 0-2 of both (A's whole run, with its fourth task right, has TSR 75%)
-    assert "| TSR | 66.7% | 66.7% | 0.0% |" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.startswith("│ TSR "))
+    assert [cell.strip() for cell in row.split("│")[2:5]] == ["66.7%", "66.7%", "0.0%"], row
     as_json = orjson.loads(_invoke(*args, "--json").stdout)
     assert as_json["shared"] == 3 and len(as_json["only_a"]) == 1 and as_json["only_b"] == []
 
@@ -334,7 +373,8 @@ def test_a_real_noisy_run_is_listed_shown_exported_and_resumed(tmp_path: Path) -
                "--data-root", str(DATA_ROOT)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "seed=3" in done.stderr and "tasks=sample 4/domain" in done.stderr
+    banner = " ".join(done.stderr.split())  # wrapped at spaces to the console's width
+    assert "seed=3" in banner and "tasks=sample 4/domain" in banner
     results = tmp_path / "n" / "results.jsonl"
     recorded = results.read_bytes()
     rows = [orjson.loads(line) for line in recorded.splitlines()]
@@ -352,3 +392,91 @@ def test_a_real_noisy_run_is_listed_shown_exported_and_resumed(tmp_path: Path) -
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert resumed.returncode == 2 and "--seed 4 contradicts" in resumed.stderr
     assert results.read_bytes() == recorded
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_tables_show_every_number_and_state_whole_at_80_and_120_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    width: int,
+) -> None:
+    """``sopgym runs``, ``sopgym compare`` and the run's summary tables at a narrow
+    terminal: no cell is cut with ``…`` and no line is wider than the terminal; a table too
+    wide is folded into several (its first column repeated), so every figure, state and
+    model name is there whole."""
+    from sopgym.terminal import print_summary
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    _write_run(tmp_path, "a-long-run-name", 4, summary=True, trace=False, seed=12345,
+               faults="503=0.2,get_account:drop=0.3")  # fmt: skip
+    _write_run(tmp_path, "b", 2, summary=False, trace=False, model="scripted")
+    outputs = []
+    for args in (["runs"], ["compare", "a-long-run-name", "b"]):
+        result = _invoke(*args, "--runs-dir", str(tmp_path))
+        assert result.exit_code == 0, result.output
+        outputs.append(result.stdout)
+    summary = orjson.loads((tmp_path / "a-long-run-name" / "summary.json").read_bytes())
+    print_summary(summary)
+    outputs.append(capsys.readouterr().out)
+    for out in outputs:
+        assert "…" not in out, out
+        assert max(map(len, out.splitlines())) <= width, out
+    runs, compared, tables = outputs
+    for whole in ("finished", "interrupted", "scripted:noisy", "scripted", "75.0%", "50.0%*",
+                  "4/4", "2/4", "503=0.2,get_account:drop=0.3", "12345", "440"):  # fmt: skip
+        assert whole in runs, (whole, runs)
+    assert "no detectable difference" in compared and "-50.0%" in compared
+    assert "75.0%" in tables and "100.0%" in tables and "wrong_final=1" in tables
+
+
+def test_a_mistyped_domain_is_one_line_with_what_was_meant() -> None:
+    """A typo names the closest domains or families and where the whole list is, on its
+    error line, exit 2, without printing all the names."""
+    result = _invoke("run", "bankin", "--limit", "1")
+    assert result.exit_code == 2
+    said = next(line for line in result.output.splitlines() if "unknown domain" in line)
+    assert "did you mean banking" in said and "sopgym list" in said
+    assert "patient_intake" not in said  # not the whole list
+
+
+def test_a_base_url_without_its_scheme_is_refused_with_the_fix(tmp_path: Path) -> None:
+    result = _invoke("run", "crm", "--model", "openai:some-model", "--base-url",
+                     "localhost:8000/v1", "--runs-dir", str(tmp_path))  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "did you mean http://localhost:8000/v1" in result.output
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_the_report_opens_with_the_headline_then_the_failed_tasks(tmp_path: Path) -> None:
+    """The drill-down into the failed tasks comes right after the overall and per-domain
+    tables (it was last, 8,500 px down), and without --jaeger-ui no trace links anywhere."""
+    runner = _write_run(tmp_path, "r", 4, summary=True, trace=False)
+    result = _invoke("report", str(runner.paths.root), "--data-root", str(DATA_ROOT))
+    assert result.exit_code == 0, result.output
+    for name in ("report.md", "report.html"):
+        text = (runner.paths.root / name).read_text()
+        drilldown = text.index("Failed tasks: wrong fields and calls")
+        assert text.index("By domain") < drilldown < text.index("By agent / model"), name
+        assert "16686" not in text and "/trace/" not in text
+
+
+@pytest.mark.slow  # a real run (start-up, three tasks) per width
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_real_run_prints_every_line_within_the_terminal(tmp_path: Path, width: int) -> None:
+    """``sopgym run --limit 3`` with a noisy model, its output read at 80 and 120 columns:
+    no line wider than the terminal (but a next command, whole on its own line) and no table
+    cell cut with ``…``."""
+    env = {**os.environ, "COLUMNS": str(width), DOMAIN_PACKAGES_ENV: PACKS}
+    result = subprocess.run(
+        [sys.executable, "-m", "sopgym", "run", "crm", "--model", "scripted:noisy", "--seed", "4",
+         "--limit", "3", "--no-trace", "--runs-dir", str(tmp_path), "--run-id", "r",
+         "--data-root", str(DATA_ROOT)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    # a next command is printed whole on its own line (to copy), whatever its length
+    wide = [line for line in lines if len(line) > width and "sopgym " not in line[:14]]
+    assert lines and not wide, "\n".join(wide)
+    table_lines = [line for line in lines if line.startswith(("│", "┃"))]
+    assert table_lines and not any("…" in line for line in table_lines)
+    assert any(line.startswith("│ all ") and "%" in line for line in table_lines)

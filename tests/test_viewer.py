@@ -156,6 +156,68 @@ def test_compare_counts_only_shared_tasks(page: Page, viewer: str) -> None:
     expect(page.locator("#only-b")).to_have_text("none")
 
 
+def test_the_run_page_shows_the_task_table_first_within_the_window(
+    page: Page, viewer: str
+) -> None:
+    """The task table comes right under the headline figures, above the family tables,
+    charts and per-domain breakdowns, and no table pushes the page wider than the window."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(viewer + "/runs/cap")
+
+    def top(selector: str) -> float:
+        return page.locator(selector).first.evaluate(
+            "e => e.getBoundingClientRect().top + window.scrollY"
+        )
+
+    tasks = top("#tasks")
+    assert tasks < 900, f"the task table starts {tasks} px down, below the first screen"
+    for later in ("#domains", ".plots", "#errors"):
+        assert tasks < top(later), later
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+
+
+def test_the_compare_page_gives_the_paired_verdict_and_the_config_differences(
+    page: Page, viewer: str, runs: Path
+) -> None:
+    """Like ``sopgym compare``: whether the difference is real (the paired test, overall
+    and per domain) before the deltas, and which config keys the two runs differ in."""
+    page.goto(viewer + "/compare?a=plain&b=cap")
+    verdict = page.locator("#verdict")
+    expect(verdict).to_contain_text("paired episodes of 3 tasks")
+    expect(verdict).to_contain_text(re.compile(r"no detectable difference|B is (better|worse)"))
+    rows = page.locator("#significance tbody tr")
+    expect(rows).to_have_count(2)  # overall and the one domain
+    expect(rows.nth(1)).to_contain_text(DOMAIN)
+    assert top_of(page, "#verdict") < top_of(page, "#deltas")
+    expect(page.locator("#differs")).to_contain_text("capture_messages")
+    expect(page.locator("#differs")).to_contain_text("limit")
+    expect(page.locator("#config-diff tr.differs")).to_have_count(2)
+
+
+def top_of(page: Page, selector: str) -> float:
+    return page.locator(selector).first.evaluate(
+        "e => e.getBoundingClientRect().top + window.scrollY"
+    )
+
+
+def test_task_pages_lead_to_the_next_failed_task_and_back_to_the_filtered_table(
+    page: Page, viewer: str, runs: Path
+) -> None:
+    """From the table filtered to its failures: a failed task's page links the next failed
+    task, that one's the previous, and the way back keeps the filter."""
+    failed = sorted(r["task_id"] for r in _rows(runs / "cap") if not r["score"]["success"])
+    assert len(failed) >= 2, "the seeded noisy run fails several tasks"
+    page.goto(viewer + "/runs/cap?outcome=failed")
+    page.get_by_role("link", name=failed[0], exact=True).click()
+    expect(page.locator("h1")).to_contain_text(failed[0])
+    page.locator("a.next-failed").click()
+    expect(page.locator("h1")).to_contain_text(failed[1])
+    expect(page.locator("a.prev-failed")).to_contain_text(failed[0])
+    page.get_by_role("link", name="run cap").click()
+    assert "outcome=failed" in page.url
+    expect(page.locator("#tasks tbody tr:visible")).to_have_count(len(failed))
+
+
 def test_one_trace_per_task_with_its_outcome_on_the_root(runs: Path) -> None:
     for run_id, captured in (("cap", True), ("plain", False)):
         run = runs / run_id

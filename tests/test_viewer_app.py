@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from fastapi.testclient import TestClient
 
+from sopgym.evaluation.records import trial_seed
 from sopgym.evaluation.scoring import TaskScore, summarize
 from sopgym.viewer.app import create_app
 from sopgym.viewer.catalog import RunCatalog
@@ -113,13 +114,39 @@ def test_a_run_no_runner_holds_shows_as_interrupted_not_running(tmp_path: Path) 
     (run / "summary.json").write_bytes(orjson.dumps(summary))
     assert client.get("/api/runs/live/progress").json()["state"] == "finished"
     assert "data-state='finished'" in client.get("/runs/live").text
-    os.utime(run / "results.jsonl", ns=(time_after(run / "summary.json"),) * 2)
-    assert client.get("/api/runs/live/progress").json()["state"] == "interrupted"  # a resume
+    resumed = {**_row(0, True), "trial": 1}  # a resume recorded one more, then stopped
+    _append(run, resumed)
+    os.utime(run / "results.jsonl", ns=(time_before(run / "summary.json"),) * 2)
+    assert client.get("/api/runs/live/progress").json()["state"] == "interrupted"
 
 
-def time_after(path: Path) -> int:
-    """A modification time (ns) later than ``path``'s."""
-    return path.stat().st_mtime_ns + 1_000_000_000
+def test_a_task_page_shows_only_its_own_trials_injected_mistakes(tmp_path: Path) -> None:
+    """injections.jsonl holds every trial's mistakes under the task's id: the page of trial 1
+    shows the lines its trial seed (under the run's seed 3) sent, not trial 0's."""
+    client, run = _client(tmp_path)
+    _append(run, _row(1, False), {**_row(1, False), "trial": 1})
+    task_id = f"{DOMAIN}-001"
+    head = {"task_id": task_id, "domain": DOMAIN, "model": "scripted:noisy",
+            "profile": "noisy"}  # fmt: skip
+
+    def line(trial: int, kind: str, argument: object) -> bytes:
+        call = {"name": "validate_insurance", "arguments": {"patient_id": argument}}
+        record = {**head, "seed": 1000 + trial, "trial_seed": trial_seed(3, trial),
+                  "kind": kind, "step": 0, "call": call, "expected": ["type"]}  # fmt: skip
+        return orjson.dumps(record) + b"\n"
+
+    (run / "injections.jsonl").write_bytes(line(0, "bad_type", 8) + line(1, "missing_arg", "Q"))
+    params = {"domain": DOMAIN, "task": task_id}
+    first = client.get("/runs/live/task", params={**params, "trial": 0}).text
+    second = client.get("/runs/live/task", params={**params, "trial": 1}).text
+    assert "bad_type" in first and "missing_arg" not in first
+    assert "missing_arg" in second and "bad_type" not in second
+    assert "injected in trial 1" in second
+
+
+def time_before(path: Path) -> int:
+    """A modification time (ns) earlier than ``path``'s: the state must not read mtimes."""
+    return path.stat().st_mtime_ns - 1_000_000_000
 
 
 def test_bad_requests_get_clear_answers(tmp_path: Path) -> None:
@@ -169,3 +196,46 @@ def test_infra_errors_show_the_coverage_beside_the_headline_tsr(tmp_path: Path) 
     assert "TSR 100.0% over 1 of 4 planned; 3 infra errors; TSR over all planned 25.0%" in page
     assert "TSR over all planned" in page and "25.0%" in page
     assert "100.0% over 1 of 4 planned" in client.get("/").text
+
+
+def test_the_favicon_the_empty_list_and_the_faults_column(tmp_path: Path) -> None:
+    """``/favicon.ico`` is an icon (no 404 in the log); an empty viewer names the folder it
+    read and how a run gets there; the runs list shows each run's faults."""
+    empty = TestClient(create_app(RunCatalog([tmp_path / "nothing"])))
+    icon = empty.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
+    listing = empty.get("/").text
+    assert str((tmp_path / "nothing").resolve()) in listing and "sopgym run" in listing
+    client, run = _client(tmp_path)
+    config = orjson.loads((run / "config.json").read_bytes())
+    (run / "config.json").write_bytes(orjson.dumps({**config, "faults": "503=0.2"}))
+    _append(run, _row(0, True))
+    row = next(line for line in client.get("/").text.split("<tr>") if "/runs/live" in line)
+    assert "<td>503=0.2</td>" in row and "<th>faults</th>" in client.get("/").text
+
+
+def test_one_episode_is_said_in_the_singular() -> None:
+    from sopgym.evaluation.stats import interval_text, tsr_intervals
+
+    row = {"domain": DOMAIN, "task_id": "t", "trial": 0, "score": _row(0, True)["score"]}
+    line = interval_text(tsr_intervals([row])["overall"])
+    assert "1 episode over 1 task" in line and "1 episodes" not in line
+
+
+def test_a_maze_task_page_shows_the_sop_steps_named(tmp_path: Path) -> None:
+    """An SOP-Maze answer names a step by its number: the page shows that step of the SOP
+    the gold names, and the one the answer named instead."""
+    client, run = _client(tmp_path)
+    maze = "maze/bank_cards"
+    score = TaskScore("bank_cards-000-00", maze, completed=True, success=False,
+                      fields={"step": False}, errors={"wrong_final": 1})  # fmt: skip
+    row = {**_row(0, False), "task_id": "bank_cards-000-00", "domain": maze,
+           "gold_outputs": {"step": "1.2", "reply": "r"},
+           "outputs": {"step": "1.1", "reply": "r"}, "score": score.to_json()}  # fmt: skip
+    _append(run, row)
+    page = client.get("/runs/live/task", params={"domain": maze, "task": "bank_cards-000-00"})
+    assert page.status_code == 200
+    found = page.text.split("id='sop-step'")[1]
+    assert "should have named: 1.2" in found and "Step 1.2:" in found
+    assert "the answer named: 1.1" in found and "Step 1.1:" in found
+    assert "Step 1.3:" not in found  # the steps named, not the whole SOP

@@ -51,11 +51,11 @@ def _sections(top: int) -> Scorer:
 
 
 def actions(gates: bool = True) -> Scorer:
-    return Scorer("actions", _actions, gates)
+    return Scorer("actions", _actions, gates, judges_calls=True)
 
 
 def first_action(gates: bool = False) -> Scorer:
-    return Scorer("first_action", _first_action, gates)
+    return Scorer("first_action", _first_action, gates, judges_calls=True)
 
 
 def section_top1(gates: bool = True) -> Scorer:

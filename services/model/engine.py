@@ -118,7 +118,8 @@ class ScriptedModel:
             profile = profile_for_model(model, self.default_profile)
         except ValueError as error:
             raise BadRequest(f"model {model!r}: {error}", "model") from None
-        profile = with_request_seed(profile, body.get("seed") or 0)
+        trial_seed = body.get("seed") or 0  # the trial's (sopgym's trial_seed), 0 for none
+        profile = with_request_seed(profile, trial_seed)
         stop = body.get("stop")
         stop = [stop] if isinstance(stop, str) else stop
         convo = read_conversation(messages, body.get("tools"))
@@ -126,7 +127,8 @@ class ScriptedModel:
         found = self._find_case(convo)
         one_shot = found is None or found[1].kind in ONE_SHOT_KINDS  # a graph question?
         if one_shot and not (convo.native_tools or convo.react):
-            answer = self._graph_answer(convo, profile, model, found[1] if found else None)
+            case = found[1] if found else None
+            answer = self._graph_answer(convo, profile, model, case, trial_seed)
             if answer is not None:
                 return replies.completion(model, answer, None, tokens, stop)
         if found is None:
@@ -147,7 +149,7 @@ class ScriptedModel:
             played = [m for m in move.mistakes if m.call is not move.call]
             move = Move(gave_up=f"the procedure needs {move.call.name}, which is not offered",
                         mistakes=played, actions=move.actions)  # fmt: skip
-        self._log_moves(model, profile, task, move)
+        self._log_moves(model, profile, task, move, trial_seed)
         style_key = f"{profile.seed}|{task.id}|{move.actions}"
         style = replies.style_for(style_key, profile.rate("messy_format"))
         if move.call is not None:
@@ -262,7 +264,12 @@ class ScriptedModel:
         return text.split(". ")[0].rstrip(".") if text else tool
 
     def _graph_answer(
-        self, convo: Conversation, profile: ErrorProfile, model: str, task: Task | None
+        self,
+        convo: Conversation,
+        profile: ErrorProfile,
+        model: str,
+        task: Task | None,
+        trial_seed: int,
     ) -> str | None:
         """The reply to a dependency-graph question in ``convo``, worked out from the
         signatures it shows, with the profile's graph mistakes (logged); ``None`` when it asks
@@ -276,8 +283,7 @@ class ScriptedModel:
         workflow_key = key_field if isinstance(key_field, str) else None
         graph, mistakes = perturbed_graph(dependency_graph(signatures, workflow_key), profile, key)
         if self._log is not None:
-            head = {"task_id": task.id if task else None, "domain": task.domain if task else None,
-                    "model": model, "profile": profile.name, "seed": profile.seed}  # fmt: skip
+            head = _log_head(task, model, profile, trial_seed)
             for index, mistake in enumerate(mistakes):
                 record = {"step": None, "call": None, **mistake}
                 self._write((profile.name, profile.seed, key, index), head, record)
@@ -285,18 +291,14 @@ class ScriptedModel:
         return replies.final_text(graph, False, style)
 
     # ---- the injection log ----
-    def _log_moves(self, model: str, profile: ErrorProfile, task: Task, move: Move) -> None:
+    def _log_moves(
+        self, model: str, profile: ErrorProfile, task: Task, move: Move, trial_seed: int
+    ) -> None:
         """Log every mistake the model has played on ``task`` so far (each once), and the
         answer's when it answers."""
         if self._log is None or profile.perfect:
             return
-        head = {
-            "task_id": task.id,
-            "domain": task.domain,
-            "model": model,
-            "profile": profile.name,
-            "seed": profile.seed,
-        }
+        head = _log_head(task, model, profile, trial_seed)
         for mistake in move.mistakes:
             key = (profile.name, profile.seed, task.id, mistake.step, mistake.kind)
             self._write(key, head, mistake.log_record())
@@ -310,6 +312,22 @@ class ScriptedModel:
         self._logged.add(key)
         self._log.write(orjson.dumps({**head, **record}) + b"\n")
         self._log.flush()
+
+
+def _log_head(task: Task | None, model: str, profile: ErrorProfile, trial_seed: int) -> JSON:
+    """What every injection-log line of one request starts with. ``trial_seed`` is the seed
+    the request carried, the trial's own (:func:`sopgym.evaluation.records.trial_seed`): a
+    task's trials share its id, and only this says which trial a mistake was played in (a
+    reader matches it against its run's seed and the row's trial). ``seed`` is the
+    profile's draw seed, that seed mixed in."""
+    return {
+        "task_id": task.id if task else None,
+        "domain": task.domain if task else None,
+        "model": model,
+        "profile": profile.name,
+        "seed": profile.seed,
+        "trial_seed": trial_seed,
+    }
 
 
 def _offered(body: JSON, name: str) -> bool:

@@ -7,6 +7,8 @@ wired into one group here; the logic a Python caller needs too lives under them 
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from sopgym.cli.domains import field_distribution, list_domains
@@ -16,13 +18,13 @@ from sopgym.cli.score import score as score_command
 from sopgym.cli.serve import gateway, serve_tools
 from sopgym.cli.workers import agent_worker, model_server, user_sim
 from sopgym.domain_cli import domain_group
-from sopgym.evaluation.cli import EVALUATION_COMMANDS
+from sopgym.evaluation.cli import compare_command, eval_command, report_command
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
-from sopgym.observability.cli import OBSERVABILITY_COMMANDS
-from sopgym.orchestration.leases_cli import LEASE_COMMANDS
-from sopgym.orchestration.runs_cli import RUNS_COMMANDS
-from sopgym.orchestration.scaleout import SCALEOUT_COMMANDS
+from sopgym.observability.cli import collector as collector_command
+from sopgym.orchestration.leases_cli import merge_leases_command, run_service_command
+from sopgym.orchestration.runs_cli import export_command, runs_command, show_command
+from sopgym.orchestration.scaleout import loadtest_command, loadtest_gather_command, merge_command
 from sopgym.viewer.cli import view_command
 
 # The commands are bound under other names than their modules: ``sopgym.cli.run`` stays the
@@ -30,27 +32,62 @@ from sopgym.viewer.cli import view_command
 __all__ = ["field_distribution", "main"]
 
 
-@click.group()
+class SectionedGroup(click.Group):
+    """A click group whose help lists its commands in named sections, in the order they were
+    declared, so a user's commands are not lost among the entry points of the services.
+
+    A command added with plain ``add_command`` (no section) is still listed, under "Other
+    commands": help never hides a command (tests/test_cli_help.py wants none there)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sections: dict[str, list[str]] = {}
+
+    def add_section(self, title: str, commands: list[click.Command]) -> None:
+        """Add ``commands`` to the group, listed in help under ``title`` in this order."""
+        names = self.sections.setdefault(title, [])
+        for command in commands:
+            self.add_command(command)
+            assert command.name is not None  # click names every command it decorates
+            names.append(command.name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listed = {name for names in self.sections.values() for name in names}
+        unsectioned = [name for name in self.list_commands(ctx) if name not in listed]
+        sections = list(self.sections.items())
+        if unsectioned:
+            sections.append(("Other commands", unsectioned))
+        # the short help's length, from the longest name of all sections, as click's own listing
+        limit = formatter.width - 6 - max(len(name) for _, names in sections for name in names)
+        for title, names in sections:
+            rows = []
+            for name in names:
+                command = self.get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+@click.group(cls=SectionedGroup)
 @click.version_option(package_name="sopgym")
 def main() -> None:
     """sopgym: run LLM agents through SOPs against real HTTP tool services."""
 
 
-main.add_command(import_group)  # sopgym import sop-bench ...
-main.add_command(audit_group)  # sopgym audit sop-bench ...
-main.add_command(generate_command)  # sopgym generate "<business task>" ...
-# sopgym collector / eval / report / compare
-for _command in [*OBSERVABILITY_COMMANDS, *EVALUATION_COMMANDS]:
-    main.add_command(_command)
-for _command in SCALEOUT_COMMANDS:  # sopgym merge / loadtest
-    main.add_command(_command)
-for _command in LEASE_COMMANDS:  # sopgym run-service / merge-leases
-    main.add_command(_command)
-main.add_command(view_command)  # sopgym view: the run viewer
-main.add_command(domain_group)  # sopgym domain show NAME
-for _command in RUNS_COMMANDS:  # sopgym runs / show / export
-    main.add_command(_command)
-# sopgym list / run / score and the entry points of every service and worker
-for _command in [list_domains, run_command, score_command, serve_tools, gateway, env_serve,
-                 agent_worker, model_server, user_sim]:  # fmt: skip
-    main.add_command(_command)
+# The commands stay in the modules that own them (moving them all under sopgym/cli/ is left for
+# later); here each is only placed in one section of `sopgym --help`.
+assert isinstance(main, SectionedGroup)
+main.add_section("Run and inspect results", [
+    run_command, score_command, runs_command, show_command, export_command,
+    eval_command, report_command, compare_command, view_command,
+])  # fmt: skip
+main.add_section("Domains and data", [
+    list_domains, domain_group, import_group, audit_group, generate_command,
+])  # fmt: skip
+main.add_section("Serve the stack (containers, clusters, load tests)", [
+    serve_tools, gateway, env_serve, agent_worker, model_server, user_sim, collector_command,
+    merge_command, run_service_command, merge_leases_command, loadtest_command,
+    loadtest_gather_command,
+])  # fmt: skip

@@ -8,16 +8,18 @@ from typing import Any
 
 import click
 import orjson
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
+from sopgym.core.domain import DomainPack
 from sopgym.core.registry import (
     UnknownDomainError,
     listed_names,
     load_domain,
     select_domains,
 )
-from sopgym.domain_cli import kind_label, load_data_saying_so
-from sopgym.terminal import stdout
+from sopgym.domain_cli import kind_label, load_data_saying_so, needs_generating
+from sopgym.terminal import console, stdout
 from sopgym.validation import (
     DATA_ROOT,
 )
@@ -48,13 +50,36 @@ def list_domains(domains: tuple[str, ...], details: bool, data_root: Path | None
         title="output fields",
         title_justify="left",
     )
+    loaded: dict[str, DomainPack | UnknownDomainError] = {}
     for name in names:
         try:
-            domain = load_domain(name)
+            loaded[name] = load_domain(name)
         except UnknownDomainError as error:  # an import whose files moved: listed, with why
-            table.add_row(name, "-", "-", "-", "-", f"unavailable: {error}")
+            loaded[name] = error
+    fresh = [
+        d for d in loaded.values() if isinstance(d, DomainPack) and needs_generating(d, data_root)
+    ]
+    # many datasets to generate (the first sopgym list: ~40 s): on a terminal one bar, not
+    # a line each (a log still gets a line each)
+    one_bar = len(fresh) > 1 and console.is_terminal
+    with Progress(
+        TextColumn("first use, generating datasets"), BarColumn(bar_width=12),
+        MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[name]}"),
+        console=console, disable=not one_bar, transient=True,
+    ) as bar:  # fmt: skip
+        handle = bar.add_task("datasets", total=len(fresh), name="")
+        data_of: dict[str, Any] = {}
+        for domain in fresh:
+            bar.update(handle, name=domain.name)
+            data_of[domain.name] = load_data_saying_so(domain, data_root, quiet=one_bar)
+            bar.advance(handle)
+    for name in names:
+        found = loaded[name]
+        if isinstance(found, UnknownDomainError):
+            table.add_row(name, "-", "-", "-", "-", f"unavailable: {found}")
             continue
-        data = load_data_saying_so(domain, data_root)
+        domain = found
+        data = data_of.get(name) or load_data_saying_so(domain, data_root)
         table.add_row(
             name,
             kind_label(domain),

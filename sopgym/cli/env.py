@@ -14,6 +14,7 @@ from sopgym.cli.common import (
 from sopgym.validation import (
     DATA_ROOT,
     HOST,
+    IN_FLIGHT,
     port_option,
 )
 
@@ -53,7 +54,7 @@ from sopgym.validation import (
     "--concurrency",
     default=1000,
     show_default=True,
-    type=click.IntRange(1, 20000),
+    type=IN_FLIGHT,
     help="Requests worked at once: each holds a thread while its step runs at the gateway, so "
     "this bounds the episodes a trainer can step at the same moment.",
 )

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Column
+from rich.text import Text
 
 from sopgym.agents.models import is_scripted
 from sopgym.cli.common import fail
@@ -19,15 +30,43 @@ if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the ru
     from sopgym.orchestration.runner import Runner
 
 
+class RateColumn(ProgressColumn):
+    """Tasks per minute so far (``-`` before the first is done)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        shown = "-/min" if speed is None else f"{speed * 60:.1f}/min"
+        return Text(shown, style="progress.data.speed")
+
+
+# what the bar's figures take at most (description, bar, counts, success, elapsed, rate,
+# time left, with their spaces): the step in flight gets what is left of the line
+FIGURES_WIDTH = 78
+
+
+def step_text(line: str, width: int) -> str:
+    """A step's log line cut to what the line has left after the figures (none at 80
+    columns): a long step must never push the figures off the line or squeeze them."""
+    text, room = line.removeprefix(STEP_PREFIX), width - FIGURES_WIDTH
+    if room < 8:
+        return ""
+    return text if len(text) <= room else text[: room - 1] + "…"
+
+
 def progress_bar(disable: bool = False) -> Progress:
-    """The run's bar: tasks done of all, success so far, time, the step in flight."""
+    """The run's bar: tasks done of all, success so far, elapsed, rate, time left, and the
+    step in flight in whatever width is left (at 80 columns the figures all fit; the step
+    is cut, never them)."""
     return Progress(
         TextColumn("{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=16),
         MofNCompleteColumn(),
         TextColumn("{task.fields[tsr]}"),
         TimeElapsedColumn(),
-        TextColumn("{task.fields[step]}"),
+        RateColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[step]}", table_column=Column(no_wrap=True)),
         console=console,
         disable=disable,
     )
@@ -58,11 +97,14 @@ def execute_with_progress(
             if quiet:
                 return
             if console.is_terminal:
-                bar.update(handle, step=line.removeprefix(STEP_PREFIX)[:60])
+                bar.update(handle, step=step_text(line, console.width))
             elif verbose or (not is_scripted(config.model) and slow_step(line)):
                 console.print(line, markup=False, soft_wrap=True)
 
-        return api.execute(runner, prepared, on_result, on_step)
+        try:
+            return api.execute(runner, prepared, on_result, on_step)
+        finally:  # the bar stays on screen: without the last step's log fragment
+            bar.update(handle, step="")
 
 
 def prepare_run(runner: Runner, repair: bool, retry_infra: bool) -> PreparedRun:

@@ -27,6 +27,7 @@ from sopgym.terminal import console, print_summary
 from sopgym.validation import (
     AGENT_HELP,
     DATA_ROOT,
+    IN_FLIGHT,
     MODEL_HELP,
     SECONDS,
     fault_spec,
@@ -74,7 +75,7 @@ def worker_pace(concurrency: int | None, workers: int | None) -> dict[str, int]:
 @click.option(
     "--concurrency",
     default=None,
-    type=click.IntRange(1, 20000),
+    type=IN_FLIGHT,
     help="Episodes in flight at once, spread over the --workers processes (default: the "
     "--workers count, 2 without it).",
 )
@@ -308,9 +309,8 @@ def run(
     console.print(
         f"run [bold]{run_dir.name}[/]: {len(prepared.tasks)} tasks"
         + (f" x {config.trials} trials" if config.trials > 1 else "")
-        + f" ({len(prepared.todo)} to run)\n{escape(describe_config(config))}",
-        soft_wrap=True,
-    )
+        + f" ({len(prepared.todo)} to run)\n{escape(describe_config(config))}"
+    )  # wrapped by rich at the spaces: a terminal's own wrap cut the config mid-word
     try:
         summary = execute_with_progress(runner, prepared, quiet, verbose)
     except KeyboardInterrupt:

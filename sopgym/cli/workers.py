@@ -26,6 +26,7 @@ from sopgym.validation import (
     AGENT_HELP,
     DATA_ROOT,
     HOST,
+    IN_FLIGHT,
     MODEL_HELP,
     PORT,
     SECONDS,
@@ -70,7 +71,7 @@ from sopgym.validation import (
     "--concurrency",
     default=1,
     show_default=True,
-    type=click.IntRange(1, 20000),
+    type=IN_FLIGHT,
     help="Episodes this worker holds in flight at once (one thread each).",
 )
 @click.option(

@@ -4,7 +4,7 @@ record), the one client every agent uses, ours and anyone's.
 ``connect(address, transport)`` gives a :class:`GatewayClient` over HTTP (a keep-alive
 connection per thread, :mod:`.keepalive`), gRPC (:mod:`.over_grpc`) or the
 gateway's MCP door (:mod:`.over_mcp`); their episodes (:class:`Episode`) behave alike, so an
-agent never knows which one it was given. See the README for a complete example.
+agent never knows which one it was given. docs/bring-your-own.md has a complete example.
 
 Tool refusals (4xx) are returned, not raised: an agent shows them to its model as the tool's
 result, exactly as a real API would answer. Transport failures, 429 and 502/503/504 are

@@ -5,6 +5,7 @@ Imported benchmarks are loaded through :mod:`sopgym.importers.resolve`, which de
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import importlib
 import os
@@ -139,6 +140,17 @@ def select_domains(patterns: Iterable[str]) -> list[str]:
     return chosen
 
 
+def unknown_domain_message(name: str, known: list[str]) -> str:
+    """One line: the name, the closest known names or families (a typo's likely meaning),
+    and where the whole list is; never the whole list (37 names over 7 lines hid the hint)."""
+    if not known:
+        return f"unknown domain {name!r} (no domain is registered)"
+    candidates = sorted({*known, *(n.partition("/")[0] for n in known if "/" in n)})
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    return f"unknown domain {name!r} ({hint}`sopgym list` shows all {len(known)})"
+
+
 @cache
 def _load(name: str, extra: str) -> DomainPack:
     if name.startswith(IMPORTED_PREFIXES):  # imported benchmarks: see sopgym/importers
@@ -147,8 +159,7 @@ def _load(name: str, extra: str) -> DomainPack:
         return load_imported(name)
     modules = _modules(extra)
     if name not in modules:
-        known = ", ".join(sorted(modules)) or "none"
-        raise UnknownDomainError(f"unknown domain {name!r} (known: {known})")
+        raise UnknownDomainError(unknown_domain_message(name, sorted(modules)))
     domain = importlib.import_module(modules[name]).DOMAIN
     if not isinstance(domain, DomainPack):
         raise TypeError(f"{modules[name]}.DOMAIN is not a DomainPack")

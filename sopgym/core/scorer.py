@@ -86,11 +86,15 @@ class Score(msgspec.Struct, frozen=True):
 
 @dataclass(frozen=True)
 class Scorer:
-    """A named measure; ``gates`` says whether a task's success requires it to pass."""
+    """A named measure; ``gates`` says whether a task's success requires it to pass;
+    ``judges_calls``: it judges the calls the agent made (the procedure), not its answer or
+    the final state, so an episode it alone fails is ``wrong_procedure``, never
+    ``wrong_final``."""
 
     name: str
     measure: Callable[[Case], Score]
     gates: bool = False
+    judges_calls: bool = False
 
     def __call__(self, case: Case) -> Score:
         score = self.measure(case)

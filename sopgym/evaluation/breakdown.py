@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from sopgym.core.ordering import natural_key
 from sopgym.core.tasks import Gold
 from sopgym.types import JSON
 
@@ -50,7 +51,10 @@ def breakdown(rows: Iterable[JSON]) -> JSON | None:
     if not groups["shape"] and not unscorable:
         return None
     means = {
-        name: {key: {"tasks": len(v), "mean": sum(v) / len(v)} for key, v in sorted(g.items())}
+        name: {
+            key: {"tasks": len(v), "mean": sum(v) / len(v)}
+            for key, v in sorted(g.items(), key=_by_name)
+        }
         for name, g in groups.items()
     }
     shapes = [means["shape"][s]["mean"] for s in SHAPES if s in means["shape"]]
@@ -60,3 +64,7 @@ def breakdown(rows: Iterable[JSON]) -> JSON | None:
         "sop_maze_score_shapes": [s for s in SHAPES if s in means["shape"]],
         "unscorable": unscorable,
     }
+
+
+def _by_name(item: tuple[str, list[float]]) -> tuple[tuple[int, int | str], ...]:
+    return natural_key(item[0])

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from sopgym.terminal import console, echo
+from sopgym.terminal import console
 from sopgym.validation import DATA_ROOT
 
 RUNS_DIR = click.option(
@@ -166,13 +166,16 @@ def eval_command(
 @click.argument("run_dir", type=click.Path(path_type=Path), metavar="RUN")
 @click.option(
     "--jaeger-ui",
-    default="http://localhost:16686",
-    show_default=True,
-    help="Base URL the report links trace ids to.",
+    default=None,
+    envvar="SOPGYM_JAEGER_UI",
+    help="Base URL of a Jaeger UI holding the run's traces: trace ids link to it (without "
+    "it they are plain ids: a link to a Jaeger nobody set up leads nowhere).",
 )
 @DATA_ROOT
 @RUNS_DIR
-def report_command(run_dir: Path, jaeger_ui: str, data_root: Path | None, runs_dir: Path) -> None:
+def report_command(
+    run_dir: Path, jaeger_ui: str | None, data_root: Path | None, runs_dir: Path
+) -> None:
     """Write <run>/report.md and a self-contained <run>/report.html from the run's traces
     (RUN: a run id or a run folder's path)."""
     run_dir = run_path(run_dir, runs_dir)
@@ -215,7 +218,8 @@ def compare_command(
     """Metric deltas (B - A) overall and per domain over the tasks both runs scored (a warning
     counts the others), and the tasks that flipped. RUN_A, RUN_B: run ids or paths."""
     from sopgym.core.jsonio import dumps
-    from sopgym.evaluation.compare import compare, to_markdown
+    from sopgym.evaluation.compare import compare, print_comparison
+    from sopgym.terminal import stdout
 
     run_a, run_b = run_path(run_a, runs_dir), run_path(run_b, runs_dir)
 
@@ -225,7 +229,7 @@ def compare_command(
     if as_json:
         sys.stdout.buffer.write(dumps(deltas) + b"\n")
     else:
-        echo(to_markdown(deltas, str(run_a), str(run_b)))  # escaped for the terminal
+        print_comparison(deltas, str(run_a), str(run_b), stdout())
 
 
 EVALUATION_COMMANDS = [eval_command, report_command, compare_command]

@@ -122,7 +122,24 @@ def _row(
         else [],
         "calls_made": [[c.name, c.error_code] for c in trajectory.calls] if trajectory else [],
         "tags": tags(gold),
+        # what explain's reasons read (the report's "failed because" column): the answer
+        # beside the gold's, and for a failure the calls and final state the scorers judged
+        "outputs": trajectory.outputs if trajectory else None,
+        "gold_outputs": gold.outputs,
     }
+    if trajectory is not None and not score.success:
+        row["trajectory"] = {
+            "calls": [
+                {
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    "error_code": c.error_code,
+                    "error_field": c.error_field,
+                }
+                for c in trajectory.calls
+            ],
+            "final_state": trajectory.final_state,
+        }
     usage = episode.llm_usage() if episode else (0, 0, 0)
     row["llm_calls"], row["input_tokens"], row["output_tokens"] = usage
     if not score.completed:

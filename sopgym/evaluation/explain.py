@@ -136,11 +136,12 @@ def action_mismatch(made: list[JSON], gold: list[JSON]) -> str:
         return "the actions match"
     number, (kind, wanted, did) = departures[0]
     if kind == "wrong":
-        text = f"step {number}: made {call_text(did or {})}, expected {call_text(wanted or {})}"
+        made_text = call_text(did or {}) + refusal_note(did)
+        text = f"step {number}: made {made_text}, expected {call_text(wanted or {})}"
     elif kind == "missing":
         text = f"step {number}: {call_text(wanted or {})} not made"
     else:
-        text = f"step {number}: extra {call_text(did or {})}"
+        text = f"step {number}: extra {call_text(did or {})}{refusal_note(did)}"
     more = len(departures) - 1
     plural = "difference" if more == 1 else "differences"
     return text + (f" (+{more} more {plural})" if more else "")
@@ -151,7 +152,30 @@ def aligned_actions(row: JSON) -> list[Aligned] | None:
     metrics = (_scores(row).get("actions") or {}).get("metrics") or {}
     if "gold" not in metrics:
         return None
-    return align_actions(list(metrics["made"]), list(metrics["gold"]))
+    return align_actions(made_with_outcomes(row, list(metrics["made"])), list(metrics["gold"]))
+
+
+def made_with_outcomes(row: JSON, made: list[JSON]) -> list[JSON]:
+    """The ``actions`` scorer's made actions (names and arguments only), each with its
+    call's status and error code where the trajectory holds them, call for call: an extra
+    action the service refused reads "→ type_mismatch (refused 422)", not as one that ran."""
+    calls = _calls(row)
+    if len(calls) != len(made):
+        return made
+    return [
+        {**action, "status": call.get("status"), "error_code": call.get("error_code")}
+        if call.get("error_code") and call.get("name") == action.get("name")
+        else action
+        for action, call in zip(made, calls, strict=True)
+    ]
+
+
+def refusal_note(call: JSON | None) -> str:
+    """`` (refused 422)`` for a call the service refused with that status (its error code
+    :func:`call_text` gives), else nothing."""
+    if not call or not call.get("error_code") or not call.get("status"):
+        return ""
+    return f" (refused {call['status']})"
 
 
 def field_verdicts(row: JSON) -> dict[str, str]:
@@ -246,7 +270,8 @@ def _reason(name: str, scored: JSON, row: JSON) -> str:
     elif name == "actions":
         aligned = (scored.get("metrics") or {}).get("gold")
         if aligned is not None:
-            return action_mismatch(list(scored["metrics"]["made"]), list(aligned))
+            made = made_with_outcomes(row, list(scored["metrics"]["made"]))
+            return action_mismatch(made, list(aligned))
     return str(scored.get("explanation") or f"{name} = {scored.get('value')}")
 
 
@@ -272,19 +297,24 @@ def failed_task_ids(rows: Iterable[JSON], limit: int = 5) -> tuple[list[str], in
 
 
 def coverage_line(summary: JSON) -> str | None:
-    """When the infrastructure failed episodes, the headline TSR (over the episodes played)
-    with how many of the planned it covers, and TSR over every planned episode beside it
-    (an episode not played counts as not solved there); None when every episode was played."""
+    """When the infrastructure failed episodes, or some never ran (``never_run``: a partial
+    merge's unfinished shards, which the summary counts as incomplete), the TSR over the
+    episodes played with how many of the planned it covers, and TSR over every planned episode
+    beside it (an episode not played counts as not solved there); None when every episode was
+    played."""
     planned, infra = int(summary.get("tasks") or 0), int(summary.get("infra_errors") or 0)
-    if not infra or not planned:
+    never_run = int(summary.get("never_run") or 0)
+    if not (infra or never_run) or not planned:
         return None
-    played = int(summary.get("scored", planned - infra))
-    if not played:  # nothing to judge the agent by: no figure at all, not 0%
-        return f"TSR n/a: none of {planned} planned episodes played; {infra} infra errors"
-    correct = int(summary.get("correct", round(float(summary.get("tsr") or 0) * played)))
+    scored = int(summary.get("scored", planned - infra))
+    played = scored - never_run
+    not_played = f"{infra} infra errors" + (f"; {never_run} never run" if never_run else "")
+    if played <= 0:  # nothing to judge the agent by: no figure at all, not 0%
+        return f"TSR n/a: none of {planned} planned episodes played; {not_played}"
+    correct = int(summary.get("correct", round(float(summary.get("tsr") or 0) * scored)))
     return (
-        f"TSR {float(summary.get('tsr') or 0):.1%} over {played} of {planned} planned; "
-        f"{infra} infra errors; TSR over all planned {correct / planned:.1%}"
+        f"TSR {correct / played:.1%} over {played} of {planned} planned; "
+        f"{not_played}; TSR over all planned {correct / planned:.1%}"
     )
 
 

@@ -38,6 +38,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from sopgym.core.ordering import natural_key
 from sopgym.types import JSON
 
 GRADE: Final = "answer_schema"
@@ -87,7 +88,7 @@ def sop_maze_figures(rows: Iterable[JSON]) -> JSON | None:
                 "items": len(values),
                 "scorable": sum(v is not None for v in values),
             }
-            for domain, values in sorted(grades.items())
+            for domain, values in sorted(grades.items(), key=lambda kv: natural_key(kv[0]))
         },
         "infra_failed": len(tagged) - len(played),
         "unscorable": [r["task_id"] for r in played if r["tags"].get("unscorable")],
@@ -171,7 +172,9 @@ def procbench_figures(rows: Iterable[JSON]) -> JSON | None:
         for dimension in PROCBENCH_DIMENSIONS:
             groups[dimension, str(row["tags"]["procbench"].get(dimension))].append(cell)
     out: JSON = {"infra_failed": len(tagged) - len(played)}
-    for (dimension, value), cells in sorted(groups.items()):
+    for (dimension, value), cells in sorted(
+        groups.items(), key=lambda kv: (natural_key(kv[0][0]), natural_key(kv[0][1]))
+    ):
         out.setdefault(dimension, {})[value] = _cell(cells)
     return out
 

@@ -7,20 +7,22 @@ can be opened from the report.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table as RichTable
 
 from sopgym.core.jsonio import dumps, write_atomic
+from sopgym.core.ordering import natural_key
 from sopgym.core.untrusted import markdown_code, markdown_text
 from sopgym.evaluation.explain import because_line, call_differences, call_text, coverage_line
 from sopgym.evaluation.stats import interval_table, interval_text, tsr_intervals
 from sopgym.evaluation.svg import bar_chart, percentile_chart
 from sopgym.evaluation.two_stage import ERRORS, STAGE_1
+from sopgym.terminal import FAULT_SPLIT_CAVEAT, print_table
 from sopgym.types import JSON
 
 Cell = str | tuple[str, str]  # text, or (text, link)
@@ -173,11 +175,16 @@ def tables(result: JSON, jaeger_ui: str | None = None) -> list[Table]:
                     str(r["llm_calls"]),
                     trace_cell(r["trace_id"]),
                 ]
-                for r in result["per_task"]
+                for r in sorted(result["per_task"], key=task_order)
             ],
         )
     )
     return out
+
+
+def task_order(row: JSON) -> tuple[tuple[tuple[int, int | str], ...], ...]:
+    """Domain, task and trial in natural order (``l2`` before ``l10``)."""
+    return natural_key(row["domain"]), natural_key(row["task_id"]), ((1, row.get("trial") or 0),)
 
 
 def robustness_table(result: JSON) -> Table | None:
@@ -186,8 +193,9 @@ def robustness_table(result: JSON) -> Table | None:
     if not robust.get("faults_injected"):
         return None
     return Table(
-        "Robustness under injected faults (TSR of the episodes that met a fault or not)",
-        ["faults injected", "episodes with faults", "TSR with faults", "TSR without faults"],
+        "Robustness under injected faults: TSR of the episodes that met a fault beside those "
+        f"that met none ({FAULT_SPLIT_CAVEAT})",
+        ["faults injected", "episodes that met a fault", "TSR of those", "TSR of the others"],
         [[str(robust["faults_injected"]), str(robust["episodes_with_faults"]),
           pct(robust["tsr_with_faults"]), pct(robust["tsr_without_faults"])]],
     )  # fmt: skip
@@ -261,11 +269,15 @@ def two_stage_table(found: JSON) -> Table:
     """TELLER's Table 2 view (:mod:`sopgym.evaluation.two_stage`): stage 1 (graph
     reconstruction) and stage 2 (execution) side by side, per agent / model and scenario."""
     rows: list[list[Cell]] = []
+    # no graph pack ran: stage 1's columns would be a row of n/a each, so they go
+    graphs = any(s["stage_1"] for sc in found["by_agent"].values() for s in sc.values())
     for agent_model, scenarios in found["by_agent"].items():
         for scenario, stages in scenarios.items():
             one, two = stages["stage_1"], stages["stage_2"]
             stage_1 = [str(one["tasks"]), *(num(one[m]) for m in STAGE_1)] if one else \
                 ["0", *("n/a" for _ in STAGE_1)]  # fmt: skip
+            if not graphs:
+                stage_1 = []
             stage_2 = [
                 str(two["tasks"]), pct(two["decision_accuracy"]), num(two["tool_precision"]),
                 num(two["tool_recall"]), num(two["tool_f1"]), *(str(two[e]) for e in ERRORS),
@@ -274,12 +286,17 @@ def two_stage_table(found: JSON) -> Table:
             ] if two else ["0", *("n/a" for _ in range(10))]  # fmt: skip
             rows.append([agent_model, scenario, *stage_1, *stage_2])
     title = "TELLER two-stage view (Table 2): stage 1 graph reconstruction, stage 2 execution"
+    columns = TWO_STAGE_COLUMNS
+    if not graphs:
+        title += " (stage 1 not run: no graph pack in this run)"
+        columns = [c for i, c in enumerate(columns) if not 2 <= i < 2 + 1 + len(STAGE_1)]
     if found["infra_errors"]:
         title += f"; {found['infra_errors']} infrastructure errors left out"
-    return Table(title, TWO_STAGE_COLUMNS, rows)
+    return Table(title, columns, rows)
 
 
 # ---- renderers ----
+HEADLINE = 2  # the tables a report opens with (overall, by domain); the drill-down follows
 RUN_CONFIG_LABEL = "Run config"
 
 
@@ -307,8 +324,11 @@ def markdown(
     coverage = coverage_line(result)
     if coverage:
         head += [f"**Coverage: {coverage}**", ""]
-    body = [markdown_table(t) for t in tables(result, jaeger_ui)]
-    return "\n".join([*head, *body, drilldown_markdown(recorded)])
+    found = tables(result, jaeger_ui)
+    # the headline tables, then why each failed task failed, then everything else
+    body = [*map(markdown_table, found[:HEADLINE]), drilldown_markdown(recorded),
+            *map(markdown_table, found[HEADLINE:])]  # fmt: skip
+    return "\n".join([*head, *body])
 
 
 def markdown_table(table: Table) -> str:
@@ -364,7 +384,9 @@ def html(
         ),
         percentile_chart(latencies, "Tool-call latency at the gateway"),
     ]
-    body = "".join(html_table(t) for t in tables(result, jaeger_ui))
+    found = tables(result, jaeger_ui)
+    headline = "".join(html_table(t) for t in found[:HEADLINE])
+    body = "".join(html_table(t) for t in found[HEADLINE:])
     config = (
         f"<p id='run-config'>{RUN_CONFIG_LABEL}: <code>{escape(run_config)}</code></p>"
         if run_config is not None
@@ -375,7 +397,8 @@ def html(
         f"<title>sopgym evaluation</title><style>{_STYLE}</style></head><body>"
         f"<h1>sopgym evaluation: {escape(str(result['source']))}</h1>{config}"
         f"<p>{escape(_provenance(result))}</p>{_coverage_html(result)}"
-        f"<div class='plots'>{''.join(plots)}</div>{body}{drilldown_html(recorded)}</body></html>"
+        f"{headline}{drilldown_html(recorded)}<div class='plots'>{''.join(plots)}</div>{body}"
+        "</body></html>"
     )
 
 
@@ -513,10 +536,13 @@ TERMINAL_COLUMNS = ["tasks", "completed", "ECR", "C-TSR", "TSR", "tool F1", "cal
 def _print_table(table: Table, columns: list[str], console: Console) -> None:
     """``table`` in the terminal with its first column and the ``columns`` named."""
     keep = [i for i, h in enumerate(table.headers) if h in columns or i == 0]
-    rich = RichTable(*(table.headers[i] for i in keep), title=table.title)
-    for row in table.rows:
-        rich.add_row(*(_text(row[i]) for i in keep))
-    console.print(rich)
+    rows = [[_text(row[i]) for i in keep] for row in table.rows]
+    numeric = [n for n in range(1, len(keep)) if all(_FIGURE.match(r[n]) for r in rows)]
+    print_table(console, [table.headers[i] for i in keep], rows, numeric=numeric,
+                title=table.title)  # fmt: skip
+
+
+_FIGURE = re.compile(r"^([-+]?[\d.,]+%?|n/a|-)$")  # a cell that is a number (never folded)
 
 
 def print_two_stage(found: JSON, console: Console) -> None:

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sopgym.core.errors import DOWN_CODE, FAULT_CODES, HUNG_CODE, INFRA_CODES
+from sopgym.core.ordering import natural_key
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation import profiles
@@ -119,12 +120,13 @@ def strict_score(
     incomplete episode: nothing to score, every metric at its worst.
 
     Success: the episode completed and every gating score passed. The error counts are the
-    ``errors`` scorer's call taxonomy plus ``wrong_final`` (completed, not a success) or
-    ``incomplete`` (no trajectory). An episode the infrastructure failed (``infra_error``, or
-    a call answered ``service_unavailable`` in the trajectory, or an episode left unfinished
-    right after a call an injected fault failed, or a scored final state its service could not
-    hand over) is no success and no agent error: it carries its cause and
-    the metrics leave it out.
+    ``errors`` scorer's call taxonomy plus ``wrong_final`` (completed, a gate on the answer or
+    the final state failed), ``wrong_procedure`` (completed, only gates on the calls failed:
+    tod/live's ``actions``) or ``incomplete`` (no trajectory). An episode the infrastructure
+    failed (``infra_error``, or a call answered ``service_unavailable`` in the trajectory, or
+    an episode left unfinished right after a call an injected fault failed, or a scored final
+    state its service could not hand over) is no success and no agent error: it carries its
+    cause and the metrics leave it out.
     """
     applicable = gold.reference_calls
     faults = 0
@@ -183,21 +185,26 @@ def strict_score(
             errors={"incomplete": 1},
         )
     case = Case(task, trajectory, gold, domain)
-    results = {scorer.name: scorer(case) for scorer in scorers_for(domain, task)}
+    chosen = scorers_for(domain, task)
+    results = {scorer.name: scorer(case) for scorer in chosen}
     unjudged: list[str] = []
     judged_pass = case.completed
-    for name, result in results.items():
+    answer_failed = False  # a failed gate judged the answer or the final state
+    for scorer in chosen:
+        result = results[scorer.name]
         if not result.gates:
             continue
         if result.unjudged:
-            unjudged.append(name)
-        elif judged_pass and not result.passed:
+            unjudged.append(scorer.name)
+        elif not result.passed:
             judged_pass = False
+            answer_failed = answer_failed or not scorer.judges_calls
     success = judged_pass and not unjudged  # a gate nobody could judge is never passed
     tools = _metrics(results, "tool_calls")
     errors = dict(_metrics(results, "errors"))
     if case.completed and not judged_pass:
-        errors["wrong_final"] = 1
+        # the answer and the state right, the calls not: the procedure is what failed
+        errors["wrong_final" if answer_failed else "wrong_procedure"] = 1
     return TaskScore(
         task_id=gold.task_id,
         domain=task.domain,
@@ -286,7 +293,9 @@ def summarize(scores: Iterable[TaskScore]) -> JSON:
     return {
         **aggregate(scores),
         "robustness": robustness(scores),
-        "domains": {d: aggregate(v) for d, v in sorted(by_domain.items())},
+        "domains": {
+            d: aggregate(by_domain[d]) for d in sorted(by_domain, key=natural_key)
+        },
     }
 
 

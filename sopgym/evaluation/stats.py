@@ -41,12 +41,10 @@ Paired comparison (:func:`paired_comparison`)
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from statistics import NormalDist
 from typing import Any
-
-import numpy as np
 
 from sopgym.types import JSON
 
@@ -189,11 +187,17 @@ def interval_text(interval: JSON) -> str:
     clustered = interval["episodes"] > interval["tasks"]
     return (
         f"TSR {points(interval['tsr'])}% (95% CI {points(interval['low'])}-"
-        f"{points(interval['high'])}%, {interval['episodes']} episodes over "
-        f"{interval['tasks']} tasks{', clustered by task' if clustered else ''}); noise floor "
+        f"{points(interval['high'])}%, {counted(interval['episodes'], 'episode')} over "
+        f"{counted(interval['tasks'], 'task')}{', clustered by task' if clustered else ''}); "
+        "noise floor "
         f"{floor_text(interval['noise_floor'])} (the smallest TSR difference from an "
         f"independent run of this size that would be detected)"
     )
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 episode``, ``2 episodes``: a count with its noun in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 # ---- two runs, paired ----
@@ -202,22 +206,39 @@ Pair = tuple[str, bool, bool]  # (task key, success in A, success in B)
 
 def sign_flip_p(differences: Iterable[int]) -> float:
     """Two-sided exact p-value of the sum of integer per-task differences under the null
-    that each is as likely positive as negative (every sign pattern equally likely)."""
+    that each is as likely positive as negative (every sign pattern equally likely).
+
+    Tasks of one size ``s`` (``k`` of them) add ``s * (2j - k)`` with probability
+    ``C(k, j) / 2^k``; the sizes' distributions are convolved in plain Python (no numpy: the
+    agents image, which reaches this module through ``sopgym.cli``, carries none). A size
+    rarely exceeds the trial count, so there are few of them and the convolution stays small."""
     differences = list(differences)
-    sizes = [abs(d) for d in differences if d]
-    observed = sum(differences)
-    if not sizes:
+    observed = abs(sum(differences))
+    tasks_by_size = Counter(abs(d) for d in differences if d)
+    if not tasks_by_size:
         return 1.0
-    total = sum(sizes)
-    dist = np.zeros(2 * total + 1)
-    dist[total] = 1.0
-    for size in sizes:
-        shifted = np.zeros_like(dist)
-        shifted[size:] += dist[:-size]
-        shifted[:-size] += dist[size:]
-        dist = shifted * 0.5
-    sums = np.arange(-total, total + 1)
-    return float(min(1.0, dist[np.abs(sums) >= abs(observed)].sum()))
+    chance_of_sum: dict[int, float] = {0: 1.0}
+    for size, count in sorted(tasks_by_size.items()):
+        size_sums = {size * (2 * plus - count): chance
+                     for plus, chance in enumerate(_half_binomial(count))}  # fmt: skip
+        combined: defaultdict[int, float] = defaultdict(float)
+        for total, chance in chance_of_sum.items():
+            for added, added_chance in size_sums.items():
+                combined[total + added] += chance * added_chance
+        chance_of_sum = combined
+    return float(min(1.0, sum(c for total, c in chance_of_sum.items() if abs(total) >= observed)))
+
+
+def _half_binomial(count: int) -> list[float]:
+    """P(j of ``count`` fair coins land heads) for j = 0..count: C(count, j) / 2^count, each a
+    correctly rounded float (exact integers divided once; no underflow on the way)."""
+    patterns = 2**count
+    ways = 1
+    chances = []
+    for heads in range(count + 1):
+        chances.append(ways / patterns)
+        ways = ways * (count - heads) // (heads + 1)
+    return chances
 
 
 def paired_difference(pairs: Sequence[Pair]) -> JSON:
@@ -308,16 +329,14 @@ def sentence(result: JSON) -> str:
     )
 
 
-def comparison_markdown(result: JSON) -> list[str]:
-    """The paired comparison as a Markdown section."""
-    lines = [
-        "## Is the difference real? (TSR, paired over shared episodes)",
-        "",
-        result["sentence"] + ".",
-        "",
-        "| scope | A | B | B - A (points) | 95% CI | p | noise floor | verdict |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+COMPARISON_TITLE = "Is the difference real? (TSR, paired over shared episodes)"
+COMPARISON_HEADERS = ["scope", "A", "B", "B - A (points)", "95% CI", "p", "noise floor",
+                      "verdict"]  # fmt: skip
+
+
+def comparison_rows(result: JSON) -> list[list[str]]:
+    """The paired comparison's rows, overall then per domain: one table for every renderer."""
+    rows = []
     for name, r in [("overall", result["overall"]), *result["domains"].items()]:
         if not r["episodes"]:
             continue
@@ -325,10 +344,14 @@ def comparison_markdown(result: JSON) -> list[str]:
         verdict = "no detectable difference"
         if r["significant"]:
             verdict = "B better" if r["difference"] > 0 else "B worse"
-        lines.append(
-            f"| {name} | {points(r['a'])}% | {points(r['b'])}% | {r['difference'] * 100:+.1f} | "
-            f"{ci} | {r['p_value']:.3g} | {points(r['noise_floor'])} | {verdict} |"
-        )
+        rows.append([name, f"{points(r['a'])}%", f"{points(r['b'])}%",
+                     f"{r['difference'] * 100:+.1f}", ci, f"{r['p_value']:.3g}",
+                     points(r["noise_floor"]), verdict])  # fmt: skip
+    return rows
+
+
+def comparison_note(result: JSON) -> str:
+    """What the paired comparison's test, interval and noise floor are."""
     note = (
         f"Test: {result['test']}; interval: clustered by task (normal); noise floor: the "
         f"smallest difference this comparison detects with 80% power at the 5% level."
@@ -337,7 +360,16 @@ def comparison_markdown(result: JSON) -> list[str]:
         note += (
             f" Pairs left out (infrastructure failure in either run): {result['infra_left_out']}."
         )
-    return [*lines, "", note]
+    return note
+
+
+def comparison_markdown(result: JSON) -> list[str]:
+    """The paired comparison as a Markdown section."""
+    lines = [f"## {COMPARISON_TITLE}", "", result["sentence"] + ".", "",
+             "| " + " | ".join(COMPARISON_HEADERS) + " |",
+             "|" + "---|" * len(COMPARISON_HEADERS)]  # fmt: skip
+    lines += ["| " + " | ".join(row) + " |" for row in comparison_rows(result)]
+    return [*lines, "", comparison_note(result)]
 
 
 INTERVAL_TITLE = "TSR with its 95% confidence interval and noise floor"

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from statistics import fmean
 
+from sopgym.core.ordering import natural_key
 from sopgym.types import JSON
 
 FAMILY = "banking/"
@@ -98,6 +99,6 @@ def two_stage(rows: Iterable[JSON]) -> JSON | None:
     return {"by_agent": view, "infra_errors": infra_errors}
 
 
-def _order(key: tuple[str, str]) -> tuple[str, bool, str]:
+def _order(key: tuple[str, str]) -> tuple[str, bool, tuple[tuple[int, int | str], ...]]:
     agent_model, scenario = key
-    return agent_model, scenario == ALL, scenario  # each agent's "all" row last
+    return agent_model, scenario == ALL, natural_key(scenario)  # each agent's "all" row last

@@ -34,13 +34,13 @@ def print_after_run(run_dir: Path, runs_dir: Path) -> None:
     run = run_dir.name
     where = "" if runs_dir == Path("runs") else f" --runs-dir {runs_dir}"
     if failed:
-        console.print(f"[bold]failed[/]: {len(failed)} of {len(rows)} episodes", soft_wrap=True)
+        console.print(f"[bold]failed[/]: {len(failed)} of {len(rows)} episodes")
         for row in failed[:FAILED_SHOWN]:
             reason = because_line(row)
             if len(reason) > REASON_CHARS:
                 reason = reason[: REASON_CHARS - 1] + "…"
             trial = f" trial {row['trial']}" if row.get("trial") else ""
-            console.print(f"  {escape(row['task_id'])}{trial}: {escape(reason)}", soft_wrap=True)
+            console.print(f"  {escape(row['task_id'])}{trial}: {escape(reason)}")  # at spaces
         if len(failed) > FAILED_SHOWN:
             console.print(f"  ... and {len(failed) - FAILED_SHOWN} more")
     first = failed[0] if failed else None
@@ -52,7 +52,13 @@ def print_after_run(run_dir: Path, runs_dir: Path) -> None:
     )
     commands = [f"sopgym view {run}{where}", *([show] if show else []),
                 f"sopgym report {run}{where}"]  # fmt: skip
-    console.print("next: " + "  ·  ".join(escape(c) for c in commands), soft_wrap=True)
+    line = "next: " + "  ·  ".join(commands)
+    if len(line) <= console.width:
+        console.print(escape(line), soft_wrap=True)
+    else:  # a narrow terminal: a command a line, each whole (to copy), none cut at the edge
+        for number, command in enumerate(commands):
+            console.print(f"{'next:' if number == 0 else '     '} {escape(command)}",
+                          soft_wrap=True)  # fmt: skip
 
 
 def slow_step(line: str) -> bool:

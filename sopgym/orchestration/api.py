@@ -39,7 +39,11 @@ def validate(config: RunConfig) -> RunConfig:
     mistake is refused before any process starts."""
     from sopgym.agents import resolve_agent
     from sopgym.importers.resolve import run_refusal
-    from sopgym.orchestration.refusals import check_model_spec, unknown_fault_tools
+    from sopgym.orchestration.refusals import (
+        base_url_refusal,
+        check_model_spec,
+        unknown_fault_tools,
+    )
 
     if not config.domains:
         raise UsageError("no domains: name at least one (a name, a family, 'all' or a glob)")
@@ -61,6 +65,9 @@ def validate(config: RunConfig) -> RunConfig:
         )
     resolve_agent(config.agent)  # a name, a plug-in or module:Class, loaded before anything
     check_model_spec(config.model)
+    refusal = base_url_refusal(config.base_url)
+    if refusal:
+        raise UsageError(refusal)
     if config.agent_options.get("record_tokens"):  # a provider that returns no token ids
         from sopgym.agents.models import check_token_recording, parse_model_spec
 

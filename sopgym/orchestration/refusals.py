@@ -31,6 +31,16 @@ def unknown_fault_tools(faults: str | None, domains: Iterable[Any]) -> str | Non
     )
 
 
+def base_url_refusal(base_url: str | None) -> str | None:
+    """Why ``--base-url`` cannot be reached as given, with the fix: an address without its
+    scheme (the HTTP client's own words, "missing an 'http://' or 'https://' protocol",
+    named no fix). None when it has one (whether it answers is checked later)."""
+    if not base_url or base_url.startswith(("http://", "https://")):
+        return None
+    bare = base_url.split("://", 1)[-1]
+    return f"--base-url {base_url!r} has no http:// or https://: did you mean http://{bare} ?"
+
+
 def check_model_spec(spec: str) -> None:
     """:class:`UsageError` for a model spec that cannot parse (or a scripted model's profile
     that does not); whether the model answers is checked later (:meth:`Runner.check_model`)."""

@@ -23,7 +23,7 @@ from sopgym.agents import uses_model
 from sopgym.core.exceptions import UsageError
 from sopgym.core.outcomes import outcome as episode_outcome
 from sopgym.evaluation.records import read_results
-from sopgym.evaluation.scoring import TaskScore, summarize
+from sopgym.evaluation.scoring import TaskScore, aggregate, summarize
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.types import JSON
 
@@ -57,17 +57,51 @@ def is_running(paths: RunPaths) -> bool:
 
 def run_state(paths: RunPaths) -> str:
     """``running`` (a runner holds it), ``finished`` (its summary covers every recorded row)
-    or ``interrupted`` (stopped before its summary, or results written after it: a resume
-    or a --retry-infra that did not finish)."""
+    or ``interrupted`` (stopped before its summary, or rows recorded or replaced after it: a
+    resume or a --retry-infra that did not finish).
+
+    Whether the summary covers the rows is read from the files' contents, never from their
+    modification times: ``cp -r`` (without ``-p``) stamps each copy with the time it was
+    copied, so a copied folder's results.jsonl may look newer than its summary."""
     if is_running(paths):
         return RUNNING
-    if not paths.summary.exists():
-        return INTERRUPTED
-    if paths.results.exists() and paths.results.stat().st_mtime_ns > (
-        paths.summary.stat().st_mtime_ns
-    ):
-        return INTERRUPTED
-    return FINISHED
+    return FINISHED if summary_is_current(paths, lambda: results(paths)) else INTERRUPTED
+
+
+def summary_is_current(paths: RunPaths, rows: Callable[[], list[JSON]]) -> bool:
+    """Whether the run's summary.json was computed over exactly its recorded ``rows()``."""
+    stored = _json_file(paths.summary)
+    if not isinstance(stored, dict):
+        return False
+    try:
+        recorded = rows() if paths.results.exists() else []
+    except (ValueError, KeyError, TypeError):
+        return False  # a corrupt row: whatever the summary says, it is not over these rows
+    return summary_covers(stored, recorded)
+
+
+# the overall figures a summary and its recorded rows must agree on, besides the errors
+_COVERED = ("completed", "correct", "infra_errors")
+
+
+def summary_covers(stored: JSON, rows: list[JSON]) -> bool:
+    """Whether ``stored`` (a summary.json object) was computed over exactly ``rows``.
+
+    The summary counts every planned episode, each one never recorded as incomplete (one
+    ``incomplete`` error and nothing else), so the rows are at most its ``tasks``, and the
+    figures the rows decide must be the summary's less those missing episodes: a row appended
+    by a resume or replaced by --retry-infra changes them.
+    """
+    tasks = stored.get("tasks")
+    if not isinstance(tasks, int) or len(rows) > tasks:
+        return False
+    figures = aggregate(TaskScore(**row["score"]) for row in rows)
+    errors = dict(figures["errors"])
+    if unrecorded := tasks - len(rows):
+        errors["incomplete"] = errors.get("incomplete", 0) + unrecorded
+    return stored.get("errors") == errors and all(
+        stored.get(key) == figures[key] for key in _COVERED
+    )
 
 
 def read_json_object(path: Path) -> JSON:
@@ -224,8 +258,12 @@ class RunFolder:
         return next((r for r in self.rows() if task_key(r) == (domain, task_id, trial)), None)
 
     def state(self) -> str:
-        """:func:`run_state`: running, finished or interrupted."""
-        return run_state(self.paths)
+        """:func:`run_state`: running, finished or interrupted (over the rows read once)."""
+        if is_running(self.paths):
+            return RUNNING
+        files = [self.paths.summary, self.paths.results]
+        current = self.cached("current", files, lambda: summary_is_current(self.paths, self.rows))
+        return FINISHED if current else INTERRUPTED
 
     def summary(self) -> JSON:
         """The run's summary when it finished; else (running, interrupted, or a summary that

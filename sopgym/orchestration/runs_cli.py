@@ -25,7 +25,7 @@ from sopgym.evaluation.explain import field_verdicts
 from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
-from sopgym.terminal import console, stdout
+from sopgym.terminal import console, print_table, stdout
 from sopgym.types import JSON
 
 _RUNS_DIR = click.option(
@@ -101,16 +101,10 @@ def runs_command(runs_dir: Path) -> None:
     if not runs_dir.is_dir():
         raise click.UsageError(f"no runs folder at {runs_dir}")
     found, unreadable = list_runs(runs_dir)
-    figures = ("seed", "tasks", "TSR", "tokens")
-    table = Table(
-        Column("run", no_wrap=True),
-        Column("created (UTC)", no_wrap=True),
-        "state",
-        "domains",
-        "agent",
-        "model",
-        *(Column(name, justify="right", no_wrap=True) for name in figures),
-    )
+    # the figures before the domains: at 80 columns the table folds, the domains go last
+    headers = ["run", "created (UTC)", "state", "agent", "model", "faults", "seed", "tasks",
+               "TSR", "tokens", "domains"]  # fmt: skip
+    rows = []
     partial = False
     for run in found:
         config = run.config
@@ -119,20 +113,21 @@ def runs_command(runs_dir: Path) -> None:
         planned = "?" if run.planned is None else str(run.planned)
         tsr = "-" if run.tsr is None else f"{run.tsr:.1%}" + ("*" if run.tsr_partial else "")
         partial |= run.tsr_partial and run.tsr is not None
-        table.add_row(
+        rows.append([
             run.run_id,
             run.created.replace("T", " ").rstrip("Z"),
             run.state,
-            shown,
             config.agent,
             config.model if uses_model(config.agent) else "-",
+            config.faults or "-",
             str(config.seed),
             f"{run.recorded}/{planned}",
             tsr,
             "-" if run.tokens is None else f"{run.tokens:,}",
-        )
+            shown,
+        ])  # fmt: skip
     if found:
-        stdout().print(table)
+        print_table(stdout(), headers, rows, numeric=range(6, 10), foldable=(10,))
     else:
         console.print(f"no runs in {runs_dir}")
     if partial:
@@ -219,7 +214,7 @@ def show_command(
         f"episode {escape(str(row.get('episode_id')))}, {row.get('elapsed_s') or 0:.2f} s"
     )
     if row.get("error"):
-        out.print(f"error: {escape(str(row['error']))}", soft_wrap=True)
+        out.print(f"error: {escape(str(row['error']))}")
     _print_input(out, row, data_root, cut)
     trajectory = row.get("trajectory") or {}
     _print_steps(out, trajectory.get("calls") or [], cut)
@@ -227,7 +222,7 @@ def show_command(
         out.print("[bold]conversation[/]")
     for message in trajectory.get("messages") or []:
         out.print(f"  [dim]{escape(str(message.get('role')))}:[/] "
-                  f"{escape(_text(message.get('content'), cut))}", soft_wrap=True)  # fmt: skip
+                  f"{escape(_text(message.get('content'), cut))}")  # fmt: skip
     _print_model_calls(out, row)
     _print_answer(out, row, cut)
     _print_scores(out, score)
@@ -239,7 +234,7 @@ def _print_input(out: Any, row: JSON, data_root: Path | None, cut: int | None) -
     if inputs is None:  # recorded in rows only lately: older runs read it from the dataset
         inputs = _dataset_inputs(row, data_root)
     out.print("[bold]input[/]")
-    out.print(escape(_text(inputs, cut)), soft_wrap=True)
+    out.print(escape(_text(inputs, cut)))
 
 
 def _dataset_inputs(row: JSON, data_root: Path | None) -> Any:
@@ -347,7 +342,7 @@ def _print_scores(out: Any, score: JSON) -> None:
         f"F1 {'n/a' if f1 is None else f'{f1:.3f}'}; errors: {errors or 'none'}"
     )
     if score.get("infra_error"):
-        out.print(f"infrastructure error: {escape(score['infra_error'])}", soft_wrap=True)
+        out.print(f"infrastructure error: {escape(score['infra_error'])}")
 
 
 def _text(value: Any, cut: int | None) -> str:

@@ -19,11 +19,12 @@ from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.client.transports import TRANSPORTS
+from sopgym.core.jsonio import read_jsonl_prefix
 from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration.shards import OUTAGE_WAIT_S
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
-from sopgym.validation import AGENT_HELP, DATA_ROOT, MODEL_HELP, SECONDS
+from sopgym.validation import AGENT_HELP, DATA_ROOT, MAX_IN_FLIGHT, MODEL_HELP, SECONDS
 
 Observer = Callable[[WorkerReport, JSON | None], None]
 RUNS_DIR_ENV = "SOPGYM_RUNS_DIR"
@@ -235,7 +236,11 @@ def merge_command(
         summary = merge(run_dir, shards, wait_s, data_root, console.print, stall_s)
     except ShardError as error:
         raise click.ClickException(str(error)) from None
-    print_summary(summary.to_json())
+    figures = summary.to_json()
+    # episodes no shard ran (unfinished shards): the summary counts them as incomplete; the
+    # coverage line says the TSR over those that ran, as `sopgym run` does for infra errors
+    figures["never_run"] = figures["tasks"] - len(read_jsonl_prefix(run_dir / "results.jsonl"))
+    print_summary(figures)
     if summary.infra_failed:  # in shard mode the shard's own workers work them again
         console.print(
             "shards re-run their infrastructure errors with: sopgym agent-worker --shard I/N "
@@ -274,8 +279,10 @@ def concurrency_levels(
         levels = [int(part) for part in text.split(",")]
     except ValueError:
         raise click.BadParameter(f"{text!r}: a number of episodes or a list, 1,10,100") from None
-    if not levels or not all(1 <= level <= 20000 for level in levels):
-        raise click.BadParameter(f"{text!r}: each level must be 1 to 20000 episodes in flight")
+    if not levels or not all(1 <= level <= MAX_IN_FLIGHT for level in levels):
+        raise click.BadParameter(
+            f"{text!r}: each level must be 1 to {MAX_IN_FLIGHT} episodes in flight"
+        )
     return levels
 
 

@@ -64,6 +64,7 @@ POLL_S = 2.0  # how often a wait tries again
 OUTAGE_WAIT_S = 300.0  # how long a shard waits for a dependency that went down mid-run
 HEARTBEAT_S = 15.0  # how often a working shard touches its claim
 STALE_S = 120.0  # a claim untouched this long: its worker is gone (merge says so)
+CLAIM_MODE = 0o644  # a data file like the shard's results (os.open's default would be 0o777)
 WORKER_ID_ENV = "SOPGYM_WORKER_ID"  # who this worker is (Kubernetes: the pod's name)
 WORKER_ID_FILE_ENV = "SOPGYM_WORKER_ID_FILE"  # where a drawn identity is kept (containers)
 
@@ -175,7 +176,9 @@ def _claimant(folder: Path, shard: Shard) -> str | None:
 def _take(folder: Path, shard: Shard, owner: str) -> bool:
     """Claim ``shard`` for ``owner`` if nobody has (atomically, with O_EXCL)."""
     try:
-        fd = os.open(folder / f"{shard.stem}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        fd = os.open(
+            folder / f"{shard.stem}.claim", os.O_WRONLY | os.O_CREAT | os.O_EXCL, CLAIM_MODE
+        )
     except FileExistsError:
         return False
     os.write(fd, owner.encode() + b"\n")
@@ -266,6 +269,11 @@ def is_outage(report: WorkerReport, record: JSON | None) -> str | None:
     for call in (record or {}).get("calls", []):
         if call.get("error_code") == DOWN_CODE:
             return f"{call.get('name')}: {DOWN_CODE}"
+    # the agent finished, but the service holding the state went down before handing it over
+    # at the finish (scored "final state lost", an infrastructure error): work it again
+    state_error = str((record or {}).get("state_error") or "")
+    if state_error.startswith(DOWN_CODE):
+        return f"final state: {state_error}"
     return None
 
 
@@ -539,11 +547,12 @@ def wait_for_shards(
     """The shards' settings once ``shards`` of them (default: their own count) have finished,
     or whatever is there when ``wait_s`` runs out; says every PROGRESS_S which it waits for and
     why each is not done (:func:`shard_states`: unclaimed, at work, or stuck: its worker gone).
-    With ``stall_s``, stops early once every unfinished shard has been unclaimed or stuck that
-    long: nothing is working them, and waiting on would be silent time lost.
+    With ``stall_s``, stops early once no unfinished shard has been worked for that long (no
+    heartbeat on its claim and no line in its results: :func:`idle_s`), its worker gone or
+    never started: waiting on would be silent time lost.
     Shards written for another count than ``shards`` are a :class:`ShardError` at once."""
     started = last_said = time.monotonic()
-    idle_since: float | None = None
+    started_at = time.time()  # file times are wall-clock times
     while True:
         metas = shard_metas(run_dir)
         _check_count(run_dir, metas, shards)
@@ -553,14 +562,12 @@ def wait_for_shards(
         if (expected and len(finished) >= expected) or now >= started + wait_s:
             return metas
         states = shard_states(run_dir, expected, finished) if expected else {}
-        if states and all(not s.startswith("at work") for s in states.values()):
-            idle_since = now if idle_since is None else idle_since
-            if stall_s is not None and now - idle_since >= stall_s:
-                log(f"merge: no shard has been worked for {now - idle_since:.0f}s; "
-                    f"stuck: {_describe(states)}")  # fmt: skip
+        if stall_s is not None and expected:
+            idle = idle_s(run_dir, expected, finished, started_at)
+            if idle >= stall_s:
+                log(f"merge: no unfinished shard has been worked for {idle:.0f}s; "
+                    f"{_describe(states)}")  # fmt: skip
                 return metas
-        else:
-            idle_since = None
         if now - last_said >= PROGRESS_S:
             log(f"merge: {len(finished)} of {expected or '?'} shards finished after "
                 f"{now - started:.0f}s; waiting for "
@@ -593,6 +600,21 @@ def shard_states(run_dir: Path, count: int, finished: set[int]) -> dict[int, str
             else f"at work ({owner}, {lines} lines)"
         )
     return states
+
+
+def idle_s(run_dir: Path, count: int, finished: set[int], since: float) -> float:
+    """Seconds since any unfinished shard of ``count`` was last worked: its claim's heartbeat
+    (every HEARTBEAT_S while a worker holds it) or its last result line, whichever is newer; a
+    shard with neither counts from ``since`` (when the merge began waiting)."""
+    folder, newest = shard_dir(run_dir), since
+    for index in range(count):
+        if index in finished:
+            continue
+        stem = Shard(index, count).stem
+        for path in (folder / f"{stem}.claim", folder / f"{stem}.jsonl"):
+            with contextlib.suppress(OSError):
+                newest = max(newest, path.stat().st_mtime)
+    return time.time() - newest
 
 
 def _describe(states: dict[int, str]) -> str:

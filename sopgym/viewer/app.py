@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI, Query
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from sopgym.core.jsonio import CorruptRow
@@ -36,9 +36,13 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
     def run_or_none(run_id: str) -> RunFolder | None:
         return catalog.get(run_id)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:  # browsers ask for it: an icon, not a 404 in the log
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
     @app.get("/", response_class=HTMLResponse)
     def runs() -> str:
-        return pages.runs_page(catalog.runs())
+        return pages.runs_page(catalog.runs(), catalog.sources)
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run(run_id: str) -> HTMLResponse:
@@ -49,7 +53,11 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
 
     @app.get("/runs/{run_id}/task", response_class=HTMLResponse)
     def task(
-        run_id: str, domain: str = Query(), task: str = Query(), trial: int = Query(0, ge=0)
+        run_id: str,
+        domain: str = Query(),
+        task: str = Query(),
+        trial: int = Query(0, ge=0),
+        back: str = Query("", alias="from"),  # the run page's filters, kept for the way back
     ) -> HTMLResponse:
         found = run_or_none(run_id)
         if found is None:
@@ -58,7 +66,7 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
         if row is None:
             return _missing(f"run {run_id} has no episode of {domain}/{task} trial {trial}")
         trace = episode_traces(found).get(str(row.get("episode_id")))
-        return HTMLResponse(pages.task_page(found, row, trace, jaeger_ui))
+        return HTMLResponse(pages.task_page(found, row, trace, jaeger_ui, back))
 
     @app.get("/compare", response_class=HTMLResponse)
     def compare(a: str = Query(), b: str = Query()) -> HTMLResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from html import escape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,6 +21,13 @@ from sopgym.core.outcomes import OUTCOMES, SUCCESS
 from sopgym.evaluation.explain import because_line, coverage_line, failed_in_all_trials
 from sopgym.evaluation.report import num, pct
 from sopgym.evaluation.scoring import TaskScore, summarize
+from sopgym.evaluation.stats import (
+    COMPARISON_HEADERS,
+    COMPARISON_TITLE,
+    comparison_note,
+    comparison_rows,
+    paired_comparison,
+)
 from sopgym.evaluation.svg import bar_chart
 from sopgym.orchestration.runs import (
     INTERRUPTED,
@@ -67,6 +75,7 @@ def page(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(title)} · sopgym</title>"
+        "<link rel='icon' href='/static/favicon.svg' type='image/svg+xml'>"
         "<link rel='stylesheet' href='/static/viewer.css'></head><body>"
         f"{nav}<h1>{escape(title)}</h1>{body}"
         "<script src='/static/viewer.js'></script></body></html>"
@@ -100,7 +109,7 @@ def _tsr_cell(summary: JSON) -> str:
     return f"{tsr} over {summary.get('scored', '?')} of {summary['tasks']} planned"
 
 
-def runs_page(runs: list[RunFolder]) -> str:
+def runs_page(runs: list[RunFolder], sources: Sequence[Path] = ()) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
         config = run.config()
@@ -108,7 +117,7 @@ def runs_page(runs: list[RunFolder]) -> str:
             summary, recorded = run.summary(), run.rows()
         except CorruptRow as error:  # this run only: the others are still listed
             rows.append([(run.id, run_link(run)), _when(run), ", ".join(config.get("domains", [])),
-                         "", "", "", "", "", "", f"unreadable: {error}"])  # fmt: skip
+                         "", "", "", "", "", "", "", f"unreadable: {error}"])  # fmt: skip
             continue
         rows.append(
             [
@@ -117,6 +126,7 @@ def runs_page(runs: list[RunFolder]) -> str:
                 ", ".join(config.get("domains", [])),
                 str(config.get("agent", "?")),
                 str(config.get("model", "?")),
+                str(config.get("faults") or "-"),
                 str(config.get("seed", "?")),
                 f"{len(recorded)}" + ("" if summary.get("partial") else f" / {summary['tasks']}"),
                 _tsr_cell(summary),
@@ -124,9 +134,15 @@ def runs_page(runs: list[RunFolder]) -> str:
                 run.state(),
             ]
         )
-    headers = ["run", "date", "domains", "agent", "model", "seed", "episodes", "TSR",
+    headers = ["run", "date", "domains", "agent", "model", "faults", "seed", "episodes", "TSR",
                "tokens", "status"]  # fmt: skip
-    listing = table(headers, rows, "runs") if rows else "<p id='runs'>No run folders here.</p>"
+    where = ", ".join(str(source.resolve()) for source in sources) or "the folders given"
+    empty = (  # where it looked, and how a run gets there
+        f"<p id='runs'>No run folders in {escape(where)}. Start one with "
+        "<code>sopgym run</code> (it writes <code>runs/&lt;run-id&gt;/</code>), or name a "
+        "runs folder: <code>sopgym view --runs-dir DIR</code>.</p>"
+    )
+    listing = table(headers, rows, "runs") if rows else empty
 
     pair = comparable_pair(runs)
     newer, older = (None, None) if pair is None else pair
@@ -200,8 +216,7 @@ def _figures(summary: JSON, recorded: list[JSON]) -> str:
         for k, v in items
     )
     note = f"<p class='note' id='coverage'>{escape(coverage)}</p>" if coverage else ""
-    family = family_figures(summary, recorded)
-    return f"{note}<div class='figures' id='figures'>{cells}</div>{family}"
+    return f"{note}<div class='figures' id='figures'>{cells}</div>"
 
 
 def _error_classes(row: JSON) -> list[str]:
@@ -263,7 +278,7 @@ def task_table(run: RunFolder, recorded: list[JSON]) -> str:
         score, result = row["score"], outcome(row)
         wrong, errors_of = _wrong_fields(row), _error_classes(row)
         cells = [
-            f"<a href='{escape(task_link(run, row))}'>{escape(row['task_id'])}</a>",
+            f"<a class='task' href='{escape(task_link(run, row))}'>{escape(row['task_id'])}</a>",
             escape(row["domain"]),
             str(row.get("trial") or 0),
             f"<span class='badge {result}'>{result}</span>" + _paper_note(score),
@@ -385,9 +400,12 @@ def run_page(run: RunFolder) -> str:
         + progress
         + notes
         + _figures(summary, recorded)
+        # what a reader comes for first: the tasks, right under the headline figures; the
+        # family tables, charts and per-domain breakdowns after them
+        + task_table(run, recorded)
+        + family_figures(summary, recorded)
         + _breakdowns(summary, recorded)
         + paper_sections(summary.get("paper"))
-        + task_table(run, recorded)
     )
     return page(f"run {run.id}", body)
 
@@ -534,7 +552,39 @@ def _scores(row: JSON) -> str:
     return table(["scorer", "value", "gates success", "explanation"], rows, "scores")
 
 
-def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None) -> str:
+def _task_nav(run: RunFolder, row: JSON, back: str) -> str:
+    """Links to the previous and the next failed task (in the run's task-table order), to
+    this task's other trials, and back to the run's table with its filters (``back``: the
+    run page's query, carried along)."""
+    carried = {"from": back} if back else {}
+
+    def link(other: JSON, text: str, css: str) -> str:
+        href = task_link(run, other) + (f"&{urlencode(carried)}" if carried else "")
+        return f"<a class='{css}' href='{escape(href)}'>{escape(text)}</a>"
+
+    rows = sorted(run.rows(), key=task_key)
+    here = task_key(row)
+    failed = [r for r in rows if outcome(r) in ("failed", "incomplete") or task_key(r) == here]
+    at = next(i for i, r in enumerate(failed) if task_key(r) == here)
+    parts = []
+    if at > 0:
+        before = failed[at - 1]
+        parts.append(link(before, f"← previous failed: {before['task_id']}", "prev-failed"))
+    if at + 1 < len(failed):
+        after = failed[at + 1]
+        parts.append(link(after, f"next failed: {after['task_id']} →", "next-failed"))
+    trials = [r for r in rows if task_key(r)[:2] == here[:2] and task_key(r) != here]
+    if trials:
+        others = ", ".join(
+            link(r, f"trial {task_key(r)[2]} ({outcome(r)})", "other-trial") for r in trials
+        )
+        parts.append(f"<span id='other-trials'>other trials: {others}</span>")
+    return f"<p class='task-nav' id='task-nav'>{' · '.join(parts)}</p>" if parts else ""
+
+
+def task_page(
+    run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None, back: str = ""
+) -> str:
     result, config = outcome(row), run.config()
     trajectory = row.get("trajectory") or {}
     trace_id = trace.trace_id if trace else None
@@ -566,23 +616,22 @@ def task_page(run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: 
         else "<p class='muted'>this run did not record task inputs (older sopgym)</p>"
     )
     body = (
+        f"{_task_nav(run, row, back)}"
         f"<table class='facts'>{fact_rows}</table>"
         f"{why.because(row)}"
         f"<h2>Final answer against the gold</h2>{why.answer(row)}"
+        f"{why.sop_steps(row, str(config.get('sop_variant', 'clean')))}"
         f"{why.actions_diff(row)}"
         f"{why.state_diff(row)}"
         f"{why.calls_against_gold(row)}"
         f"{why.dialogue(row)}"
-        f"{why.injections(run.path, row)}"
+        f"{why.injections(run.path, row, config)}"
         f"<h2>Scores</h2>{_scores(row)}"
         f"<h2>Steps</h2>{_steps(row, trace)}"
         f"<h2>Task input</h2>{inputs}"
     )
-    return page(
-        f"{row['task_id']} ({result})",
-        body,
-        crumbs=[(f"run {run.id}", run_link(run))],
-    )
+    table_link = run_link(run) + (f"?{back}" if back else "") + "#tasks"
+    return page(f"{row['task_id']} ({result})", body, crumbs=[(f"run {run.id}", table_link)])
 
 
 # ---- two runs ----
@@ -633,10 +682,21 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
     )
     if not shared:
         return page(f"compare {a.id} and {b.id}", head + _disjoint(a, b))
+    significance = paired_comparison([rows_a[k] for k in shared], [rows_b[k] for k in shared])
+    verdict = (  # the paired test `sopgym compare` prints, first: is the difference real?
+        f"<h2>{escape(COMPARISON_TITLE)}</h2>"
+        f"<p id='verdict' class='figure'>{escape(significance['sentence'])}.</p>"
+        + table(COMPARISON_HEADERS, comparison_rows(significance), "significance")
+        + f"<p class='muted'>{escape(comparison_note(significance))}</p>"
+    )
     body = (
-        head + f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
+        head
+        + _config_differences(a, b)
+        + f"<p id='shared'>Deltas over the {len(shared)} episodes both runs recorded; "
         f"{len(only_a)} only in A and {len(only_b)} only in B are listed below, not compared. "
         f"fixed in B: {changes['fixed']}, broken in B: {changes['broken']}.</p>"
+        + verdict
+        + "<h2>Overall</h2>"
         + table(["metric", "A", "B", "B - A"], metric_rows, "deltas")
         + "<h2>Task by task</h2>"
         + "<label><input type='checkbox' id='changed-only'> changed tasks only</label>"
@@ -645,6 +705,30 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
         + f"<h2>Only in B ({len(only_b)})</h2><p id='only-b'>{listed(only_b)}</p>"
     )
     return page(f"compare {a.id} and {b.id}", body)
+
+
+# config keys that differ between any two runs and say nothing of what was measured
+_BOOKKEEPING = frozenset({"created", "provenance", "run_id", "task_count"})
+
+
+def _config_differences(a: RunFolder, b: RunFolder) -> str:
+    """The two runs' configs key by key, the keys whose values differ first and marked
+    (``#config-diff``): what the comparison is a comparison of."""
+    config_a, config_b = a.config(), b.config()
+    keys = [k for k in dict.fromkeys([*config_a, *config_b]) if k not in _BOOKKEEPING]
+    differing = [k for k in keys if config_a.get(k) != config_b.get(k)]
+    rows = "".join(
+        f"<tr{' class=differs' if k in differing else ''} data-key='{escape(k)}'>"
+        f"<th>{escape(k)}</th><td>{escape(_pretty(config_a.get(k)))}</td>"
+        f"<td>{escape(_pretty(config_b.get(k)))}</td></tr>"
+        for k in [*differing, *(k for k in keys if k not in differing)]
+    )
+    said = ", ".join(differing) or "none: the same config"
+    return (
+        f"<p id='differs'>config keys that differ: <b>{escape(said)}</b></p>"
+        f"<details><summary>both configs</summary><table id='config-diff'><thead><tr>"
+        f"<th>key</th><th>A</th><th>B</th></tr></thead><tbody>{rows}</tbody></table></details>"
+    )
 
 
 def _pairs_table(rows: list[list[Cell]]) -> str:

@@ -7,12 +7,15 @@ text shown as text. Everything comes from :mod:`sopgym.evaluation.explain` and t
 
 from __future__ import annotations
 
+import re
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from sopgym.core.errors import UnknownDomainError
+from sopgym.core.registry import load_domain
 from sopgym.evaluation.explain import (
     NOT_RECORDED,
     aligned_actions,
@@ -20,8 +23,10 @@ from sopgym.evaluation.explain import (
     call_text,
     failed_because,
     field_verdicts,
+    refusal_note,
     state_differences,
 )
+from sopgym.evaluation.records import trial_seed
 from sopgym.types import JSON
 
 
@@ -134,7 +139,8 @@ def actions_diff(row: JSON) -> str:
     rows = "".join(
         f"<tr class='{kind}' data-kind='{kind}'><td>{n}</td><td>{kind}</td>"
         f"<td class='expected'><code>{escape(call_text(gold, 0)) if gold else ''}</code></td>"
-        f"<td class='made'><code>{escape(call_text(made, 0)) if made else ''}</code></td></tr>"
+        f"<td class='made'><code>{escape(call_text(made, 0)) if made else ''}</code>"
+        f"{escape(refusal_note(made))}</td></tr>"
         for n, (kind, gold, made) in enumerate(aligned, 1)
     )
     return (
@@ -142,6 +148,39 @@ def actions_diff(row: JSON) -> str:
         "<table id='actions-diff'><thead><tr><th>step</th><th></th><th>procedure (gold)</th>"
         f"<th>agent</th></tr></thead><tbody>{rows}</tbody></table>"
     )
+
+
+def sop_steps(row: JSON, sop_variant: str) -> str:
+    """For an answer that names an SOP step (SOP-Maze's ``step``): the SOP's text of the
+    step the gold names and, when the answer named another, of that one (``#sop-step``), so
+    the page shows what the step numbers stand for."""
+    expected = (row.get("gold_outputs") or {}).get("step")
+    given = (row.get("outputs") or {}).get("step")
+    if not isinstance(expected, str):
+        return ""
+    try:
+        sop = load_domain(row["domain"]).sop(sop_variant)
+    except (UnknownDomainError, KeyError, OSError, ValueError):
+        return ""  # a domain this install cannot load: the answer table still shows the ids
+    shown = [("the step the answer should have named", expected)]
+    if isinstance(given, str) and given != expected:
+        shown.append(("the step the answer named", given))
+    parts = []
+    for label, step in shown:
+        text = _step_section(sop, step)
+        body = f"<pre class='text'>{escape(text)}</pre>" if text else "<p>not in the SOP</p>"
+        parts.append(f"<h3>{escape(label)}: {escape(step)}</h3>{body}")
+    return f"<div id='sop-step'>{''.join(parts)}</div>"
+
+
+def _step_section(sop: str, step: str) -> str | None:
+    """The SOP's section headed ``## Step <step>:`` (to the next heading), or None."""
+    heading = re.compile(rf"^#+ *Step {re.escape(step)}\b.*$", re.MULTILINE)
+    found = heading.search(sop)
+    if found is None:
+        return None
+    following = re.compile(r"^#+ ", re.MULTILINE).search(sop, found.end())
+    return sop[found.start() : following.start() if following else len(sop)].strip()
 
 
 def dialogue(row: JSON) -> str:
@@ -159,36 +198,58 @@ def dialogue(row: JSON) -> str:
     return f"<h2>Dialogue</h2><div id='dialogue'>{turns}</div>"
 
 
-def injections(run_path: Path, row: JSON) -> str:
-    """The scripted model's record of the mistakes it injected into this task
-    (``injections.jsonl`` in the run folder), one line each (``#injections``)."""
+def injections(run_path: Path, row: JSON, config: JSON) -> str:
+    """The scripted model's record of the mistakes it injected into this episode
+    (``injections.jsonl`` in the run folder), one line each (``#injections``).
+
+    A task's trials share its id: a line belongs to this row's trial when its ``trial_seed``
+    (the seed the trial's requests carried) is the trial's own seed under the run's
+    ``config`` seed. A log written before it recorded that cannot say which trial: its lines
+    are shown only for a run of one trial, or else under a warning that they are every
+    trial's."""
     path = run_path / "injections.jsonl"
     try:
         lines = path.read_bytes().splitlines()
     except OSError:
         return ""
-    found = []
+    run_seed, trials = config.get("seed"), config.get("trials")
+    wanted = trial_seed(run_seed, int(row.get("trial") or 0)) if isinstance(run_seed, int) else None
+    found, unplaced = [], 0
     for line in lines:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue  # a line cut by a crash: the others still say what happened
-        if isinstance(record, dict) and record.get("task_id") == row.get("task_id"):
-            found.append(record)
+        if not isinstance(record, dict) or record.get("task_id") != row.get("task_id"):
+            continue
+        if record.get("domain") not in (None, row.get("domain")):
+            continue
+        if "trial_seed" not in record:
+            unplaced += 1
+        elif wanted is None or record["trial_seed"] != wanted:
+            continue
+        found.append(record)
     if not found:
         return ""
+    note = ""
+    if unplaced and trials != 1:
+        note = (
+            "<p class='warn' id='injections-trials'>this log does not say which trial each "
+            "mistake was played in (written before sopgym recorded it): these lines are every "
+            "trial's of this task</p>"
+        )
+    trial = escape(str(row.get("trial") or 0))
     rows = "".join(
         f"<tr><td>{escape(str(r.get('kind')))}</td><td>{escape(_step(r.get('step')))}</td>"
         f"<td><code>{escape(call_text(r['call'], 0) if r.get('call') else '-')}</code></td>"
-        f"<td>{escape(', '.join(map(str, r.get('expected') or [])) or '-')}</td>"
-        f"<td>{escape(str(r.get('seed')))}</td></tr>"
+        f"<td>{escape(', '.join(map(str, r.get('expected') or [])) or '-')}</td></tr>"
         for r in found
     )
     return (
-        "<h2>Mistakes the scripted model injected</h2><p class='muted'>its own record "
-        "(injections.jsonl): what it did on purpose, and the error class each should show</p>"
-        "<table id='injections'><thead><tr><th>mistake</th><th>step</th><th>call</th>"
-        f"<th>expected error</th><th>seed</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<h2>Mistakes the scripted model injected in trial {trial}</h2><p class='muted'>its own "
+        "record (injections.jsonl): what it did on purpose, and the error class each should "
+        f"show</p>{note}<table id='injections'><thead><tr><th>mistake</th><th>step</th>"
+        f"<th>call</th><th>expected error</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 

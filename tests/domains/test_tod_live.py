@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 
 from sopgym.core.dialogue import user_turn
+from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.domains.tod import language
 from sopgym.domains.tod.intents import INTENTS
 from sopgym.domains.tod.live.user import WRITES, reply
+from sopgym.evaluation.scoring import score_episode
 from tests.helpers import domain_data
 
 NAME = "tod/live"
@@ -100,3 +102,23 @@ def test_the_reference_conversations_end_with_the_customer_satisfied() -> None:
                        for m in gold.messages if m["role"] == "user")  # fmt: skip
         writes = sorted({c.name for c in gold.calls} & set(WRITES))
         assert writes == gold.user["expects"]
+
+
+def test_right_answer_and_state_with_an_extra_call_is_no_wrong_final() -> None:
+    """An episode whose answer and final state are the gold's but whose calls are not (a
+    lookup made twice: ``actions`` fails) failed on its procedure: ``wrong_procedure``, not
+    ``wrong_final``, which says the answer or the state was wrong."""
+    data = domain_data(NAME)
+    task = data.tasks[0]
+    gold = data.gold[task.id]
+    calls = [CallRecord(c.name, c.arguments, 200) for c in gold.calls]
+    calls.insert(1, CallRecord(gold.calls[0].name, gold.calls[0].arguments, 200))
+    episode = Trajectory(task.id, "ep", calls, True, dict(gold.outputs),
+                         final_state=gold.final_state)  # fmt: skip
+    score = score_episode(data.domain, task, episode, gold)
+    assert not score.success and score.scores["actions"]["value"] == 0.0
+    assert score.scores["output_fields"]["value"] == score.scores["final_state"]["value"] == 1.0
+    assert score.errors == {"wrong_procedure": 1}
+    wrong = Trajectory(task.id, "ep", calls, True, {"section": "not_a_section"},
+                       final_state=gold.final_state)  # fmt: skip
+    assert score_episode(data.domain, task, wrong, gold).errors == {"wrong_final": 1}

@@ -86,7 +86,7 @@ def call_differences(trajectory: Trajectory, gold: Gold) -> tuple[list[JSON], li
 
 def tool_calls(gates: bool = False) -> Scorer:
     """Tool-call F1 against the gold calls (n/a where no reference policy made them)."""
-    return Scorer("tool_calls", _tool_calls, gates)
+    return Scorer("tool_calls", _tool_calls, gates, judges_calls=True)
 
 
 def error_taxonomy(trajectory: Trajectory, gold: Gold) -> dict[str, int]:
@@ -181,7 +181,7 @@ def _errors(case: Case) -> Score:
 
 def errors(gates: bool = False) -> Scorer:
     """The call-level error taxonomy (1.0: no error of any class)."""
-    return Scorer("errors", _errors, gates)
+    return Scorer("errors", _errors, gates, judges_calls=True)
 
 
 def order_violations(
@@ -222,4 +222,4 @@ def _order(case: Case) -> Score:
 
 def order(gates: bool = False) -> Scorer:
     """Calls in the order of the domain's dependency graph (1.0: no call came too early)."""
-    return Scorer("order", _order, gates)
+    return Scorer("order", _order, gates, judges_calls=True)

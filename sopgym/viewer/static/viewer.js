@@ -38,6 +38,14 @@
       if (text) next.set("q", text);
       const query = next.toString();
       history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
+      // a task page links back to the table as filtered now, and to the previous and next
+      // failed tasks with the same filters
+      for (const link of table.querySelectorAll("a.task")) {
+        const target = new URL(link.getAttribute("href"), location.href);
+        if (query) target.searchParams.set("from", query);
+        else target.searchParams.delete("from");
+        link.setAttribute("href", target.pathname + target.search);
+      }
     };
     for (const control of controls) control.addEventListener("change", apply);
     search.addEventListener("input", apply);
