@@ -15,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from sopgym.cli import main
+from sopgym.evaluation.cli import scored
+from sopgym.evaluation.compare import compare, to_markdown
 from sopgym.importers.cli import import_group
 from tests.helpers import DATA_ROOT, domain_data
 from tests.test_integrity_inputs import MAZE, maze_folder
@@ -103,4 +105,9 @@ def test_compare_shows_run_text_as_text(tmp_path: Path) -> None:
     run = _scored(tmp_path)
     result = CliRunner().invoke(main, ["compare", str(run), str(run)])
     assert result.exit_code == 0, result.output
-    assert re.search(r"(?<!\\)<img", result.output) is None and "\\<img" in result.output
+    # the terminal's tables: the model's escape sequence shown as text, never played
+    assert "\x1b" not in result.output and "\\x1b[32m" in result.output
+    # the Markdown form (reports): HTML and links shown as text
+    scores = scored(run, DATA_ROOT)
+    markdown = to_markdown(compare(scores, scores), str(run), str(run))
+    assert re.search(r"(?<!\\)<img", markdown) is None and "\\<img" in markdown

@@ -13,6 +13,7 @@ import click
 
 from sopgym.cli.domains import field_distribution, list_domains
 from sopgym.cli.env import env_serve
+from sopgym.cli.leases import merge_leases_command, run_service_command
 from sopgym.cli.run import run as run_command
 from sopgym.cli.score import score as score_command
 from sopgym.cli.serve import gateway, serve_tools
@@ -22,7 +23,6 @@ from sopgym.evaluation.cli import compare_command, eval_command, report_command
 from sopgym.generation.cli import generate_command
 from sopgym.importers.cli import audit_group, import_group
 from sopgym.observability.cli import collector as collector_command
-from sopgym.orchestration.leases_cli import merge_leases_command, run_service_command
 from sopgym.orchestration.runs_cli import export_command, runs_command, show_command
 from sopgym.orchestration.scaleout import loadtest_command, loadtest_gather_command, merge_command
 from sopgym.viewer.cli import view_command

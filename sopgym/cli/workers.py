@@ -15,8 +15,8 @@ from sopgym.cli.common import (
     entry_point_errors,
     model_unavailable,
 )
+from sopgym.cli.leases import run_lease_command
 from sopgym.client.transports import TRANSPORTS
-from sopgym.orchestration.leases_cli import run_lease_command
 from sopgym.orchestration.scaleout import (
     run_shard_command,
     shard_options,
