@@ -343,7 +343,8 @@ def test_every_option_of_every_command_has_help() -> None:
 
 def test_commands_that_run_agents_default_to_the_same_one_or_say_why() -> None:
     agents = {path: o for path, o in _options(main, "sopgym") if o.name == "agent"}
-    assert set(agents) == {"sopgym run", "sopgym agent-worker", "sopgym loadtest"}
+    assert set(agents) == {"sopgym run", "sopgym agent-worker", "sopgym loadtest",
+                           "sopgym run-service"}  # fmt: skip
     for path, option in agents.items():
         assert "baseline (" in (option.help or "")  # every agent is named
         if option.default != agents["sopgym run"].default:
