@@ -54,7 +54,8 @@ def test_the_perfect_model_passes_and_a_perturbed_one_is_attributed(tmp_path: Pa
         if not score["success"]:
             assert score["scores"]["actions"]["value"] == 0.0
             assert score["scores"]["final_state"]["value"] == 1.0  # refused calls change nothing
-            if score["scores"]["output_fields"]["value"] == 1.0:  # answer and state right
+            answer = score["scores"].get("output_fields")  # next_action answers by actions
+            if answer is not None and answer["value"] == 1.0:  # answer and state right
                 assert "wrong_final" not in score["errors"], row["task_id"]
 
     tasks = {t.id: t for t in domain_data("tod/next_action").tasks}
