@@ -9,6 +9,8 @@ maze        maze/insurance_claim                fc       answer-only (enum answe
 tod         tod/compliance                      fc       answer-only
 tool use    patient_intake                      react    SOP-Bench-style tool calls
 tool use    patient_intake                      fc       the same, function calling
+flagging    content_flagging                    react    tool calls (issue 48's domain)
+flagging    content_flagging                    fc       the same, function calling
 banking     banking/account_management          fc       a TELLER-style scenario
 graph       banking/account_management_graph    fc       one-shot dependency graph
 ==========  ==================================  =======  ==============================
@@ -24,6 +26,7 @@ run's results.jsonl into one table row:
 * the server's generation speed where it reports timings (llama-server), and output tokens
   over whole call latency (named for what it is);
 * the harness's share of episode wall time (all that is not waiting on the model);
+* answers that repeat the prompt's example, answers given without their tags;
 * how the tasks ended (error classes).
 
 Any OpenAI-compatible server will do (llama-server, vLLM, the scripted model server). It is
@@ -72,6 +75,8 @@ MATRIX = (
     Cell("tod", "tod/compliance", "fc"),
     Cell("tool use", "patient_intake", "react"),
     Cell("tool use", "patient_intake", "fc"),
+    Cell("flagging", "content_flagging", "react"),
+    Cell("flagging", "content_flagging", "fc"),
     Cell("banking", "banking/account_management", "fc"),
     Cell("graph", "banking/account_management_graph", "fc"),
 )
@@ -187,6 +192,8 @@ def figures(rows: list[JSON], wall_s: float) -> JSON:
             [float(c.get("input_tokens") or 0) for c in processed]
         ),
         "example_copied": sum(copies_example(r) for r in rows),
+        # answers taken as the object alone, tags left off (the agents flag them)
+        "untagged_answers": sum(r.get("untagged_answer") is True for r in rows),
         "generation_tokens_per_s": round(
             sum(int(c.get("generated_tokens") or 0) for c in timed) / generation_s, 2
         )
@@ -214,6 +221,7 @@ COLUMNS = (
     ("gen tok/s", "generation_tokens_per_s"),
     ("out tok/s of latency", "output_tokens_per_s_of_latency"),
     ("harness share", "harness_share"), ("answers = the example", "example_copied"),
+    ("answers without tags", "untagged_answers"),
     ("how the tasks ended", "errors"),
 )  # fmt: skip
 

@@ -70,7 +70,8 @@ def test_figures_split_first_steps_by_task_and_name_each_speed() -> None:
 
 def test_figures_count_cached_prompt_tokens_and_answers_that_copy_the_example() -> None:
     """The server's count of prompt tokens processed on the later tasks' first steps (what
-    its prefix cache spared), and answers that repeat the prompt's example answer."""
+    its prefix cache spared), answers that repeat the prompt's example answer, and answers
+    given without their tags."""
     from sopgym.agents.prompts import example_answer
     from sopgym.core.registry import load_domain
 
@@ -83,7 +84,9 @@ def test_figures_count_cached_prompt_tokens_and_answers_that_copy_the_example() 
     first |= {"domain": "patient_intake", "outputs": dict(example)}  # a copy
     second |= {"domain": "patient_intake", "outputs": {**example, name: "other"}}  # all but one
     third |= {"domain": "patient_intake", "outputs": {k: "other" for k in example}}
+    third["untagged_answer"] = True  # the runner's flag: the answer came without its tags
     out = bench.figures([first, second, third], 30.0)
+    assert out["untagged_answers"] == 1
     assert out["first_step_prompt_processed_later"] == 200.0
     assert out["first_step_prompt_tokens_later"] == 2550.0
     assert out["example_copied"] == 2

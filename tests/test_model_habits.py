@@ -563,3 +563,15 @@ def test_answer_shaped_replies_never_end_repeated_action() -> None:
     _solve(agent, TwoFieldEpisode([]))
     warning = str(chat.seen[3][-1].content)
     assert "2 times in a row" in warning and "not inside <final_answer>" in warning, warning
+
+
+@pytest.mark.slow
+def test_an_untagged_answer_is_flagged_on_the_results_row(tmp_path: Path) -> None:
+    """Through the real stack: the answer given without its tags completes the task, and the
+    row says so (``untagged_answer``), as it says ``copied_example``."""
+    args = ["--agent", "fc", "--model", "scripted:untagged_answers=1", "--limit", "2"]
+    result = _run(tmp_path, *args, "--no-trace")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _rows(tmp_path)
+    assert len(rows) == 2 and all(r["score"]["success"] for r in rows), rows
+    assert all(r.get("untagged_answer") is True for r in rows)
