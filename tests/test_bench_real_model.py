@@ -121,3 +121,26 @@ def test_two_cells_against_the_scripted_model_server(tmp_path: Path) -> None:
     assert tools["first_step_s_task1"] is not None and tools["later_step_s"] is not None
     assert 0 <= tools["harness_share"] <= 1
     assert len(bench.table(rows).splitlines()) == 4
+
+
+def test_first_replies_are_told_apart_and_the_prompts_differ_as_named() -> None:
+    """The prompt probe: each kind of first reply is named, and the variants are what their
+    names say (only the last shows a call before the answer's form)."""
+    offered, fields = ["lookup"], ["status"]
+    kinds = [
+        bench.first_reply_kind(message, offered, fields)
+        for message in (
+            {"content": None, "tool_calls": [{"function": {"name": "lookup"}}]},
+            {"content": '<tool_call>{"name": "lookup", "arguments": {}}</tool_call>'},
+            {"content": '<final_answer>{"status": "ok"}</final_answer>'},
+            {"content": '```json\n{"status": "ok"}\n```'},
+            {"content": "I will look it up."},
+        )
+    ]
+    assert kinds == ["native call", "text call", "tagged answer", "untagged answer", "other"]
+    tools = [{"name": "lookup", "input_schema": {"properties": {"id": {"type": "string"}}}}]
+    variants = bench.prompt_variants({"properties": {"status": {"enum": ["ok", "bad"]}}}, tools)
+    before, sentence, after = variants.values()
+    assert "<tool_call>" not in before and "first reply" not in before
+    assert "<tool_call>" not in sentence and "first reply is a tool call" in sentence
+    assert after.index("<tool_call>") < after.index("<final_answer>{")
