@@ -30,6 +30,7 @@ from sopgym.agents.llm import LLM, DeadlineExceeded
 from sopgym.agents.options import default
 from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
+    NEITHER_NOTE,
     case_message,
     cut_request,
     example_copied_request,
@@ -388,8 +389,9 @@ class GraphAgent:
         form is shown (it would not be read)."""
         offered = set(run.offered)
         shown = [s for s in run.specs if s["name"] in offered] if self.text_tool_calls else []
-        return system_prompt(run.episode.output_schema, tools=shown,
-                             opens_with_call=opens_with_call)  # fmt: skip
+        return system_prompt(
+            run.episode.output_schema, tools=shown, opens_with_call=opens_with_call
+        )
 
     # ---- shared ----
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
@@ -500,6 +502,8 @@ class GraphAgent:
             reminder = cut_request(run.episode.output_schema)
         elif run.corrections and run.tool_calls == 0:
             reminder = still_no_tool_request()
+            if why == NEITHER_NOTE:  # its "or give the final answer" would contradict it
+                why = ""
         else:
             reminder = final_request(run.episode.output_schema)
         said = f"{why} {reminder}" if why else reminder

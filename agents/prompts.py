@@ -471,10 +471,13 @@ def unusable_reply_note(text: str, fields: list[str], offered: list[str]) -> str
                 f"<{FINAL_TAG}></{FINAL_TAG}> tags with nothing else around it: only an answer "
                 "in the tags counts."
             )
-    return (
-        "Your reply was neither a tool call nor a final answer: make a tool call, or give the "
-        f"final answer inside <{FINAL_TAG}></{FINAL_TAG}> tags."
-    )
+    return NEITHER_NOTE
+
+
+NEITHER_NOTE = (
+    "Your reply was neither a tool call nor a final answer: make a tool call, or give the "
+    f"final answer inside <{FINAL_TAG}></{FINAL_TAG}> tags."
+)
 
 
 # what the model repeated -> (how the warning says it, what to do instead)
