@@ -269,12 +269,17 @@ def prompt_variants(output_schema: JSON, tools: list[JSON]) -> dict[str, str]:
     from sopgym.agents.prompts import _ROLE, answer_contract, system_prompt
 
     contract = answer_contract(output_schema)
+    after = system_prompt(output_schema, tools=tools)
+    calling = after.split("\n\n")[1]  # the paragraph with the example call
+    without_example = contract.split("\nThe form, for example")[0]
     return {
         "answer example only (before)": f"{_ROLE}\n\n{_CALL_SENTENCE_BEFORE}\n\n{contract}",
         "+ first reply is a call": (
             f"{_ROLE}\n\n{_CALL_SENTENCE_BEFORE} {_FIRST_REPLY_SENTENCE}\n\n{contract}"
         ),
-        "example call first (after)": system_prompt(output_schema, tools=tools),
+        "example call first (after)": after,
+        "example call and no answer example": f"{_ROLE}\n\n{calling}\n\n{without_example}",
+        "answer's form before the example call": f"{_ROLE}\n\n{contract}\n\n{calling}",
     }
 
 
@@ -316,6 +321,8 @@ def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JS
             fields = list(data.domain.output_schema.get("properties", {}))
             variants = prompt_variants(data.domain.output_schema, tools)
             for variant, system in variants.items():
+                if args.probe_variants and variant not in args.probe_variants.split(","):
+                    continue
                 kinds: Counter[str] = Counter()
                 excerpts = []
                 for task in data.tasks[: args.limit]:
@@ -375,6 +382,9 @@ def main() -> None:
         "domains (comma-separated)",
     )
     parser.add_argument("--probe-max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--probe-variants", default="", help="only these variants (names, comma-separated)"
+    )
     args = parser.parse_args()
     if args.probe_first_reply:
         domains = [d.strip() for d in args.probe_first_reply.split(",") if d.strip()]

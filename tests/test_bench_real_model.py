@@ -140,7 +140,7 @@ def test_first_replies_are_told_apart_and_the_prompts_differ_as_named() -> None:
     assert kinds == ["native call", "text call", "tagged answer", "untagged answer", "other"]
     tools = [{"name": "lookup", "input_schema": {"properties": {"id": {"type": "string"}}}}]
     variants = bench.prompt_variants({"properties": {"status": {"enum": ["ok", "bad"]}}}, tools)
-    before, sentence, after = variants.values()
+    before, sentence, after, *_ = variants.values()
     assert "<tool_call>" not in before and "first reply" not in before
     assert "<tool_call>" not in sentence and "first reply is a tool call" in sentence
     assert after.index("<tool_call>") < after.index("<final_answer>{")
