@@ -21,6 +21,7 @@ class AgentContext:
     episode_id: str | None = None  # once opened: names the conversation on chat spans
     answered_without_tools: bool = False  # the model answered before any tool call
     copied_example: bool = False  # a final answer repeated the prompt's example answer
+    untagged_answer: bool = False  # the final answer came as the bare object, without its tags
 
 
 class Agent(Protocol):

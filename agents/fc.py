@@ -27,7 +27,7 @@ from sopgym.agents.graph import (
     run_of,
     text_of,
 )
-from sopgym.agents.prompts import case_message, system_prompt
+from sopgym.agents.prompts import case_message
 from sopgym.agents.retrieval import RetrievalSpec, ToolRetriever
 from sopgym.core.answers import MESSAGE_ACTION
 
@@ -42,7 +42,7 @@ class FunctionCallingAgent(GraphAgent):
         super().__init__(**options)
 
     def system_text(self, run: Run) -> str:
-        return system_prompt(run.episode.output_schema)
+        return self.native_system_text(run)
 
     def offered(self, run: Run) -> list[JSON]:
         """The episode's tools, narrowed by retrieval when it is on (a dialogue's message

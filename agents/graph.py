@@ -30,6 +30,7 @@ from sopgym.agents.llm import LLM, DeadlineExceeded
 from sopgym.agents.options import default
 from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
+    NEITHER_NOTE,
     case_message,
     cut_request,
     example_copied_request,
@@ -39,7 +40,9 @@ from sopgym.agents.prompts import (
     repeat_warning,
     repeats_example,
     still_no_tool_request,
+    system_prompt,
     tool_free_prompt,
+    unusable_reply_note,
     use_tools_request,
 )
 from sopgym.agents.textcalls import read_text_calls
@@ -49,6 +52,7 @@ from sopgym.core.answers import (
     declared_final_answer,
     extract_final_answer,
     message_action_spec,
+    untagged_final_answer,
 )
 from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.exceptions import AgentError
@@ -186,15 +190,21 @@ class Run:
             if len(self.context.usage) > recorded:  # the turn's record, failed calls included
                 log_step(self.task.id, self.steps, self.context.usage[-1])
 
-    def watch_reply(self, text: str) -> None:
+    def watch_reply(self, text: str, why: str = "") -> None:
         """A reply that neither called a tool nor answered readably: the same one again is
-        warned about, and stopped at the limit."""
+        warned about (saying ``why`` it did not count), and stopped at the limit."""
         self._last_reply = self._watch(
-            self._last_reply, text.strip(), "wrote the same unusable reply", "reply"
+            self._last_reply, text.strip(), "wrote the same unusable reply", "reply", why=why
         )
 
     def _watch(
-        self, last: tuple[str, int], signature: str, what: str, kind: str, tool: str = ""
+        self,
+        last: tuple[str, int],
+        signature: str,
+        what: str,
+        kind: str,
+        tool: str = "",
+        why: str = "",
     ) -> tuple[str, int]:
         """Count ``signature`` repeating in a row: from the second time the model is warned
         (:attr:`notes`, worded for ``kind``), at :attr:`Limits.max_repeats` the agent stops."""
@@ -202,7 +212,7 @@ class Run:
         if times >= self.limits.max_repeats:
             raise RepeatedAction(f"the model {what} {times} times in a row; stopped")
         if times >= 2:
-            self.notes.append(repeat_warning(kind, times, tool))
+            self.notes.append(repeat_warning(kind, times, tool, why))
         return signature, times
 
     def take_notes(self) -> list[BaseMessage]:
@@ -375,6 +385,16 @@ class GraphAgent:
         """The specs a native-tools agent offers the model: all of the episode's."""
         return run.specs
 
+    def native_system_text(self, run: Run, opens_with_call: bool = True) -> str:
+        """A native-tools agent's system message: its example call uses the first offered
+        tool, written in the text form the agent reads; with ``text_tool_calls`` off no such
+        form is shown (it would not be read)."""
+        offered = set(run.offered)
+        shown = [s for s in run.specs if s["name"] in offered] if self.text_tool_calls else []
+        return system_prompt(
+            run.episode.output_schema, tools=shown, opens_with_call=opens_with_call
+        )
+
     # ---- shared ----
     def solve(self, task: Task, episode: Episode, context: AgentContext) -> JSON:
         if not episode.tools:  # nothing to call or plan: the model just answers
@@ -448,9 +468,15 @@ class GraphAgent:
         reply it answers: a reply ``cut`` at the length limit is told so, and a tool-less reply
         after the "use the tools" turn is told to call a tool, not to answer. An answer that
         is the prompt's example answer value for value is sent back once (and flagged
-        ``copied_example``): the example only shows the form."""
+        ``copied_example``): the example only shows the form. A reply that is only the answer's
+        object without its tags (:func:`untagged_final_answer`) is the answer, flagged
+        ``untagged_answer``; any other reply is told what it lacks (:func:`unusable_reply_note`:
+        the tags, a field, the form of a call)."""
         cut = reply is not None and was_cut(reply)
         final = declared_final_answer(text, run.fields)
+        untagged = final is None and not cut
+        if untagged:
+            final = untagged_final_answer(text, run.fields)
         if run.tool_calls == 0 and (final is not None or extract_final_answer(text, run.fields)):
             run.context.answered_without_tools = True
             if run.corrections < run.limits.corrective_turns:
@@ -462,9 +488,12 @@ class GraphAgent:
                 run.example_questioned = True
                 return {"messages": [HumanMessage(example_copied_request())]}
         if final is not None:
+            if untagged:  # the answer's object with its tags left off: its form, not its values
+                run.context.untagged_answer = True
             return {"final": final}
+        why = "" if cut else unusable_reply_note(text, run.fields, run.offered)
         if not cut:  # a cut reply is the limit's doing: asked again, never a repeat
-            run.watch_reply(text)
+            run.watch_reply(text, why)
         notes = run.take_notes()
         if notes:  # the same reply again: its warning replaces the reminder
             return {"messages": notes}
@@ -475,9 +504,12 @@ class GraphAgent:
             reminder = cut_request(run.episode.output_schema)
         elif run.corrections and run.tool_calls == 0:
             reminder = still_no_tool_request()
+            if why == NEITHER_NOTE:  # its "or give the final answer" would contradict it
+                why = ""
         else:
             reminder = final_request(run.episode.output_schema)
-        return {"messages": [HumanMessage(reminder)], "nudges": nudges + 1}
+        said = f"{why} {reminder}" if why else reminder
+        return {"messages": [HumanMessage(said)], "nudges": nudges + 1}
 
 
 def answer_without_tools(

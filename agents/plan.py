@@ -26,7 +26,7 @@ from sopgym.agents.graph import (
     run_of,
     text_of,
 )
-from sopgym.agents.prompts import PLAN_TAG, execute_request, plan_request, system_prompt
+from sopgym.agents.prompts import PLAN_TAG, execute_request, plan_request
 from sopgym.core.jsontext import LooseJSONError, parse_array
 
 _PLAN_BLOCK = re.compile(rf"<{PLAN_TAG}>(.*?)(?:</{PLAN_TAG}>|$)", re.DOTALL | re.IGNORECASE)
@@ -56,7 +56,7 @@ class PlanExecuteAgent(GraphAgent):
     state_schema = PlanState
 
     def system_text(self, run: Run) -> str:
-        return system_prompt(run.episode.output_schema)
+        return self.native_system_text(run, opens_with_call=False)  # its first reply: a plan
 
     def build(self, graph: StateGraph) -> StateGraph:
         graph.add_node("plan", self._plan)

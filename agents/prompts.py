@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from sopgym.core.answers import FINAL_TAG, MESSAGE_ACTION, PLAN_TAG, REACT_MARKER
+from sopgym.core.jsontext import iter_objects
 from sopgym.types import JSON
 
 try:  # the regular expression parser, for patterns' example values
@@ -225,21 +226,58 @@ def answer_contract(output_schema: JSON) -> str:
 
 
 def system_prompt(
-    output_schema: JSON, tools_text: str | None = None, tools: list[JSON] | None = None
+    output_schema: JSON,
+    tools_text: str | None = None,
+    tools: list[JSON] | None = None,
+    *,
+    opens_with_call: bool = True,
 ) -> str:
     """The system message. ``tools_text`` is given for ReAct, whose model has no native tools
-    (``tools``: the catalog it describes, whose first tool the example round uses). It holds
-    nothing of the task, so every task of a domain shares it as its prompt's prefix."""
+    (``tools``: the catalog it describes, whose first tool the example round uses); a
+    native-tools agent gives ``tools`` alone, whose first tool its example call uses. Either
+    way the example of a step comes before the answer's form (``opens_with_call``: the model's
+    first reply is to be a call; False for the plan agent, whose first reply is its plan). It
+    holds nothing of the task, so every task of a domain shares it as its prompt's prefix."""
     parts = [_ROLE]
     if tools_text is not None:
         parts += [f"Tools you can use:\n{tools_text}", _react_format(tools or [])]
     else:
-        parts.append(
-            "Call tools through the function-calling interface, one step at a time, and wait "
-            "for each result before deciding the next step."
-        )
+        parts.append(_calling_format(tools or [], opens_with_call))
     parts.append(answer_contract(output_schema))
     return "\n\n".join(parts)
+
+
+def _example_arguments(tool: JSON) -> JSON:
+    """A call's arguments as an example shows them: the tool's required argument names (its
+    first one when none is required), each with a placeholder saying where its value comes
+    from, never a value a model could copy as if it were the case's."""
+    schema: JSON = tool.get("input_schema") or {}
+    names = list(schema.get("properties") or {})
+    required = [n for n in schema.get("required") or names if n in names] or names[:1]
+    return {n: f"<{n} from the case or an earlier result>" for n in required}
+
+
+def _calling_format(tools: list[JSON], opens_with_call: bool) -> str:
+    """How a native-tools agent's model works, as an example call with the catalog's first
+    tool in the Hermes ``<tool_call>`` form that Qwen and Hermes chat templates use (the form
+    a server with ``--jinja`` parses into ``tool_calls``; the agents read it as text too), and
+    that the answer comes after the tool steps. A prompt that only showed the answer's example
+    had Qwen2.5-Coder-1.5B answer first, guessing, on every task (issue 48)."""
+    first = "Your first reply is a tool call, never" if opens_with_call else "Call tools before"
+    intro = (
+        "Call tools through the function-calling interface, one step at a time, and wait for "
+        f"each result before deciding the next step. {first} the final answer: the answer's "
+        "values come from the tools' results."
+    )
+    if not tools:
+        return intro
+    call = {"name": tools[0]["name"], "arguments": _example_arguments(tools[0])}
+    return (
+        f"{intro} A call, for example (the values are placeholders: take the real ones from "
+        f"the case input or an earlier result):\n<tool_call>\n{_json(call)}\n</tool_call>\n"
+        "Make one call per SOP step, read its result, then make the next. Only when no step "
+        "is left, give the final answer."
+    )
 
 
 def tool_free_prompt(output_schema: JSON) -> str:
@@ -257,10 +295,7 @@ def _react_format(tools: list[JSON]) -> str:
     its argument names (small models copy a format block word for word: placeholder text
     there became "Action: the"), and where generation should stop."""
     tool: JSON = tools[0] if tools else {"name": "tool_name", "input_schema": {}}
-    schema: JSON = tool.get("input_schema") or {}
-    names = list(schema.get("properties") or {})
-    required = [n for n in schema.get("required") or names if n in names] or names[:1]
-    arguments = {n: f"<{n} from the case or an earlier result>" for n in required}
+    arguments = _example_arguments(tool)
     return (
         "Work in rounds. A round is a Thought line, an Action line with the exact name of one "
         f"tool from the list above, and an {REACT_MARKER} line with the tool's arguments as "
@@ -404,6 +439,47 @@ def still_no_tool_request() -> str:
     )
 
 
+_CALL_KEYS = ("name", "tool", "function", "action", "tool_name")
+
+
+def unusable_reply_note(text: str, fields: list[str], offered: list[str]) -> str:
+    """What a reply that was neither a tool call nor a final answer lacks, in a sentence: the
+    answer's tags (an object with exactly the answer's fields, beside other text), a field of
+    the answer (or keys that are none of its fields), a call's form (an object that names a
+    tool but is not written as a call, or names no offered tool), or both (prose only)."""
+    wanted = set(fields)
+    for obj in reversed(list(iter_objects(text))):
+        named = next((obj[k] for k in _CALL_KEYS if isinstance(obj.get(k), str)), None)
+        if named is not None and named not in wanted and not wanted & set(obj):
+            if named not in offered:
+                return f"Your reply was no tool call: {not_a_tool_note(named, offered)}"
+            return (
+                f"Your reply named the tool {named} but was not written as a call: call it "
+                'through the function-calling interface, or write {"name": "'
+                f'{named}", "arguments": {{...}}}} inside <tool_call></tool_call> tags.'
+            )
+        if wanted & set(obj):
+            missing = [f for f in fields if f not in obj]
+            extra = [k for k in obj if k not in wanted]
+            if missing or extra:
+                lacks = f" It lacks the field(s): {', '.join(missing)}." if missing else ""
+                others = f" Not fields of the answer: {', '.join(extra)}." if extra else ""
+                shape = "Your reply held an answer object that is not the answer's form."
+                return f"{shape}{lacks}{others}"
+            return (
+                "Your reply held the answer's object, but not inside "
+                f"<{FINAL_TAG}></{FINAL_TAG}> tags with nothing else around it: only an answer "
+                "in the tags counts."
+            )
+    return NEITHER_NOTE
+
+
+NEITHER_NOTE = (
+    "Your reply was neither a tool call nor a final answer: make a tool call, or give the "
+    f"final answer inside <{FINAL_TAG}></{FINAL_TAG}> tags."
+)
+
+
 # what the model repeated -> (how the warning says it, what to do instead)
 _REPEATS = {
     "failing": (
@@ -426,11 +502,13 @@ _REPEATS = {
 }
 
 
-def repeat_warning(kind: str, times: int, tool: str = "") -> str:
+def repeat_warning(kind: str, times: int, tool: str = "", why: str = "") -> str:
     """After the model repeated itself (``kind``: failing, success or reply): what it did,
-    and what to do instead, worded for that case."""
+    why it did not count (``why``, for a reply: :func:`unusable_reply_note`), and what to do
+    instead, worded for that case."""
     did, instead = _REPEATS[kind]
-    return f"Warning: you have {did.format(tool=tool, times=times)}. {instead}"
+    why = f" {why}" if why else ""
+    return f"Warning: you have {did.format(tool=tool, times=times)}.{why} {instead}"
 
 
 def not_a_tool_note(name: str, names: list[str]) -> str:

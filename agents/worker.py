@@ -119,6 +119,8 @@ def _run_episode(
     report.answered_without_tools = context.answered_without_tools
     if context.copied_example:
         report.copied_example = True
+    if context.untagged_answer:
+        report.untagged_answer = True
     return report
 
 

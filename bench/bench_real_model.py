@@ -9,6 +9,8 @@ maze        maze/insurance_claim                fc       answer-only (enum answe
 tod         tod/compliance                      fc       answer-only
 tool use    patient_intake                      react    SOP-Bench-style tool calls
 tool use    patient_intake                      fc       the same, function calling
+flagging    content_flagging                    react    tool calls (issue 48's domain)
+flagging    content_flagging                    fc       the same, function calling
 banking     banking/account_management          fc       a TELLER-style scenario
 graph       banking/account_management_graph    fc       one-shot dependency graph
 ==========  ==================================  =======  ==============================
@@ -24,6 +26,7 @@ run's results.jsonl into one table row:
 * the server's generation speed where it reports timings (llama-server), and output tokens
   over whole call latency (named for what it is);
 * the harness's share of episode wall time (all that is not waiting on the model);
+* answers that repeat the prompt's example, answers given without their tags;
 * how the tasks ended (error classes).
 
 Any OpenAI-compatible server will do (llama-server, vLLM, the scripted model server). It is
@@ -72,6 +75,8 @@ MATRIX = (
     Cell("tod", "tod/compliance", "fc"),
     Cell("tool use", "patient_intake", "react"),
     Cell("tool use", "patient_intake", "fc"),
+    Cell("flagging", "content_flagging", "react"),
+    Cell("flagging", "content_flagging", "fc"),
     Cell("banking", "banking/account_management", "fc"),
     Cell("graph", "banking/account_management_graph", "fc"),
 )
@@ -187,6 +192,8 @@ def figures(rows: list[JSON], wall_s: float) -> JSON:
             [float(c.get("input_tokens") or 0) for c in processed]
         ),
         "example_copied": sum(copies_example(r) for r in rows),
+        # answers taken as the object alone, tags left off (the agents flag them)
+        "untagged_answers": sum(r.get("untagged_answer") is True for r in rows),
         "generation_tokens_per_s": round(
             sum(int(c.get("generated_tokens") or 0) for c in timed) / generation_s, 2
         )
@@ -214,6 +221,7 @@ COLUMNS = (
     ("gen tok/s", "generation_tokens_per_s"),
     ("out tok/s of latency", "output_tokens_per_s_of_latency"),
     ("harness share", "harness_share"), ("answers = the example", "example_copied"),
+    ("answers without tags", "untagged_answers"),
     ("how the tasks ended", "errors"),
 )  # fmt: skip
 
@@ -243,6 +251,114 @@ def table(rows: list[JSON], label: str = "") -> str:
     return "\n".join([head, rule, *body])
 
 
+# fc's system message before issue 48: one sentence on calling, then the answer's form with
+# its example (the only example it showed); kept to measure the prompts against each other
+_CALL_SENTENCE_BEFORE = (
+    "Call tools through the function-calling interface, one step at a time, and wait for each "
+    "result before deciding the next step."
+)
+_FIRST_REPLY_SENTENCE = (
+    "Your first reply is a tool call, never the final answer: the answer's values come from "
+    "the tools' results."
+)
+
+
+def prompt_variants(output_schema: JSON, tools: list[JSON]) -> dict[str, str]:
+    """fc's system message as it was, with the issue's one added sentence, and as it is (an
+    example call in the ``<tool_call>`` form before the answer's form)."""
+    from sopgym.agents.prompts import _ROLE, answer_contract, system_prompt
+
+    contract = answer_contract(output_schema)
+    after = system_prompt(output_schema, tools=tools)
+    calling = after.split("\n\n")[1]  # the paragraph with the example call
+    without_example = contract.split("\nThe form, for example")[0]
+    return {
+        "answer example only (before)": f"{_ROLE}\n\n{_CALL_SENTENCE_BEFORE}\n\n{contract}",
+        "+ first reply is a call": (
+            f"{_ROLE}\n\n{_CALL_SENTENCE_BEFORE} {_FIRST_REPLY_SENTENCE}\n\n{contract}"
+        ),
+        "example call first (after)": after,
+        "example call and no answer example": f"{_ROLE}\n\n{calling}\n\n{without_example}",
+        "answer's form before the example call": f"{_ROLE}\n\n{contract}\n\n{calling}",
+    }
+
+
+def first_reply_kind(message: JSON, offered: list[str], fields: list[str]) -> str:
+    """What a model's first reply to fc's opening is: a native call, a call written as text,
+    an answer in its tags, the answer's object without them, or none of these."""
+    from sopgym.agents.textcalls import read_text_calls
+    from sopgym.core.answers import declared_final_answer, untagged_final_answer
+
+    text = message.get("content") or ""
+    if message.get("tool_calls"):
+        return "native call"
+    if read_text_calls(text, offered):
+        return "text call"
+    if declared_final_answer(text, fields) is not None:
+        return "tagged answer"
+    if untagged_final_answer(text, fields) is not None:
+        return "untagged answer"
+    return "other"
+
+
+def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JSON]:
+    """fc's first model turn only (system message, case, the domain's tools), under each
+    prompt variant, on the first ``--limit`` tasks of each domain: one request a task and
+    variant, so prompts are compared on a slow server in minutes, not whole episodes. The
+    tools are the domain's own in its catalog order (a run's episode adds its distractors)."""
+    import httpx
+
+    from sopgym.agents.graph import openai_tool
+    from sopgym.agents.prompts import case_message
+    from sopgym.core import dataset
+
+    out = []
+    with httpx.Client(timeout=args.task_timeout) as http:
+        for name in domains:
+            data = dataset.load(load_domain(name))
+            tools = [t.spec.rendered() for t in data.domain.tools]
+            offered = [t["name"] for t in tools]
+            fields = list(data.domain.output_schema.get("properties", {}))
+            variants = prompt_variants(data.domain.output_schema, tools)
+            for variant, system in variants.items():
+                if args.probe_variants and variant not in args.probe_variants.split(","):
+                    continue
+                kinds: Counter[str] = Counter()
+                excerpts = []
+                for task in data.tasks[: args.limit]:
+                    body = {
+                        "model": args.model,
+                        "messages": [
+                            {"role": "system", "content": system},
+                            {"role": "user",
+                             "content": case_message(data.domain.sop(), task.inputs)},
+                        ],
+                        "tools": [openai_tool(t) for t in tools],
+                        "temperature": 0,
+                        "max_tokens": args.probe_max_tokens,
+                    }  # fmt: skip
+                    reply = http.post(f"{args.base_url}/chat/completions", json=body)
+                    reply.raise_for_status()
+                    message = reply.json()["choices"][0]["message"]
+                    kind = first_reply_kind(message, offered, fields)
+                    kinds[kind] += 1
+                    shown = message.get("content") or orjson.dumps(message.get("tool_calls"))
+                    excerpts.append(f"{task.id}: {kind}: {str(shown)[:160]!r}")
+                row = {"domain": name, "variant": variant, "tasks": sum(kinds.values()),
+                       "kinds": dict(sorted(kinds.items())), "excerpts": excerpts}  # fmt: skip
+                print(orjson.dumps(row).decode(), file=sys.stderr, flush=True)
+                out.append(row)
+    return out
+
+
+def probe_table(rows: list[JSON]) -> str:
+    lines = ["| domain | prompt | tasks | first replies |", "|---|---|---|---|"]
+    for row in rows:
+        kinds = ", ".join(f"{k} {v}" for k, v in row["kinds"].items())
+        lines.append(f"| {row['domain']} | {row['variant']} | {row['tasks']} | {kinds} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--base-url", required=True, help="the server's OpenAI base URL (.../v1)")
@@ -259,7 +375,25 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a name for these figures (before/after)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures (JSON)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here")
+    parser.add_argument(
+        "--probe-first-reply",
+        default="",
+        help="instead of the matrix: fc's first reply under each prompt variant, on these "
+        "domains (comma-separated)",
+    )
+    parser.add_argument("--probe-max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--probe-variants", default="", help="only these variants (names, comma-separated)"
+    )
     args = parser.parse_args()
+    if args.probe_first_reply:
+        domains = [d.strip() for d in args.probe_first_reply.split(",") if d.strip()]
+        probed = probe_first_replies(args, domains)
+        if args.out:
+            args.out.write_bytes(orjson.dumps({"label": args.label, "model": args.model,
+                                               "probe": probed}, option=orjson.OPT_INDENT_2))
+        print(probe_table(probed))
+        return
     wanted = {c.strip() for c in args.cells.split(",") if c.strip()}
     cells = [c for c in MATRIX if not wanted or c.key in wanted]
     unknown = wanted - {c.key for c in MATRIX}

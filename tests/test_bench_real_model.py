@@ -70,7 +70,8 @@ def test_figures_split_first_steps_by_task_and_name_each_speed() -> None:
 
 def test_figures_count_cached_prompt_tokens_and_answers_that_copy_the_example() -> None:
     """The server's count of prompt tokens processed on the later tasks' first steps (what
-    its prefix cache spared), and answers that repeat the prompt's example answer."""
+    its prefix cache spared), answers that repeat the prompt's example answer, and answers
+    given without their tags."""
     from sopgym.agents.prompts import example_answer
     from sopgym.core.registry import load_domain
 
@@ -83,7 +84,9 @@ def test_figures_count_cached_prompt_tokens_and_answers_that_copy_the_example() 
     first |= {"domain": "patient_intake", "outputs": dict(example)}  # a copy
     second |= {"domain": "patient_intake", "outputs": {**example, name: "other"}}  # all but one
     third |= {"domain": "patient_intake", "outputs": {k: "other" for k in example}}
+    third["untagged_answer"] = True  # the runner's flag: the answer came without its tags
     out = bench.figures([first, second, third], 30.0)
+    assert out["untagged_answers"] == 1
     assert out["first_step_prompt_processed_later"] == 200.0
     assert out["first_step_prompt_tokens_later"] == 2550.0
     assert out["example_copied"] == 2
@@ -118,3 +121,26 @@ def test_two_cells_against_the_scripted_model_server(tmp_path: Path) -> None:
     assert tools["first_step_s_task1"] is not None and tools["later_step_s"] is not None
     assert 0 <= tools["harness_share"] <= 1
     assert len(bench.table(rows).splitlines()) == 4
+
+
+def test_first_replies_are_told_apart_and_the_prompts_differ_as_named() -> None:
+    """The prompt probe: each kind of first reply is named, and the variants are what their
+    names say (only the last shows a call before the answer's form)."""
+    offered, fields = ["lookup"], ["status"]
+    kinds = [
+        bench.first_reply_kind(message, offered, fields)
+        for message in (
+            {"content": None, "tool_calls": [{"function": {"name": "lookup"}}]},
+            {"content": '<tool_call>{"name": "lookup", "arguments": {}}</tool_call>'},
+            {"content": '<final_answer>{"status": "ok"}</final_answer>'},
+            {"content": '```json\n{"status": "ok"}\n```'},
+            {"content": "I will look it up."},
+        )
+    ]
+    assert kinds == ["native call", "text call", "tagged answer", "untagged answer", "other"]
+    tools = [{"name": "lookup", "input_schema": {"properties": {"id": {"type": "string"}}}}]
+    variants = bench.prompt_variants({"properties": {"status": {"enum": ["ok", "bad"]}}}, tools)
+    before, sentence, after, *_ = variants.values()
+    assert "<tool_call>" not in before and "first reply" not in before
+    assert "<tool_call>" not in sentence and "first reply is a tool call" in sentence
+    assert after.index("<tool_call>") < after.index("<final_answer>{")

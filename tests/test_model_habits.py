@@ -472,3 +472,106 @@ def test_an_answer_equal_to_the_example_is_sent_back_once_and_flagged() -> None:
     agent, chat = _agent("fc", [_call("lookup", {"id": "R1"}), AIMessage(ANSWER)])
     final, context = _solve(agent, FakeEpisode([]))
     assert final == {"status": "ok"} and not context.copied_example and len(chat.seen) == 2
+
+
+# ---- issue 48: fc answered first, then answered without the tags ----
+def test_fc_prompt_shows_a_call_before_the_answers_form() -> None:
+    """The example of a step (the first offered tool, in the ``<tool_call>`` form) comes
+    before the answer's example, and the first reply is said to be a call."""
+    data = domain_data(TOOL_USE)
+    tools = [t.spec.rendered() for t in data.domain.tools]
+    prompt = system_prompt(data.domain.output_schema, tools=tools)
+    call = prompt.index(f'<tool_call>\n{{"name":"{tools[0]["name"]}"')
+    assert call < prompt.index("<final_answer>{"), prompt
+    assert "Your first reply is a tool call" in prompt
+    planned = system_prompt(data.domain.output_schema, tools=tools, opens_with_call=False)
+    assert "first reply" not in planned and "<tool_call>" in planned
+
+
+@pytest.mark.parametrize("agent", ["fc", "plan"])
+def test_a_model_that_answers_first_calls_tools_from_the_first_reply(agent: str) -> None:
+    """``answers_first`` answers (a guess, in the tags) for as long as the prompt's first
+    example is the answer's; with the example call first it works through the tools."""
+    for index in range(3):
+        final, context, episode, chat, task = _work(agent, TOOL_USE, "answers_first=1", index)
+        assert final == _gold(TOOL_USE, task) and episode.calls
+        assert not context.answered_without_tools, chat.texts()[:2]
+    # the same model given no example call (text calls off) guesses through the corrective turn
+    final, context, episode, _, task = _work("fc", TOOL_USE, "answers_first=1", text_tool_calls=0)
+    assert not episode.calls and context.answered_without_tools
+
+
+@pytest.mark.parametrize("agent", ["fc", "plan"])
+def test_an_answer_written_without_its_tags_is_the_answer_and_flagged(agent: str) -> None:
+    """``untagged_answers`` writes the answer as a fenced object, no tags: it completes, with
+    the values the tools gave, flagged ``untagged_answer``."""
+    for index in range(3):
+        final, context, episode, chat, task = _work(agent, TOOL_USE, "untagged_answers=1", index)
+        assert chat.texts()[-1].startswith("```json") and "final_answer" not in chat.texts()[-1]
+        assert final == _gold(TOOL_USE, task) and context.untagged_answer and episode.calls
+    final, context, *_ = _work("fc", TOOL_USE, "perfect")
+    assert not context.untagged_answer
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json\n{"status": "bad", "level": "high"}\n```',
+        '{"status": "bad", "level": "high"}',
+        '<answer>{"status": "bad", "level": "high"}</answer>',
+        '<final-answer>\n```json\n{"status": "bad", "level": "high"}\n```\n</final-answer>',
+        '<FinalAnswer>{"status": "bad", "level": "high"}',
+        '```\n{"final_answer": {"status": "bad", "level": "high"}}\n```',
+    ],
+)
+def test_the_answers_object_alone_is_the_answer_in_any_wrapping(text: str) -> None:
+    agent, _ = _agent("fc", [_call("lookup", {"id": "R1"}), AIMessage(text)])
+    final, context = _solve(agent, TwoFieldEpisode([]))
+    assert final == {"status": "bad", "level": "high"} and context.untagged_answer
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('```json\n{"status": "bad"}\n```', "lacks the field(s): level"),
+        ('{"status": "bad", "level": "high", "why": "x"}', "Not fields of the answer: why"),
+        ('Done.\n```json\n{"status": "bad", "level": "high"}\n```', "not inside <final_answer>"),
+        ('{"name": "fetch_record", "arguments": {"id": "R1"}}', "'fetch_record' is not one of"),
+        ('I will use lookup on {"tool": "lookup", "id": "R1"}', "not written as a call"),
+        ("Let me think about the case.", "neither a tool call nor a final answer"),
+    ],
+)
+def test_a_reply_that_is_neither_is_told_what_it_lacks(text: str, said: str) -> None:
+    decided = AIMessage('<final_answer>{"status": "bad", "level": "high"}</final_answer>')
+    agent, chat = _agent("fc", [_call("lookup", {"id": "R1"}), AIMessage(text), decided])
+    final, context = _solve(agent, TwoFieldEpisode([]))
+    assert final == {"status": "bad", "level": "high"} and not context.untagged_answer
+    told = str(chat.seen[2][-1].content)
+    assert said in told, told
+
+
+def test_answer_shaped_replies_never_end_repeated_action() -> None:
+    """The issue's episode: three fenced answers in a row ended ``RepeatedAction``; the first
+    is the answer now. The same object beside prose, three times, is warned with the reason."""
+    fenced = AIMessage('```json\n{"status": "bad", "level": "high"}\n```')
+    agent, _ = _agent("fc", [_call("lookup", {"id": "R1"}), fenced, fenced, fenced])
+    final, _ = _solve(agent, TwoFieldEpisode([]))
+    assert final == {"status": "bad", "level": "high"}
+    prose = AIMessage('Answer:\n```json\n{"status": "bad", "level": "high"}\n```')
+    decided = AIMessage('<final_answer>{"status": "bad", "level": "high"}</final_answer>')
+    agent, chat = _agent("fc", [_call("lookup", {"id": "R1"}), prose, prose, decided])
+    _solve(agent, TwoFieldEpisode([]))
+    warning = str(chat.seen[3][-1].content)
+    assert "2 times in a row" in warning and "not inside <final_answer>" in warning, warning
+
+
+@pytest.mark.slow
+def test_an_untagged_answer_is_flagged_on_the_results_row(tmp_path: Path) -> None:
+    """Through the real stack: the answer given without its tags completes the task, and the
+    row says so (``untagged_answer``), as it says ``copied_example``."""
+    args = ["--agent", "fc", "--model", "scripted:untagged_answers=1", "--limit", "2"]
+    result = _run(tmp_path, *args, "--no-trace")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _rows(tmp_path)
+    assert len(rows) == 2 and all(r["score"]["success"] for r in rows), rows
+    assert all(r.get("untagged_answer") is True for r in rows)

@@ -3,7 +3,8 @@
 The engine decides what a model that knows the SOP would do next; a behaviour of the profile
 (:data:`sopgym.services.model.profiles.BEHAVIOUR_KINDS`) then rewrites that reply the way the
 small instruction-tuned models seen on llama.cpp do: answer at once with a guessed JSON object
-in a code fence, repeat a refused call unchanged, or write a plan in another shape. Each is
+in a code fence, answer in tags when the prompt's first example is the answer's, write the
+answer without its tags, repeat a refused call unchanged, or write a plan in another shape. Each is
 drawn per case (its rate, the profile's seed and the case's text), so an episode behaves the
 same way on every turn, and agents have a reproducible model to prove they cope.
 """
@@ -32,6 +33,8 @@ _FORMAT_ROUND = re.compile(
     rf"^Thought:[^\n]*\nAction:[^\n]*\n{re.escape(REACT_MARKER)}[^\n]*$", re.MULTILINE
 )
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_ANSWER_EXAMPLE = re.compile(rf"<{FINAL_TAG}>\s*\{{")
+_CALL_EXAMPLE = re.compile(r"<tool_call>|^Action:", re.MULTILINE)
 
 if TYPE_CHECKING:
     from sopgym.services.model.engine import ScriptedModel
@@ -74,6 +77,11 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
         return reply
     if acting and drawn("tools_late") and first:
         return _guess(body, guess, model, reply)
+    if acting and not convo.calls and drawn("answers_first") and _leads_with_answer(convo.system):
+        answer = guess(body)
+        if answer is not None:
+            text = f"<{FINAL_TAG}>{orjson.dumps(answer).decode()}</{FINAL_TAG}>"
+            return replies.completion(model, text, None, _prompt_tokens(reply))
     if convo.react and first and drawn("copies_format"):
         copied = _FORMAT_ROUND.search(convo.system)
         if copied is not None:
@@ -95,9 +103,29 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
         reply = _calls_as_text(reply, hermes=not drawn("fenced_calls"))
     if convo.react and drawn("echoes_format") and _message(reply).get("tool_calls") is None:
         reply = _echo_format(reply, convo.system, body.get("stop"))
+    if drawn("untagged_answers"):
+        reply = _untagged(reply)
     if first and drawn("truncates"):
         reply = _truncated(reply)
     return reply
+
+
+def _leads_with_answer(system: str) -> bool:
+    """Whether the first example the system prompt shows is an answer (its tags around an
+    object), with no example of a call (a ``<tool_call>`` or a ReAct round) before it: what a
+    small model copies first is what it does first."""
+    answer = _ANSWER_EXAMPLE.search(system)
+    call = _CALL_EXAMPLE.search(system)
+    return answer is not None and (call is None or answer.start() < call.start())
+
+
+def _untagged(reply: JSON) -> JSON:
+    """A final answer written as its object alone in a JSON code fence, without the tags
+    (what Qwen2.5-Coder-1.5B did once told to call tools first, issue 48)."""
+    match = _FINAL.search(_message(reply).get("content") or "")
+    if match is None:
+        return reply
+    return _with_content(reply, f"```json\n{match.group(1).strip()}\n```")
 
 
 def _just_returned(body: JSON) -> bool:

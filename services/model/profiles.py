@@ -46,6 +46,10 @@ cut at the length limit (``finish_reason: length``); ``repeats_success`` makes e
 call again, unchanged, right after its result (told it is repeating itself, or asked anything
 else, it goes on); ``echoes_format`` goes on after its
 ReAct action, echoing the prompt's instructions (what stop sequences must cut).
+Under ``fc`` (issue 48): ``answers_first`` answers in the tags with a guess, turn after turn
+until it has made a call, when the system prompt's first example is the answer's (no example
+call before it); ``untagged_answers`` writes each final answer as its object alone in a JSON
+code fence, without the tags.
 
 Latency knobs (:mod:`.latency`, docs/model-latency.md) say how long a reply takes and join any
 profile: ``latency=2`` (seconds a call), the ``gpu`` preset (a batching GPU server) anywhere
@@ -97,6 +101,9 @@ BEHAVIOUR_KINDS = (
     "truncates",
     "repeats_success",
     "echoes_format",
+    # what it did under fc (issue 48): answers first, and answers without the tags
+    "answers_first",
+    "untagged_answers",
 )
 # dependency-graph answers only (stage 1): select a wrong API in place of a true one
 GRAPH_KINDS = ("wrong_node",)

@@ -11,7 +11,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sopgym.core.jsontext import LooseJSONError, iter_objects, parse_object, strip_fences
+from sopgym.core.jsontext import (
+    LooseJSONError,
+    iter_objects,
+    loads_loose,
+    parse_object,
+    strip_fences,
+)
 from sopgym.types import JSON
 
 # The reply protocol that agents' prompts ask for and the scripted model follows.
@@ -58,6 +64,40 @@ def declared_final_answer(text: str, fields: list[str] | None = None) -> JSON | 
         if found is not None:
             return _unwrap(found, fields or [])
     return None
+
+
+# a whole reply wrapped in one tag of whatever spelling a model chose: <answer>, <final-answer>,
+# <FinalAnswer>, <final answer>, <output>, <result>, <json> ... (the closing tag may be missing)
+_WRAPPING_TAG = re.compile(r"^<\s*([A-Za-z][\w\- ]{0,40}?)\s*>(.*?)(?:<\s*/\s*\1\s*>)?$", re.DOTALL)
+# a whole reply that is one code fence, with or without a language name
+_WHOLE_FENCE = re.compile(r"^```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```$", re.DOTALL)
+
+
+def untagged_final_answer(text: str, fields: list[str]) -> JSON | None:
+    """The answer of a reply whose only content is a JSON object with exactly the answer's
+    ``fields``, bare, in a code fence or in a tag of another spelling than ours (``<answer>``,
+    ``<final-answer>`` ...); ``None`` for anything else. Small models write their answer so
+    (Qwen2.5-Coder-1.5B, issue 48: a fenced object, no tags): the object is the answer, only
+    its form is off. An object with other keys, or beside prose, stays no answer, so a tool's
+    arguments or a guessed result is never taken for one."""
+    if not fields:
+        return None
+    body = text.strip()
+    for _ in range(3):  # a fence inside a tag, or a tag inside a fence
+        unwrapped = _WHOLE_FENCE.match(body) or _WRAPPING_TAG.match(body)
+        if unwrapped is None:
+            break
+        body = unwrapped.groups()[-1].strip()
+    if not body.startswith("{"):
+        return None
+    try:
+        value = loads_loose(body)
+    except LooseJSONError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    value = _unwrap(value, fields)  # {"final_answer": {...}}
+    return value if set(value) == set(fields) else None
 
 
 def _best_object(text: str, fields: list[str]) -> JSON | None:

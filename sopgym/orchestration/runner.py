@@ -497,6 +497,8 @@ class Runner:
         }
         if report.copied_example is True:  # the answer was the prompt's example, value for value
             row["copied_example"] = True
+        if report.untagged_answer is True:  # the answer was its bare object, tags left off
+            row["untagged_answer"] = True
         if report.claimed_infra is True:  # the agent raised an infrastructure error itself
             row["claimed_infra"] = True
         return row
