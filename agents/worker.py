@@ -42,6 +42,7 @@ from opentelemetry import trace
 from sopgym.agents import make_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import connect
+from sopgym.client.keepalive import Connections
 from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure, harness_observed, observing
@@ -190,6 +191,7 @@ class EpisodePool:
             cause = f"agent worker: {type(error).__name__}: {error}"
             report = _report_for(job, INFRA_ERROR, cause)
         self._give_back(agent)
+        Connections.close_thread()  # this episode's sockets end with its thread
         self._end(future, report)
 
     def _end(self, future: Future[WorkerReport], report: WorkerReport) -> None:

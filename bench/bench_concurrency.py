@@ -12,7 +12,9 @@ model that takes its time like a served one (services/model/latency.py):
 
 Per point it prints: episodes/s; the share of the latency-bound ideal (the model's summed
 latency over the run's episodes divided by C: the wall time a harness that costs nothing would
-need); the CPU per model call summed over every process of the stack (and, apart, the model
+need), and the share of the slots waiting on a model call over the middle 60% of the run
+(the ramp-up and the last part-filled wave left out: how busy the harness keeps a model
+server); the CPU per model call summed over every process of the stack (and, apart, the model
 server's own); the peak RSS of each kind of process and of all of them together; p50/p99 of
 an agent step (an episode's wall time over its model calls). ``--json PATH`` keeps the figures.
 
@@ -45,6 +47,7 @@ import orjson
 
 from sopgym.orchestration.processes import free_port
 
+TASKS = 96  # patient_intake's tasks
 KINDS = ("agent-worker", "gateway", "serve-tools", "model-server", "collector", "user-sim")
 
 
@@ -148,7 +151,9 @@ def run_point(
     if args.profile == "gpu":
         server, base_url = start_model_server("gpu", runs)
         model_args = ["--model", "openai:scripted:gpu", "--base-url", f"{base_url}/v1"]
-    argv = [sys.executable, "-m", "sopgym", "run", "patient_intake", *model_args,
+    episodes = args.episodes or 0  # a level below one trial's 96 tasks runs the first N
+    select = ["--limit", str(episodes)] if 0 < episodes < TASKS else []
+    argv = [sys.executable, "-m", "sopgym", "run", "patient_intake", *model_args, *select,
             "--concurrency", str(concurrency), "--trials", str(args.trials), "--runs-dir",
             str(runs), "--run-id", run_id, "--quiet", "--task-timeout", "600"]  # fmt: skip
     if shape == "processes":
@@ -232,9 +237,34 @@ def figures(
         "step_p99_s": round(percentile(steps, 0.99), 3) if steps else None,
         "longest_episode_s": round(tasks_wall, 2),
     }
+    busy = model_busy_share(run_dir, concurrency)
+    if busy is not None:
+        point["model_busy_middle"] = busy
     if gpu is not None:
         point["gpu"] = gpu
     return point
+
+
+def model_busy_share(run_dir: Path, concurrency: int) -> float | None:
+    """The time-averaged share of the slots waiting on a model call over the middle 60% of the
+    run (its ramp-up and its last, part-filled wave left out): how busy the harness keeps a
+    model server, from the agent workers' ``chat`` spans. None for an untraced run."""
+    intervals = []
+    for path in (run_dir / "traces").glob("*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            for spans in orjson.loads(line).get("resourceSpans", []):
+                for scope in spans["scopeSpans"]:
+                    intervals += [
+                        (int(s["startTimeUnixNano"]) / 1e9, int(s["endTimeUnixNano"]) / 1e9)
+                        for s in scope["spans"]
+                        if s["name"].startswith("chat ")
+                    ]
+    if not intervals:
+        return None
+    first, last = min(a for a, _ in intervals), max(b for _, b in intervals)
+    low, high = first + 0.2 * (last - first), first + 0.8 * (last - first)
+    covered = sum(max(0.0, min(b, high) - max(a, low)) for a, b in intervals)
+    return round(covered / ((high - low) * concurrency), 3)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -250,7 +280,8 @@ def show(point: dict) -> None:
         f"{100 * (point['share_of_ideal'] or 0):.0f}% of ideal ({point['ideal_s']:.1f} s); "
         f"CPU {point['cpu_ms_per_call']:.2f} ms/call ({point['harness_cpu_ms_per_call']:.2f} "
         f"without the model server); RSS {point['rss_total_mb']} MB; step p50 "
-        f"{point['step_p50_s']} s p99 {point['step_p99_s']} s"
+        f"{point['step_p50_s']} s p99 {point['step_p99_s']} s; slots waiting on the model "
+        f"(middle 60%): {100 * point.get('model_busy_middle', 0):.0f}%"
     )
     for kind, figures in point["processes"].items():
         print(f"        {kind:<13} x{figures['n']:<3} peak RSS {figures['rss_mb']:>5} MB, "
@@ -280,13 +311,12 @@ def main() -> None:
     points = []
     try:
         for level in (int(x) for x in args.levels.split(",")):
-            per_slot = args.episodes_per_slot  # patient_intake: 96 tasks
-            trials = args.trials or max(1, -(-per_slot * level // 96))
+            episodes = args.episodes_per_slot * level
+            trials = args.trials or max(1, -(-episodes // TASKS))
             shapes = ["threads"] + (["processes"] if level <= args.processes_up_to else [])
             for shape in shapes:
-                point = run_point(
-                    argparse.Namespace(**{**vars(args), "trials": trials}), level, runs, shape
-                )
+                settings = {**vars(args), "trials": trials, "episodes": episodes}
+                point = run_point(argparse.Namespace(**settings), level, runs, shape)
                 show(point)
                 points.append(point)
     finally:

@@ -206,3 +206,47 @@ def test_shard_mode_refuses_a_concurrency_it_would_not_use(tmp_path: Path) -> No
     )  # fmt: skip
     assert refused.returncode == 2 and "--concurrency" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_kept_connection_above_fd_1023_is_checked_and_an_episode_thread_closes_its_own() -> (
+    None
+):
+    """A worker holding hundreds of episodes holds sockets numbered past select()'s 1,024
+    (1,000 in flight failed 272 episodes with "filedescriptor out of range in select()");
+    and each episode's thread closes its sockets when it ends, or they would pile up."""
+    import resource
+    import socket
+    import threading
+
+    from sopgym.client.keepalive import Connections, _spoken_to_while_idle
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard limit of open files ({hard}) is below 1,200")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    padding = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        ours, theirs = socket.socketpair()
+        assert ours.fileno() > 1023
+        assert not _spoken_to_while_idle(ours)
+        theirs.close()  # the server's close while the connection sat idle
+        assert _spoken_to_while_idle(ours)
+        ours.close()
+
+        pool, kept = Connections(), []
+
+        def episode() -> None:
+            a, b = socket.socketpair()
+            kept.extend([a, b])
+            pool.keep("127.0.0.1", 1, a)
+            Connections.close_thread()
+
+        worker = threading.Thread(target=episode)
+        worker.start()
+        worker.join()
+        assert kept[0].fileno() == -1  # closed with its thread
+        kept[1].close()
+    finally:
+        for fd in padding:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

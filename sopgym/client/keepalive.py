@@ -20,8 +20,9 @@ import select
 import socket
 import ssl
 import threading
+import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httptools
@@ -103,11 +104,31 @@ def read_answer(connection: socket.socket) -> Answer:
 class Connections:
     """Kept connections, one per thread and origin (a connection is never shared between
     threads). A kept connection the server spoke to while it sat idle (its close, mostly) is
-    not handed out again."""
+    not handed out again. A thread that ends its work closes its own with
+    :meth:`close_thread` (an agent worker runs each episode on a thread of its own: without
+    it, every finished episode would leave its sockets open)."""
+
+    _all: ClassVar[weakref.WeakSet[Connections]] = weakref.WeakSet()
+    _all_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
         self._kept: dict[tuple[int, str, int], socket.socket] = {}
         self._lock = threading.Lock()
+        with Connections._all_lock:
+            Connections._all.add(self)
+
+    @classmethod
+    def close_thread(cls) -> None:
+        """Close the calling thread's connections in every pool of this process."""
+        ident = threading.get_ident()
+        with cls._all_lock:
+            pools = list(cls._all)
+        for pool in pools:
+            with pool._lock:
+                mine = [key for key in pool._kept if key[0] == ident]
+                connections = [pool._kept.pop(key) for key in mine]
+            for connection in connections:
+                connection.close()
 
     def kept(self, host: str, port: int) -> socket.socket | None:
         """This thread's connection to ``host:port`` if it can carry a request, else None."""
@@ -210,5 +231,6 @@ def _spoken_to_while_idle(connection: socket.socket) -> bool:
     then it cannot carry the next one. (A TLS connection's buffered bytes count too.)"""
     if isinstance(connection, ssl.SSLSocket) and connection.pending():
         return True
-    readable, _, _ = select.select([connection], [], [], 0)
-    return bool(readable)
+    poller = select.poll()  # not select(): a worker holding hundreds of episodes has fds > 1023
+    poller.register(connection, select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(0))

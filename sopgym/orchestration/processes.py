@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -19,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
-import orjson
 
 from sopgym.core.access import hand_over
 from sopgym.core.exceptions import InfrastructureError
@@ -38,9 +36,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 class ManagedProcess:
     """A child process whose output goes to a log file.
 
-    With ``pipes`` its stdin and stdout are pipes instead (agent workers speak JSON lines on
-    them); stderr still goes to the log. ``secrets`` reach the child on a pipe, never in its
-    environment (:func:`sopgym.core.access.hand_over`); ``cwd`` is its working folder.
+    With ``pipes`` its stdin and stdout are pipes instead (agent workers take jobs and give
+    reports as JSON lines on them: :mod:`.dispatch`); stderr still goes to the log.
+    ``secrets`` reach the child on a pipe, never in its environment
+    (:func:`sopgym.core.access.hand_over`); ``cwd`` is its working folder.
     """
 
     def __init__(
@@ -90,25 +89,6 @@ class ManagedProcess:
                     pass
                 time.sleep(0.05)
         raise StartupError(f"{self.name} not ready after {timeout:.0f}s:\n{self.log_tail()}")
-
-    def exchange(self, message: dict, timeout: float | None = None) -> dict | None:
-        """Send one JSON line to a piped child and read its one-line JSON answer; ``None``
-        when the child has exited or exits before answering (agent workers, one job each);
-        :class:`TimeoutError` when no answer begins within ``timeout`` seconds."""
-        if self.popen.poll() is not None:
-            return None
-        try:
-            self.popen.stdin.write(orjson.dumps(message).decode() + "\n")  # type: ignore[union-attr]
-            self.popen.stdin.flush()  # type: ignore[union-attr]
-            answer = self.popen.stdout
-            assert answer is not None  # started with pipes
-            waiting = timeout is not None and not select.select([answer], [], [], timeout)[0]
-            line = "" if waiting else answer.readline()
-        except (BrokenPipeError, OSError, ValueError):  # ValueError: pipe closed by stop()
-            return None
-        if waiting:  # raised here: a TimeoutError is an OSError, which means "exited" above
-            raise TimeoutError(f"{self.name} gave no answer within {timeout:g} s")
-        return orjson.loads(line) if line else None
 
     def note(self, text: str) -> None:
         """Add a line of the parent's own to the child's log."""
