@@ -194,6 +194,12 @@ def generate(runnable: Any, messages: list[BaseMessage], kwargs: dict[str, Any])
         ).handlers
     ):
         return runnable.invoke(messages, **kwargs)
+    # imported here: this module serves every provider, that one needs langchain_openai
+    from sopgym.agents.chat_completions import ChatCompletionsModel
+
+    direct = chat.reply(messages, **call) if isinstance(chat, ChatCompletionsModel) else None
+    if direct is not None:
+        return direct
     reply = chat._generate_with_cache(messages, **call).generations[0].message
     return cast(AIMessage, reply)
 
