@@ -48,7 +48,7 @@ def chat_completions_message(message: BaseMessage) -> dict[str, Any]:
         and kept[2] is message.additional_kwargs
         and kept[3] is tool_calls
     ):
-        return kept[4]  # type: ignore[no-any-return]
+        return kept[4]
     if isinstance(message, AIMessage):
         converted = _convert_message_to_dict(_convert_from_v1_to_chat_completions(message))
     else:

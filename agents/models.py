@@ -324,7 +324,7 @@ class AnswerHeaders(dict[str, str]):
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
         super().__init__((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw)
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return super().get(key.lower(), default)
 
     def __getitem__(self, key: str) -> str:

@@ -298,8 +298,12 @@ def test_each_message_is_converted_once_and_the_request_stays_langchains(
                             use_responses_api=False, max_retries=0)  # fmt: skip
     conversions: list[BaseMessage] = []
     original = chat_completions_module._convert_message_to_dict
-    monkeypatch.setattr(chat_completions_module, "_convert_message_to_dict",
-                        lambda m: conversions.append(m) or original(m))  # fmt: skip
+
+    def counted(message: BaseMessage) -> dict[str, Any]:
+        conversions.append(message)
+        return original(message)
+
+    monkeypatch.setattr(chat_completions_module, "_convert_message_to_dict", counted)
     fresh = [m.model_copy() for m in MESSAGES]  # new objects: none converted yet
     conversation = [*fresh, AIMessage("Thought: done. ✓", tool_calls=[])]
     for step in range(2, len(conversation) + 1):
