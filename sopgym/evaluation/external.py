@@ -302,6 +302,7 @@ def trajectory_of(
     catalog = [tool.name for tool in domain.tools]
     calls = [_call(c, catalog) for c in response.calls or []]
     answer, problem = response.answer, None
+    reply = answer if isinstance(answer, str) else None
     if isinstance(answer, str):
         own = gold.decisions.get(TASK_SCHEMA)
         schema = own if isinstance(own, dict) else domain.output_schema
@@ -319,6 +320,7 @@ def trajectory_of(
         catalog=catalog,
         messages=list(response.messages or []),
         state_observed=False,
+        reply=reply,
     )
     return trajectory, problem
 
