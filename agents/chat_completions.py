@@ -61,6 +61,11 @@ def chat_completions_message(message: BaseMessage) -> dict[str, Any]:
     return converted
 
 
+def forget_thread() -> None:
+    """Drop the calling thread's converted messages (its episode is over)."""
+    _memo.entries = {}
+
+
 class ChatCompletionsModel(ChatOpenAI):
     """``ChatOpenAI`` whose Chat Completions requests convert each message once
     (:func:`chat_completions_message`); the Responses API path is LangChain's own."""
