@@ -289,7 +289,7 @@ def test_a_claim_file_is_a_data_file_0644(tmp_path: Path) -> None:
 def test_a_partial_merge_says_its_tsr_over_the_episodes_that_ran(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from sopgym.orchestration.scaleout import merge_command
+    from sopgym.cli.scaleout import merge_command
 
     tasks = _tasks(4)  # two shards of two tasks each; shard 1 never ran
     rows = [{"task_id": t["id"], "status": "failed", "episode_id": None, "error": "x"}

@@ -29,8 +29,8 @@ from click.testing import CliRunner, Result
 from jsonschema import Draft7Validator
 
 from sopgym.cli import main
+from sopgym.cli.imports import import_group
 from sopgym.evaluation.external import detect_format, text_protocol
-from sopgym.importers.cli import import_group
 from sopgym.importers.index import HOME_ENV
 from sopgym.importers.maze_names import domain_name
 

@@ -11,7 +11,7 @@ from sopgym.cli.common import (
     domain_or_usage_error,
     fail,
 )
-from sopgym.validation import (
+from sopgym.cli.validation import (
     DATA_ROOT,
     HOST,
     IN_FLIGHT,

@@ -12,19 +12,15 @@ from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
-from sopgym.agents.options import agent_option_flags, collect_agent_options
+from sopgym.cli.agent_options import agent_option_flags, collect_agent_options
 from sopgym.cli.common import (
     DEFAULT_DOMAIN,
     fail,
     model_unavailable,
 )
 from sopgym.cli.progress import execute_with_progress, prepare_run
-from sopgym.client.transports import TRANSPORTS
-from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
-from sopgym.orchestration.runs import describe_config
-from sopgym.orchestration.runs_cli import resumed_config
-from sopgym.terminal import console, print_summary
-from sopgym.validation import (
+from sopgym.cli.runs import resumed_config
+from sopgym.cli.validation import (
     AGENT_HELP,
     DATA_ROOT,
     IN_FLIGHT,
@@ -35,6 +31,10 @@ from sopgym.validation import (
     retrieval_spec,
     run_name,
 )
+from sopgym.client.transports import TRANSPORTS
+from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
+from sopgym.orchestration.runs import describe_config
+from sopgym.terminal import console, print_summary
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
     pass

@@ -10,15 +10,15 @@ from rich.markup import escape
 from sopgym.cli.common import (
     fail,
 )
-from sopgym.core.registry import (
-    UnknownDomainError,
-)
-from sopgym.terminal import console, print_summary, printable
-from sopgym.validation import (
+from sopgym.cli.validation import (
     DATA_ROOT,
     id_list,
     run_name,
 )
+from sopgym.core.registry import (
+    UnknownDomainError,
+)
+from sopgym.terminal import console, print_summary, printable
 
 
 @click.command("score")

@@ -158,10 +158,10 @@ class RunService:
         summary.unknown_task_rows = 0  # refused at the door: a result names a task of the run
         write_atomic(paths.summary, dumps(summary.to_json()))
         if report:
-            from sopgym.orchestration.scaleout import TRACE_SETTLE_S, _write_report
+            from sopgym.orchestration.scaleout import TRACE_SETTLE_S, write_report_if_traced
 
             time.sleep(TRACE_SETTLE_S)  # the last spans are still in the exporters' batches
-            _write_report(self.run_dir, self.data_root)
+            write_report_if_traced(self.run_dir, self.data_root)
         return summary.to_json()
 
     def _scored(self, task: Task, trial: int, line: JSON) -> JSON:
