@@ -25,11 +25,9 @@ from sopgym.client.keepalive import Reply
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.evaluation.explain import coverage_line
-from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration import shards as shard_mode
-from sopgym.orchestration.jobs import Job, trial_seed
 from sopgym.orchestration.processes import free_port
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
 from sopgym.orchestration.shards import (
     Shard,
     ShardSettings,
@@ -38,6 +36,7 @@ from sopgym.orchestration.shards import (
     run_shard,
     worker_identity,
 )
+from sopgym.runs.records import Job, RunConfig, WorkerReport, given, trial_seed
 from sopgym.terminal import print_summary
 from tests.helpers import DATA_ROOT, domain_data
 

@@ -305,7 +305,7 @@ def test_the_run_service_and_merge_write_the_report_of_a_traced_run_only(
 ) -> None:
     """``merge --report`` and the run service report through the evaluation layer, not the
     command line: a traced run gets report.md and report.html, a folder without traces none."""
-    from sopgym.orchestration.scaleout import write_report_if_traced
+    from sopgym.orchestration.run_report import write_report_if_traced
 
     (noisy_run / "report.md").unlink(missing_ok=True)
     write_report_if_traced(noisy_run, DATA_ROOT)

@@ -130,7 +130,7 @@ def test_a_worker_report_carries_its_error_as_a_typed_record() -> None:
     from sopgym.agents.metrics import episode_facts
     from sopgym.agents.worker import _run_episode
     from sopgym.core.tasks import Task
-    from sopgym.evaluation.records import WorkerReport
+    from sopgym.runs.records import WorkerReport
 
     class Episode:
         id, token, replica = "e1", "t", "http://gw"

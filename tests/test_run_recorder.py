@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 
 from sopgym.cli import main
 from sopgym.client import connect
-from sopgym.client.recorder import RunRecorder
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import score_episode
 from sopgym.orchestration.processes import ManagedProcess, free_port, sopgym_command
+from sopgym.orchestration.recorder import RunRecorder
 from sopgym.orchestration.runs import FINISHED, RUNNING, RunFolder
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.viewer.app import create_app

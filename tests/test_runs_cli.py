@@ -24,10 +24,10 @@ from sopgym.cli import main
 from sopgym.core.jsonio import dumps
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
 from sopgym.core.tasks import Task
-from sopgym.evaluation.records import WorkerReport
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
 from sopgym.orchestration.runs import FINISHED, INTERRUPTED, RUNNING, read_run
 from sopgym.orchestration.selection import SelectionError, select_tasks
+from sopgym.runs.records import RunConfig, WorkerReport
 from tests.helpers import DATA_ROOT, domain_data
 
 PACKS = "tests.testpacks"
@@ -79,9 +79,8 @@ def _write_run(
     runner.paths.results.write_bytes(b"".join(dumps(r) + b"\n" for r in rows))
     if summary:
         runner.write_summary(tasks)
-    if not hold and runner._lock_fd is not None:  # the runner's process has ended
-        os.close(runner._lock_fd)
-        runner._lock_fd = None
+    if not hold:  # the runner's process has ended
+        runner.release()
     return runner
 
 

@@ -316,7 +316,7 @@ class ScriptedModel:
 
 def _log_head(task: Task | None, model: str, profile: ErrorProfile, trial_seed: int) -> JSON:
     """What every injection-log line of one request starts with. ``trial_seed`` is the seed
-    the request carried, the trial's own (:func:`sopgym.evaluation.records.trial_seed`): a
+    the request carried, the trial's own (:func:`sopgym.runs.records.trial_seed`): a
     task's trials share its id, and only this says which trial a mistake was played in (a
     reader matches it against its run's seed and the row's trial). ``seed`` is the
     profile's draw seed, that seed mixed in."""

@@ -85,8 +85,8 @@ def unreadable_as_usage_error() -> Iterator[None]:
     """A run's input errors as one clear line: a usage error when nothing is there, exit 1 when
     what is there is not a run's rows or trace data."""
     from sopgym.core.jsonio import CorruptRow
-    from sopgym.evaluation.records import UnreadableConfig
     from sopgym.observability.otlp import TraceFormatError
+    from sopgym.runs.records import UnreadableConfig
 
     try:
         yield
@@ -195,9 +195,9 @@ def report_command(
 
 
 def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
-    """:func:`sopgym.evaluation.report.write_run_report`, saying what it wrote; its input
+    """:func:`sopgym.orchestration.run_report.write_run_report`, saying what it wrote; its input
     errors as one clear line."""
-    from sopgym.evaluation.report import write_run_report as write_reports
+    from sopgym.orchestration.run_report import write_run_report as write_reports
 
     with unreadable_as_usage_error():
         written = write_reports(run_dir, data_root, jaeger_ui)

@@ -135,14 +135,15 @@ def run_service_command(
 ) -> None:
     """Serve one run's tasks to agent workers as leases and keep their results (SQLite in
     --run-dir); restarted on the same folder, it carries on."""
-    from sopgym.evaluation.records import RunConfig
+    from sopgym.orchestration.api import validate
     from sopgym.orchestration.run_service import RunService, serve_run_service
+    from sopgym.runs.records import RunConfig
 
     with entry_point_errors():
-        config = RunConfig(
+        config = validate(RunConfig(
             domains=domain_list(domains, "--domain"), agent=agent, model=model, limit=limit,
             trials=trials, seed=seed, distractors=distractors, sop_variant=sop_variant,
-        ).validate()  # fmt: skip
+        ))  # fmt: skip
         service = RunService(config, run_dir, data_root, lease_s, max_lapses)
         progress = service.store.progress()
         console.print(f"run service {run_dir.name}: {progress.done} of {progress.planned} "

@@ -255,7 +255,8 @@ def run(
     'maze/*' (default: patient_intake)."""
     from sopgym.core.exceptions import UsageError
     from sopgym.orchestration import api
-    from sopgym.orchestration.runner import RunConfig, Runner
+    from sopgym.orchestration.runner import Runner
+    from sopgym.runs.records import RunConfig
 
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose: give one")

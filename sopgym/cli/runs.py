@@ -22,9 +22,10 @@ from sopgym.core.jsonio import CorruptRow, write_atomic
 from sopgym.core.registry import UnknownDomainError, select_domains
 from sopgym.core.untrusted import csv_cell
 from sopgym.evaluation.explain import field_verdicts
-from sopgym.orchestration.runner import RunConfig, RunPaths
 from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
+from sopgym.runs.folder import RunPaths
+from sopgym.runs.records import RunConfig
 from sopgym.terminal import console, print_table, stdout
 from sopgym.types import JSON
 

@@ -17,14 +17,10 @@ from sopgym.agents import DEFAULT_AGENT
 from sopgym.cli.validation import AGENT_HELP, DATA_ROOT, MAX_IN_FLIGHT, MODEL_HELP, SECONDS
 from sopgym.client.transports import TRANSPORTS
 from sopgym.core.jsonio import read_jsonl_prefix
-from sopgym.evaluation.records import given
-from sopgym.orchestration.scaleout import (
-    TRACE_SETTLE_S,
-    Observer,
-    default_out,
-    write_report_if_traced,
-)
+from sopgym.orchestration.run_report import write_report_if_traced
+from sopgym.orchestration.scaleout import TRACE_SETTLE_S, Observer, default_out
 from sopgym.orchestration.shards import OUTAGE_WAIT_S
+from sopgym.runs.records import given
 from sopgym.terminal import console, print_summary
 from sopgym.types import JSON
 

@@ -55,10 +55,10 @@ def score(
     a normal run folder that report, view, show, export and compare read. Tasks the selection
     holds and no response answers count as unanswered."""
     from sopgym.evaluation.external import ScoreRefused
-    from sopgym.evaluation.records import given
     from sopgym.orchestration import api
     from sopgym.orchestration.runner import new_run_id
     from sopgym.orchestration.selection import SelectionError
+    from sopgym.runs.records import given
 
     run_id = run_id or new_run_id()
     run_dir = runs_dir / run_id

@@ -437,26 +437,6 @@ def write_reports(
 
 
 
-def write_run_report(
-    run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None
-) -> list[Path]:
-    """Score the run's traces; write eval.json, report.md and report.html beside them, headed
-    by the run's whole config; the reports' paths. A folder that is not there raises
-    :class:`FileNotFoundError`, unreadable rows or traces their own errors (the command line
-    turns each into one line)."""
-    from sopgym.evaluation.evaluator import evaluate_path
-    from sopgym.evaluation.sources import is_run_dir
-    from sopgym.orchestration.runs import RunFolder
-
-    result = evaluate_path(run_dir, data_root)
-    write_atomic(run_dir / "eval.json", dumps(result))
-    run = RunFolder(run_dir)
-    if is_run_dir(run_dir):  # pass^k / pass@k: the run's summary has them over its trials
-        result.setdefault("trials", run.summary().get("trials"))
-    recorded = run.rows()  # the failed tasks' details
-    config = run.describe() if is_run_dir(run_dir) else None  # a bare trace store has none
-    return write_reports(result, run_dir, jaeger_ui, recorded, config)
-
 # ---- the failed tasks, one by one ----
 DRILLDOWN_TITLE = "Failed tasks: wrong fields and calls"
 ARGUMENTS_SHOWN = 300  # characters of a call's arguments in the drill-down

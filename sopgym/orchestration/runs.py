@@ -22,9 +22,9 @@ import orjson
 from sopgym.agents import uses_model
 from sopgym.core.exceptions import UsageError
 from sopgym.core.outcomes import outcome as episode_outcome
-from sopgym.evaluation.records import read_results
 from sopgym.evaluation.scoring import TaskScore, aggregate, summarize
-from sopgym.orchestration.runner import RunConfig, RunPaths
+from sopgym.runs.folder import RunPaths
+from sopgym.runs.records import RunConfig, read_results
 from sopgym.types import JSON
 
 RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
@@ -116,7 +116,7 @@ def read_json_object(path: Path) -> JSON:
 
 def results(paths: RunPaths) -> list[JSON]:
     """Every recorded episode (a torn last line, still being written, is left out); a corrupt
-    row (not JSON, not a :class:`sopgym.evaluation.records.ResultRow`, or a task recorded
+    row (not JSON, not a :class:`sopgym.runs.records.ResultRow`, or a task recorded
     twice) raises :class:`sopgym.core.jsonio.CorruptRow` naming file and line."""
     return read_results(paths.results)
 

@@ -1,6 +1,6 @@
-"""What the microservice commands share with the run service: the agent worker's metrics,
-the report of a traced run, a report folder's default place (the commands themselves live in
-:mod:`sopgym.cli.scaleout`)."""
+"""What the microservice commands share with the run service: the agent worker's metrics, how
+long a run's last spans take to settle, a report folder's default place (the commands
+themselves live in :mod:`sopgym.cli.scaleout`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from sopgym.evaluation.records import WorkerReport
-from sopgym.terminal import console
+from sopgym.runs.records import WorkerReport
 from sopgym.types import JSON
 
 Observer = Callable[[WorkerReport, JSON | None], None]
@@ -31,18 +30,6 @@ def worker_metrics(agent: str, model: str, host: str, port: int | None) -> Obser
     if port is not None:
         serve_metrics(metrics, host, port)
     return lambda report, record: instruments.observe(episode_facts(report, record))
-
-
-def write_report_if_traced(run_dir: Path, data_root: Path | None) -> None:
-    """The evaluator's report over the run's trace store, when the run was traced."""
-    from sopgym.evaluation.report import write_run_report
-    from sopgym.evaluation.sources import trace_files
-
-    if not trace_files(run_dir):
-        console.print(f"no traces under {run_dir}: report skipped")
-        return
-    for path in write_run_report(run_dir, data_root):
-        console.print(f"wrote {path}")
 
 
 def default_out(name: str) -> Path:
