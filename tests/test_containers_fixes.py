@@ -20,6 +20,7 @@ import msgspec
 import orjson
 import pytest
 
+from sopgym.cli.summary import print_summary
 from sopgym.client import GatewayClient, InfraError
 from sopgym.client.keepalive import Reply
 from sopgym.core.outcomes import INFRA_ERROR
@@ -37,7 +38,6 @@ from sopgym.orchestration.shards import (
     worker_identity,
 )
 from sopgym.runs.records import Job, RunConfig, WorkerReport, given, trial_seed
-from sopgym.terminal import print_summary
 from tests.helpers import DATA_ROOT, domain_data
 
 DOMAIN = "patient_intake"

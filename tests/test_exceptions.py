@@ -91,7 +91,7 @@ def test_the_walk_catches_a_class_outside_the_tree() -> None:
         ("sopgym.evaluation.llm_usage", "PriceTableError", UsageError, ValueError),
         ("sopgym.core.jsonio", "CorruptRow", DataError, ValueError),
         ("sopgym.gateway.upstream", "UpstreamError", InfrastructureError, ConnectionError),
-        ("sopgym.importers.isolated", "IsolatedTimeout", InfrastructureError, TimeoutError),
+        ("sopgym.core.isolated", "IsolatedTimeout", InfrastructureError, TimeoutError),
         ("sopgym.agents.graph", "StepLimitExceeded", AgentError, RuntimeError),
     ],
 )

@@ -403,7 +403,7 @@ def test_tables_show_every_number_and_state_whole_at_80_and_120_columns(
     terminal: no cell is cut with ``…`` and no line is wider than the terminal; a table too
     wide is folded into several (its first column repeated), so every figure, state and
     model name is there whole."""
-    from sopgym.terminal import print_summary
+    from sopgym.cli.summary import print_summary
 
     monkeypatch.setenv("COLUMNS", str(width))
     _write_run(tmp_path, "a-long-run-name", 4, summary=True, trace=False, seed=12345,

@@ -14,10 +14,11 @@ from rich.markup import escape
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.cli.common import entry_point_errors
 from sopgym.cli.scaleout import domain_list
+from sopgym.cli.summary import print_summary
 from sopgym.cli.validation import AGENT_HELP, DATA_ROOT, HOST, MODEL_HELP, port_option
 from sopgym.orchestration.leases import EXIT_INFRA, LEASE_S, MAX_LAPSES
 from sopgym.orchestration.scaleout import Observer
-from sopgym.terminal import console, print_summary
+from sopgym.terminal import console
 from sopgym.types import JSON
 
 PROGRESS_S = 15.0  # how often merge-leases says how far the run is

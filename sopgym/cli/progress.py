@@ -20,9 +20,10 @@ from rich.text import Text
 
 from sopgym.agents.models import is_scripted
 from sopgym.cli.common import fail
+from sopgym.core.untrusted import printable
 from sopgym.orchestration.after_run import slow_step
 from sopgym.orchestration.steps import STEP_PREFIX
-from sopgym.terminal import console, printable
+from sopgym.terminal import console
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
     from sopgym.orchestration.api import PreparedRun

@@ -20,6 +20,7 @@ from sopgym.cli.common import (
 )
 from sopgym.cli.progress import execute_with_progress, prepare_run
 from sopgym.cli.runs import resumed_config
+from sopgym.cli.summary import print_summary
 from sopgym.cli.validation import (
     AGENT_HELP,
     DATA_ROOT,
@@ -34,7 +35,7 @@ from sopgym.cli.validation import (
 from sopgym.client.transports import TRANSPORTS
 from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
 from sopgym.orchestration.runs import describe_config
-from sopgym.terminal import console, print_summary
+from sopgym.terminal import console
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
     pass

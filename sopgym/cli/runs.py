@@ -414,12 +414,12 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
 
 
 def _export_inspect(root: Path, out: Path | None) -> None:
-    """The run as an Inspect eval log (:mod:`sopgym.evaluation.inspect_log`)."""
+    """The run as an Inspect eval log (:mod:`sopgym.interop.inspect_log`)."""
     import importlib.util
 
     if importlib.util.find_spec("inspect_ai") is None:
         raise click.ClickException("--format inspect needs inspect-ai: pip install inspect-ai")
-    from sopgym.evaluation.inspect_log import write_inspect_log
+    from sopgym.interop.inspect_log import write_inspect_log
     from sopgym.viewer.traces import episode_traces
 
     config = orjson.loads((root / "config.json").read_bytes())

@@ -14,6 +14,7 @@ import click
 from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
+from sopgym.cli.summary import print_summary
 from sopgym.cli.validation import AGENT_HELP, DATA_ROOT, MAX_IN_FLIGHT, MODEL_HELP, SECONDS
 from sopgym.client.transports import TRANSPORTS
 from sopgym.core.jsonio import read_jsonl_prefix
@@ -21,7 +22,7 @@ from sopgym.orchestration.run_report import write_report_if_traced
 from sopgym.orchestration.scaleout import TRACE_SETTLE_S, Observer, default_out
 from sopgym.orchestration.shards import OUTAGE_WAIT_S
 from sopgym.runs.records import given
-from sopgym.terminal import console, print_summary
+from sopgym.terminal import console
 from sopgym.types import JSON
 
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 from sopgym.cli.common import (
     fail,
 )
+from sopgym.cli.summary import print_summary
 from sopgym.cli.validation import (
     DATA_ROOT,
     id_list,
@@ -18,7 +19,8 @@ from sopgym.cli.validation import (
 from sopgym.core.registry import (
     UnknownDomainError,
 )
-from sopgym.terminal import console, print_summary, printable
+from sopgym.core.untrusted import printable
+from sopgym.terminal import console
 
 
 @click.command("score")

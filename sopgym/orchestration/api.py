@@ -41,9 +41,9 @@ def validate(config: RunConfig) -> RunConfig:
     from sopgym.importers.resolve import run_refusal
     from sopgym.orchestration.refusals import (
         base_url_refusal,
-        check_model_spec,
         unknown_fault_tools,
     )
+    from sopgym.services.model.profiles import check_model_spec
 
     if not config.domains:
         raise UsageError("no domains: name at least one (a name, a family, 'all' or a glob)")
