@@ -17,6 +17,8 @@ entry that no longer reaches up fails too, so the table only shrinks. No circle 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -277,3 +279,17 @@ class Lazy:
     assert {"sopgym.gateway.app", "sopgym.services.fallback"} <= set(found)
     assert {"sopgym.viewer.app", "sopgym.interop.inspect_log", "sopgym.runs.records"} <= set(found)
     assert not any(name.startswith("sopgym.orchestration") for name in found)
+
+
+def test_the_agent_worker_reads_its_jobs_without_loading_evaluation(tmp_path: Path) -> None:
+    """The worker's stdin and stdout lines are the run folder's records (sopgym.runs): loading
+    the worker loads neither the scoring nor the runner (it used to load evaluation)."""
+    script = (
+        "import sys, sopgym.agents.worker\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('sopgym.evaluation', "
+        "'sopgym.orchestration'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
