@@ -155,7 +155,7 @@ BEFORE_VERSIONS = FIXTURES / "run_before_format_version"
 
 
 def test_a_run_folder_written_before_format_version_still_reads(tmp_path: Path) -> None:
-    from sopgym.orchestration.runs import FINISHED, RunFolder
+    from sopgym.orchestration.runs import FINISHED, RunReader
 
     run = tmp_path / BEFORE_VERSIONS.name
     shutil.copytree(BEFORE_VERSIONS, run)
@@ -163,7 +163,7 @@ def test_a_run_folder_written_before_format_version_still_reads(tmp_path: Path) 
     summary = RunSummary.read(run / "summary.json")
     assert (summary.format_version, summary.tasks, summary.tsr) == (0, 2, 1.0)
     assert dumps(summary.to_json()) == (run / "summary.json").read_bytes()  # as it was written
-    folder = RunFolder(run)
+    folder = RunReader(run)
     assert folder.run_config() == RunConfig(domains=["patient_intake"], agent="react", limit=2,
                                             trace=False, concurrency=2)  # fmt: skip
     assert folder.state() == FINISHED and folder.summary()["tsr"] == 1.0

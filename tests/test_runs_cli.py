@@ -292,13 +292,13 @@ def test_the_banner_states_the_whole_config() -> None:
 
 
 def test_the_report_states_the_whole_config_in_both_formats(tmp_path: Path) -> None:
-    from sopgym.orchestration.runs import RunFolder
+    from sopgym.orchestration.runs import RunReader
 
     runner = _write_run(tmp_path, "r", 4, summary=True, trace=False, seed=7, distractors=2,
                         sop_variant="noisy", faults="503=0.1")  # fmt: skip
     result = _invoke("report", str(runner.paths.root), "--data-root", str(DATA_ROOT))
     assert result.exit_code == 0, result.output
-    line = RunFolder(runner.paths.root).describe()
+    line = RunReader(runner.paths.root).describe()
     for part in ("agent=react", "model=scripted:noisy", "sop=noisy", "distractors=2",
                  "seed=7", "faults=503=0.1", "trace=off", "tasks=first 4/domain"):  # fmt: skip
         assert part in line, line

@@ -22,7 +22,7 @@ from sopgym.core.jsonio import CorruptRow, write_atomic
 from sopgym.core.registry import UnknownDomainError, select_domains
 from sopgym.core.untrusted import csv_cell
 from sopgym.evaluation.explain import field_verdicts
-from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
+from sopgym.orchestration.runs import RunReader, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
 from sopgym.runs.folder import RunPaths
 from sopgym.runs.records import RunConfig
@@ -424,7 +424,7 @@ def _export_inspect(root: Path, out: Path | None) -> None:
 
     config = orjson.loads((root / "config.json").read_bytes())
     rows = _rows(root)
-    traces = episode_traces(RunFolder(root))  # the captured model calls, when traced
+    traces = episode_traces(RunReader(root))  # the captured model calls, when traced
     target = write_inspect_log(rows, config, root.name, out or root / "export.eval", traces)
     console.print(f"wrote {len(rows)} samples to {target}")
     console.print(f"open it with: inspect view --log-dir {target.parent}")

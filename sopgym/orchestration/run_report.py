@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sopgym.core.jsonio import dumps, write_atomic
-from sopgym.orchestration.runs import RunFolder
+from sopgym.orchestration.runs import RunReader
 from sopgym.terminal import console
 
 
@@ -23,7 +23,7 @@ def write_run_report(
 
     result = evaluate_path(run_dir, data_root)
     write_atomic(run_dir / "eval.json", dumps(result))
-    run = RunFolder(run_dir)
+    run = RunReader(run_dir)
     if is_run_dir(run_dir):  # pass^k / pass@k: the run's summary has them over its trials
         result.setdefault("trials", run.summary().get("trials"))
     recorded = run.rows()  # the failed tasks' details

@@ -3,7 +3,7 @@ show | export``, ``sopgym view`` and the report's header.
 
 Only the folder's own files are read (``config.json``, ``results.jsonl``, ``summary.json``,
 ``run.lock``, ``traces/``), so a folder copied from another machine or a Kubernetes volume
-reads the same. A :class:`RunFolder` re-reads a file only when its size or modification time
+reads the same. A :class:`RunReader` re-reads a file only when its size or modification time
 changed, so a page over a large run stays quick while a run still appends to it.
 """
 
@@ -204,7 +204,7 @@ class _Cached:
     value: Any
 
 
-class RunFolder:
+class RunReader:
     """One run folder, read lazily and re-read when its files change."""
 
     def __init__(self, path: Path) -> None:
@@ -311,7 +311,7 @@ class RunInfo:
 
 def read_run(root: Path) -> RunInfo:
     """The run in ``root``; :class:`RunFolderError` when its config cannot be read."""
-    folder = RunFolder(root)
+    folder = RunReader(root)
     config = folder.run_config()
     rows = folder.rows()
     summary = folder.summary()
