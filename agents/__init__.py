@@ -90,7 +90,7 @@ def _oneshot(**options: Any) -> Agent:
 
 
 def _baseline(**options: Any) -> Agent:
-    from sopgym.importers.baseline_agent import make_baseline  # the generic policy, no model
+    from sopgym.agents.baseline import make_baseline  # the generic policy, no model
 
     return make_baseline(**options)
 

@@ -23,8 +23,8 @@ from sopgym.agents.base import JSON, AgentContext
 from sopgym.agents.models import ModelSpec, build_chat_model, openai_compatible, parse_model_spec
 from sopgym.core.exceptions import AgentError
 from sopgym.core.outcomes import InfraFailure, observed
-from sopgym.evaluation.records import token_turn
 from sopgym.observability.genai import traced_model_call
+from sopgym.runs.records import token_turn
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable", "overloaded")
@@ -267,7 +267,7 @@ def _record(
 
 
 def turn_tokens(message: AIMessage, earlier_calls: list[JSON]) -> JSON:
-    """The reply's token ids and logprobs (:func:`~sopgym.evaluation.records.token_turn`):
+    """The reply's token ids and logprobs (:func:`~sopgym.runs.records.token_turn`):
     the ids from ``usage`` (where :func:`~sopgym.agents.models.with_token_ids` carries them),
     the logprobs from the choice's ``logprobs.content``, joined to the last earlier call of
     the task that recorded its tokens."""

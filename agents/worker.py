@@ -7,7 +7,7 @@ and for the oracle alone ``"replay"`` (the gold it replays,
 :func:`sopgym.agents.oracle.replay_of`): no job says where gold lives. The worker opens the
 episode at the gateway, lets its agent solve the task (one-shot kinds: one model call,
 :mod:`.oneshot`), finishes the episode and reports a
-:class:`~sopgym.evaluation.records.WorkerReport` (``{"task_id", "trial", "episode_id",
+:class:`~sopgym.runs.records.WorkerReport` (``{"task_id", "trial", "episode_id",
 "status", "error", "elapsed_s", ...}``); ``status`` is ``finished``, ``failed`` (the agent's
 doing) or ``infra_error`` (a service, the gateway or the model endpoint failed it, as the
 harness's own clients saw: an agent that raises an infrastructure error itself is flagged
@@ -47,8 +47,8 @@ from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure, harness_observed, observing
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
-from sopgym.evaluation.records import WorkerReport
 from sopgym.observability import genai, tracing
+from sopgym.runs.records import WorkerReport
 from sopgym.types import JSON
 
 

@@ -32,9 +32,9 @@ from click.testing import CliRunner, Result
 from jsonschema.validators import validator_for
 
 from sopgym.cli import main
+from sopgym.cli.imports import import_group
+from sopgym.core.import_index import HOME_ENV
 from sopgym.evaluation.external import detect_format, text_protocol
-from sopgym.importers.cli import import_group
-from sopgym.importers.index import HOME_ENV
 from sopgym.importers.maze_names import domain_name
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sopmaze"

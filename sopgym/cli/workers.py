@@ -16,13 +16,8 @@ from sopgym.cli.common import (
     model_unavailable,
 )
 from sopgym.cli.leases import run_lease_command
-from sopgym.client.transports import TRANSPORTS
-from sopgym.orchestration.scaleout import (
-    run_shard_command,
-    shard_options,
-    worker_metrics,
-)
-from sopgym.validation import (
+from sopgym.cli.scaleout import run_shard_command, shard_options
+from sopgym.cli.validation import (
     AGENT_HELP,
     DATA_ROOT,
     HOST,
@@ -32,6 +27,8 @@ from sopgym.validation import (
     SECONDS,
     port_option,
 )
+from sopgym.client.transports import TRANSPORTS
+from sopgym.orchestration.scaleout import worker_metrics
 
 
 @click.command("agent-worker")

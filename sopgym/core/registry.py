@@ -93,7 +93,7 @@ def families() -> dict[str, list[str]]:
 def imported_domain_names() -> list[str]:
     """The imported benchmarks in the import registry (none when it cannot be read: loading
     one by name then says why)."""
-    from sopgym.importers.index import ImportIndexError, read_index
+    from sopgym.core.import_index import ImportIndexError, read_index
 
     try:
         return sorted(read_index())

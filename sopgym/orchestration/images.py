@@ -104,7 +104,7 @@ IMPORTS: dict[str, tuple[str, ...]] = {
     "observability": (
         "sopgym.cli",
         "sopgym.observability.collector",
-        "sopgym.evaluation.cli",
+        "sopgym.cli.evaluate",
         "sopgym.orchestration.runner",
     ),
 }

@@ -35,10 +35,10 @@ from typing import Any
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
 from sopgym.client.transports import TRANSPORTS
 from sopgym.core.exceptions import InfrastructureError
-from sopgym.evaluation.records import Job, WorkerReport, given
 from sopgym.evaluation.stats import percentiles
 from sopgym.orchestration.dispatch import SharedWorker
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
+from sopgym.runs.records import Job, WorkerReport, given
 from sopgym.types import JSON
 
 FAILURES_KEPT = 20  # failed episodes whose error text the report shows

@@ -23,7 +23,7 @@ from sopgym.types import JSON
 if TYPE_CHECKING:
     from sopgym.core.tasks import Gold
     from sopgym.core.trajectory import Trajectory
-    from sopgym.evaluation.scoring import TaskScore
+    from sopgym.runs.records import TaskScore
 
 PROFILES = (sopbench.NAME, teller.NAME)
 

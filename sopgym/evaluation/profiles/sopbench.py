@@ -49,7 +49,7 @@ from sopgym.types import JSON
 if TYPE_CHECKING:
     from sopgym.core.tasks import Gold
     from sopgym.core.trajectory import Trajectory
-    from sopgym.evaluation.scoring import TaskScore
+    from sopgym.runs.records import TaskScore
 
 NAME = "sopbench"
 # The values the source reads as "no value" (after case folding and trimming)

@@ -41,7 +41,7 @@ from sopgym.types import JSON
 if TYPE_CHECKING:
     from sopgym.core.tasks import Gold
     from sopgym.core.trajectory import CallRecord, Trajectory
-    from sopgym.evaluation.scoring import TaskScore
+    from sopgym.runs.records import TaskScore
 
 NAME = "teller"
 FAMILY = "banking/"
