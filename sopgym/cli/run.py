@@ -19,7 +19,7 @@ from sopgym.cli.common import (
     model_unavailable,
 )
 from sopgym.cli.progress import execute_with_progress, prepare_run
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORT_PLUGINS
 from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
 from sopgym.orchestration.runs import describe_config
 from sopgym.orchestration.runs_cli import resumed_config
@@ -30,6 +30,7 @@ from sopgym.validation import (
     IN_FLIGHT,
     MODEL_HELP,
     SECONDS,
+    PluginName,
     fault_spec,
     id_list,
     retrieval_spec,
@@ -170,7 +171,7 @@ def worker_pace(concurrency: int | None, workers: int | None) -> dict[str, int]:
 )
 @click.option(
     "--transport",
-    type=click.Choice(list(TRANSPORTS)),
+    type=PluginName(TRANSPORT_PLUGINS),
     default="http",
     show_default=True,
     help="How the agent workers reach the gateway (the mcp agent always uses MCP).",

@@ -16,7 +16,7 @@ from sopgym.cli.common import (
     model_unavailable,
 )
 from sopgym.cli.leases import run_lease_command
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORT_PLUGINS
 from sopgym.orchestration.scaleout import (
     run_shard_command,
     shard_options,
@@ -30,6 +30,7 @@ from sopgym.validation import (
     MODEL_HELP,
     PORT,
     SECONDS,
+    PluginName,
     port_option,
 )
 
@@ -43,7 +44,7 @@ from sopgym.validation import (
 )
 @click.option(
     "--transport",
-    type=click.Choice(list(TRANSPORTS)),
+    type=PluginName(TRANSPORT_PLUGINS),
     default="http",
     show_default=True,
     help="How the worker reaches the gateway (the mcp agent always uses MCP).",

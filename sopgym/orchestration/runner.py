@@ -35,15 +35,16 @@ import orjson
 from opentelemetry import trace
 from opentelemetry.trace import Span, use_span
 
-from sopgym.agents import oracle, uses_model
+from sopgym.agents import is_ours, oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, GatewayError, InfraError
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORTS, transport
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
+from sopgym.core.plugins import user_import_path
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
@@ -247,7 +248,7 @@ class Runner:
                 traces=self.paths.traces if self.config.trace else None,
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
-                grpc=TRANSPORTS[self.config.transport].needs_grpc_door,
+                grpc=transport(self.config.transport).needs_grpc_door,
                 seed=self.config.seed,
                 faults=self.config.faults,
                 service_groups=self.config.service_groups,
@@ -382,7 +383,7 @@ class Runner:
         ).to_json()  # fmt: skip
 
     def _spawn_worker(self, stack: Stack, index: int, concurrency: int = 1) -> ManagedProcess:
-        gateway = TRANSPORTS[self.config.transport].address(stack)
+        gateway = transport(self.config.transport).address(stack)
         argv = sopgym_command(
             "agent-worker",
             "--gateway",
@@ -401,10 +402,10 @@ class Runner:
             orjson.dumps(self._agent_options(stack)).decode(),
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
-        if ":" in self.config.agent:  # module:Class: found from the user's folder, as here
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
-            )
+        if not (is_ours(self.config.agent) and self.config.transport in TRANSPORTS):
+            # a plug-in (module:Class, or an entry point of a package installed beside the
+            # user's code): the worker starts in an empty folder, so it gets the user's path
+            env["PYTHONPATH"] = user_import_path()
         return stack.group.start(
             f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
             cwd=worker_folder(),
