@@ -45,13 +45,18 @@ def names_a_module(spec: str) -> bool:
     return bool(colon and module and attribute)
 
 
-def import_spec(spec: str) -> Any:
-    """The object ``module:attr`` names, imported as ``python -m`` sees modules: the current
-    folder first (the ``sopgym`` script alone would not look there)."""
-    module_name, _, attribute = spec.partition(":")
+def import_here(module_name: str) -> Any:
+    """The module, imported as ``python -m`` sees modules: the current folder first (the
+    ``sopgym`` script alone would not look there, and a user's own code lives there)."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    target: Any = importlib.import_module(module_name)
+    return importlib.import_module(module_name)
+
+
+def import_spec(spec: str) -> Any:
+    """The object ``module:attr`` names (:func:`import_here`)."""
+    module_name, _, attribute = spec.partition(":")
+    target: Any = import_here(module_name)
     for part in attribute.split("."):
         target = getattr(target, part)
     return target

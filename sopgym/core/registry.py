@@ -25,7 +25,7 @@ from typing import Any
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
 from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
-from sopgym.core.plugins import import_spec, load_failure, names_a_module
+from sopgym.core.plugins import import_here, import_spec, load_failure, names_a_module
 
 # Extra sources of domain packs, comma-separated: importable packages laid out like
 # ``sopgym.domains`` (the test suite's small test domains use this, and so can a user's own
@@ -60,7 +60,7 @@ def _modules(extra: str) -> dict[str, str]:
     found: dict[str, str] = {}
 
     def add(name: str, module: str) -> None:
-        if name in found:
+        if found.get(name, module) != module:  # the same source twice is one
             raise ValueError(f"domain {name!r} is defined by both {found[name]} and {module}")
         found[name] = module
 
@@ -70,7 +70,12 @@ def _modules(extra: str) -> dict[str, str]:
     for point in entry_points(group=ENTRY_POINT_GROUP):
         add(point.name, point.value)
     for package_name in [BUILTIN_PACKAGE, *(s for s in sources if not names_a_module(s))]:
-        package = importlib.import_module(package_name)
+        try:
+            package = import_here(package_name)
+        except Exception as error:  # a user's package may fail any way: one line
+            raise UnknownDomainError(
+                f"{DOMAIN_PACKAGES_ENV} names {package_name}: cannot load: {load_failure(error)}"
+            ) from None
         for name, folder in _subpackages(package.__path__):
             module = f"{package_name}.{name}"
             if _defines_domain(folder):

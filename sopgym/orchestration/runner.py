@@ -45,7 +45,7 @@ from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.plugins import user_import_path
-from sopgym.core.registry import load_domain
+from sopgym.core.registry import DOMAIN_PACKAGES_ENV, load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.breakdown import tags
@@ -402,14 +402,19 @@ class Runner:
             orjson.dumps(self._agent_options(stack)).decode(),
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
-        if not (is_ours(self.config.agent) and self.config.transport in TRANSPORTS):
-            # a plug-in (module:Class, or an entry point of a package installed beside the
-            # user's code): the worker starts in an empty folder, so it gets the user's path
+        if self._uses_user_code():  # the worker starts in an empty folder: give it the user's
             env["PYTHONPATH"] = user_import_path()
         return stack.group.start(
             f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
             cwd=worker_folder(),
         )  # fmt: skip
+
+    def _uses_user_code(self) -> bool:
+        """Whether an agent worker imports code of the user's: a plug-in agent or transport
+        (``module:attr``, or an entry point of a package installed beside it) or packs of
+        their own (``$SOPGYM_DOMAIN_PACKAGES``)."""
+        ours = is_ours(self.config.agent) and self.config.transport in TRANSPORTS
+        return not ours or bool(os.environ.get(DOMAIN_PACKAGES_ENV))
 
     def check_model(self) -> None:
         """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:

@@ -12,6 +12,7 @@ See docs/domain-pack.md, "Scoring".
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sopgym.core.exceptions import UsageError
@@ -87,26 +88,23 @@ for _factory in _OURS:
 
 # the defaults of each task kind, built once: scorers are immutable, and asked for per episode
 _DEFAULTS: dict[str, list[Scorer]] = {}
-# each pack's list with its names resolved, by the pack's name and list (a list is immutable
-# once the pack is made)
-_RESOLVED: dict[tuple[str, int], list[Scorer]] = {}
+
+
+@cache
+def _named_scorer(spec: str) -> Scorer:
+    """The scorer a pack names (made once: scorers are immutable, and asked for per episode)."""
+    return SCORER_PLUGINS.resolve(spec)
 
 
 def scorers_for(domain: DomainPack, task: Task) -> list[Scorer]:
-    """The pack's own scorers (a name or ``module:attr`` in its list resolved, once per pack),
-    else the defaults of the task's kind; names must be unique (they key the task's
-    ``scores``)."""
+    """The pack's own scorers (a name or ``module:attr`` in its list resolved), else the
+    defaults of the task's kind; names must be unique (they key the task's ``scores``)."""
     if domain.scorers is None:
         defaults = _DEFAULTS.get(task.kind)
         if defaults is None:
             defaults = _DEFAULTS[task.kind] = default_scorers(task.kind)
         return defaults
-    key = (domain.name, id(domain.scorers))
-    chosen = _RESOLVED.get(key)
-    if chosen is None:
-        chosen = _RESOLVED[key] = [
-            SCORER_PLUGINS.resolve(s) if isinstance(s, str) else s for s in domain.scorers
-        ]
+    chosen = [_named_scorer(s) if isinstance(s, str) else s for s in domain.scorers]
     names = [s.name for s in chosen]
     if len(set(names)) != len(names):
         raise ValueError(f"domain {domain.name}: scorer names repeat: {names}")
