@@ -19,6 +19,7 @@ import pytest
 from sopgym.agents import resolve_agent
 from sopgym.client.transports import transport
 from sopgym.core import registry
+from sopgym.core.errors import UnknownDomainError
 from sopgym.core.plugins import Plugins
 from sopgym.evaluation.external import READER_PLUGINS
 from sopgym.evaluation.profiles import PROFILE_PLUGINS
@@ -92,7 +93,7 @@ ENTRY_POINTS = {
     "sopgym.scorers": {"their-scorer": f"{MODULE}:calls_made"},
     "sopgym.profiles": {"their-profile": f"{MODULE}:LENIENT"},
     "sopgym.transports": {"their-transport": f"{MODULE}:CountingClient"},
-    "sopgym.domains": {"mirror": f"{MODULE}:MIRROR"},
+    "sopgym.domains": {"mirror": f"{MODULE}:MIRROR", "misnamed": f"{MODULE}:MIRROR"},
 }
 
 
@@ -122,6 +123,8 @@ def test_an_entry_point_of_each_kind_is_found_by_its_name(installed: Path) -> No
     assert transport("their-transport").client == f"{MODULE}:CountingClient"
     assert "mirror" in registry.domain_names()
     assert registry.load_domain("mirror").title == registry.load_domain(MAZE).title
+    with pytest.raises(UnknownDomainError, match=f"domain misnamed: {MODULE}:MIRROR is the pack"):
+        registry.load_domain("misnamed")  # an entry's name is its pack's
     kinds: list[Plugins[Any]] = [READER_PLUGINS, SCORER_PLUGINS, PROFILE_PLUGINS]
     for plugins in kinds:  # listed beside ours, so an unknown name's refusal shows them
         assert any(name.startswith("their-") for name in plugins.names())

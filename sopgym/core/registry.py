@@ -184,7 +184,10 @@ def _load(name: str, extra: str) -> DomainPack:
     modules = _modules(extra)
     where = modules.get(name, name)
     if names_a_module(where):
-        return _pack_of(name, where)
+        pack = _pack_of(name, where)
+        if name in modules and pack.name != name:  # an entry point naming another pack
+            raise UnknownDomainError(f"domain {name}: {where} is the pack {pack.name!r}")
+        return pack
     if name not in modules:
         raise UnknownDomainError(unknown_domain_message(name, sorted(modules)))
     domain = importlib.import_module(where).DOMAIN  # a pack of ours or of an installed package
