@@ -21,7 +21,7 @@ from sopgym.client.transports import transport
 from sopgym.core import registry
 from sopgym.core.errors import UnknownDomainError
 from sopgym.core.plugins import Plugins
-from sopgym.evaluation.external import READER_PLUGINS
+from sopgym.evaluation.external import READER_PLUGINS, ScoreRefused
 from sopgym.evaluation.profiles import PROFILE_PLUGINS
 from sopgym.evaluation.scorers import SCORER_PLUGINS, UnknownScorer, scorers_for
 from tests.helpers import DATA_ROOT, domain_data
@@ -128,6 +128,18 @@ def test_an_entry_point_of_each_kind_is_found_by_its_name(installed: Path) -> No
     kinds: list[Plugins[Any]] = [READER_PLUGINS, SCORER_PLUGINS, PROFILE_PLUGINS]
     for plugins in kinds:  # listed beside ours, so an unknown name's refusal shows them
         assert any(name.startswith("their-") for name in plugins.names())
+
+
+def test_a_module_that_fails_to_import_is_one_line_saying_how(installed: Path) -> None:
+    (installed / "exploding.py").write_text('raise RuntimeError("boom")\n')
+    try:
+        with pytest.raises(ScoreRefused, match=r"^format exploding:Reader: cannot load: "
+                                               r"RuntimeError: boom$"):  # fmt: skip
+            READER_PLUGINS.resolve("exploding:Reader")
+        with pytest.raises(UnknownDomainError, match="cannot load exploding:PACK: RuntimeError"):
+            registry.load_domain("exploding:PACK")
+    finally:
+        sys.modules.pop("exploding", None)
 
 
 def test_a_pack_names_its_scorers_by_name_entry_point_or_module(installed: Path) -> None:

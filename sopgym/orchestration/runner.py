@@ -45,7 +45,7 @@ from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR, outcome
 from sopgym.core.plugins import user_import_path
-from sopgym.core.registry import DOMAIN_PACKAGES_ENV, load_domain
+from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.breakdown import tags
@@ -411,10 +411,9 @@ class Runner:
 
     def _uses_user_code(self) -> bool:
         """Whether an agent worker imports code of the user's: a plug-in agent or transport
-        (``module:attr``, or an entry point of a package installed beside it) or packs of
-        their own (``$SOPGYM_DOMAIN_PACKAGES``)."""
-        ours = is_ours(self.config.agent) and self.config.transport in TRANSPORTS
-        return not ours or bool(os.environ.get(DOMAIN_PACKAGES_ENV))
+        (``module:attr``, or an entry point of a package installed beside it). Packs are
+        never imported there: a job carries its task and, for the oracle, its replay."""
+        return not (is_ours(self.config.agent) and self.config.transport in TRANSPORTS)
 
     def check_model(self) -> None:
         """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:
