@@ -39,7 +39,7 @@ from typing import TextIO
 import orjson
 from opentelemetry import trace
 
-from sopgym.agents import make_agent
+from sopgym.agents import resolve_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import connect
 from sopgym.client.keepalive import Connections
@@ -160,7 +160,9 @@ class EpisodePool:
     ) -> None:
         self.task_timeout, self.concurrency = task_timeout, max(1, concurrency)
         self.model: str | None = agent_options.get("model")
-        self._make: Callable[[], Agent] = lambda: make_agent(agent_name, **agent_options)
+        # resolved once: a plug-in's lookup reads every installed package's entry points
+        factory = resolve_agent(agent_name).factory
+        self._make: Callable[[], Agent] = lambda: factory(**agent_options)
         first = self._make()
         self._shared = first if concurrent_safe(first) else None
         self._spare: list[Agent] = [] if self._shared is not None else [first]

@@ -257,11 +257,11 @@ def test_the_pools_threads_serve_episode_after_episode_and_a_stuck_one_is_replac
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """:class:`EpisodePool` keeps its threads (and with them their kept connections): 8 jobs
-    at 2 in flight run on (at most) 2 threads. A stuck episode is answered by the watchdog, a new thread
-    takes its place, and the stuck thread ends once its episode returns, its late result
-    dropped."""
+    at 2 in flight run on (at most) 2 threads. A stuck episode is answered by the watchdog, a
+    new thread takes its place, and the stuck thread ends once its episode returns, its late
+    result dropped."""
     from sopgym.agents import worker as worker_module
-    from sopgym.evaluation.records import WorkerReport
+    from sopgym.runs.records import WorkerReport
 
     release = threading.Event()
     ran_on: dict[str, int] = {}

@@ -27,12 +27,13 @@ from sopgym.cli.validation import (
     IN_FLIGHT,
     MODEL_HELP,
     SECONDS,
+    PluginName,
     fault_spec,
     id_list,
     retrieval_spec,
     run_name,
 )
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORT_PLUGINS
 from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
 from sopgym.orchestration.runs import describe_config
 from sopgym.terminal import console
@@ -171,7 +172,7 @@ def worker_pace(concurrency: int | None, workers: int | None) -> dict[str, int]:
 )
 @click.option(
     "--transport",
-    type=click.Choice(list(TRANSPORTS)),
+    type=PluginName(TRANSPORT_PLUGINS),
     default="http",
     show_default=True,
     help="How the agent workers reach the gateway (the mcp agent always uses MCP).",

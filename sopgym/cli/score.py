@@ -33,8 +33,9 @@ from sopgym.terminal import console
 )
 @click.option(
     "--format", "reader", default=None,
-    help="How the responses are written (docs/own-outputs.md lists the formats); default: "
-    "sopmaze for SOP-Maze's files with model_response, else jsonl.",
+    help="How the responses are written: jsonl, sopmaze, an installed reader's name or "
+    "module:Class for your own reader (docs/own-outputs.md); default: sopmaze for SOP-Maze's "
+    "files with model_response, else jsonl.",
 )  # fmt: skip
 @click.option("--model", default="unknown", show_default=True, help="Who wrote the responses.")
 @click.option(

@@ -25,9 +25,10 @@ from sopgym.cli.validation import (
     MODEL_HELP,
     PORT,
     SECONDS,
+    PluginName,
     port_option,
 )
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORT_PLUGINS
 from sopgym.orchestration.scaleout import worker_metrics
 
 
@@ -40,7 +41,7 @@ from sopgym.orchestration.scaleout import worker_metrics
 )
 @click.option(
     "--transport",
-    type=click.Choice(list(TRANSPORTS)),
+    type=PluginName(TRANSPORT_PLUGINS),
     default="http",
     show_default=True,
     help="How the worker reaches the gateway (the mcp agent always uses MCP).",

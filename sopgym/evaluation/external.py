@@ -2,7 +2,8 @@
 harness wrote become a normal run folder, scored by the one
 :func:`~sopgym.evaluation.scoring.score_episode`.
 
-A *reader* (:class:`ResponseReader`, registered by format name in :data:`READERS`) turns a
+A *reader* (:class:`ResponseReader`, one kind of the plug-in registry, :data:`READER_PLUGINS`:
+a registered name, an entry point of ``sopgym.readers`` or ``module:Reader``) turns a
 file or a folder into :class:`Response` items (one per task and trial) and
 :class:`Unreadable` items (a line or record it could not read, with where and why). Our own
 format is ``jsonl`` (:class:`JsonlReader`); SOP-Maze's published ``model_response`` files
@@ -34,6 +35,7 @@ import orjson
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.exceptions import UsageError
 from sopgym.core.jsonio import MAX_INPUT_DEPTH, json_depth, read_input
+from sopgym.core.plugins import NotAPlugin, Plugins
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
@@ -83,11 +85,33 @@ class ResponseReader(Protocol):
     def read(self, path: Path) -> Iterator[Response | Unreadable]: ...
 
 
-READERS: dict[str, ResponseReader] = {}
+class ScoreRefused(UsageError, ValueError):
+    """The user's mistake (an unknown format, an unreadable path, a folder that exists): one
+    line, nothing written."""
+
+
+def _reader(spec: str, loaded: Any) -> ResponseReader:
+    """A reader of a loaded object: a reader, or a class of them (made with no arguments)."""
+    if isinstance(loaded, type):
+        try:
+            loaded = loaded()
+        except TypeError as error:
+            raise NotAPlugin(f"{loaded.__name__}() cannot be made: {error}") from None
+    if not callable(getattr(loaded, "read", None)):
+        raise NotAPlugin("not a reader: it has no read(path)")
+    return loaded
+
+
+# The formats ``--format`` takes: ours register here, a package under ``sopgym.readers``, or
+# ``module:Reader`` (a class, made with no arguments, or an instance)
+READER_PLUGINS: Plugins[ResponseReader] = Plugins(
+    "format", "sopgym.readers", _reader, ScoreRefused
+)
+READERS: dict[str, ResponseReader] = READER_PLUGINS.registered
 
 
 def register_reader(reader: ResponseReader) -> None:
-    READERS[reader.name] = reader
+    READER_PLUGINS.register(reader.name, reader)
 
 
 # How a text answer is read, by family (the domain name's part before "/"): our agents' reply
@@ -334,11 +358,6 @@ def _call(data: JSON, catalog: list[str]) -> CallRecord:
         result=data.get("result"),
         in_catalog=data["name"] in catalog,
     )
-
-
-class ScoreRefused(UsageError, ValueError):
-    """The user's mistake (an unknown format, an unreadable path, a folder that exists): one
-    line, nothing written."""
 
 
 # The readers shipped beside ours register themselves (they build on this module's names)

@@ -74,7 +74,7 @@ def score_episode(
     :mod:`sopgym.evaluation.profiles`; ``agent_error`` is what the agent's worker said ended
     the episode, which SOP-Bench's completion rule reads)."""
     score = strict_score(domain, task, trajectory, gold, infra_error)
-    score.paper = profiles.verdicts(task.domain, trajectory, gold, score, agent_error)
+    score.paper = profiles.verdicts(domain, trajectory, gold, score, agent_error)
     return score
 
 

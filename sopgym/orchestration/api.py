@@ -38,6 +38,7 @@ def validate(config: RunConfig) -> RunConfig:
     or :class:`UsageError` saying what cannot run. Loads the domains and the agent, so a
     mistake is refused before any process starts."""
     from sopgym.agents import resolve_agent
+    from sopgym.client.transports import transport
     from sopgym.importers.resolve import run_refusal
     from sopgym.orchestration.refusals import (
         base_url_refusal,
@@ -64,6 +65,7 @@ def validate(config: RunConfig) -> RunConfig:
             f"(its variants: {', '.join(lacking[0].sop_files)})"
         )
     resolve_agent(config.agent)  # a name, a plug-in or module:Class, loaded before anything
+    transport(config.transport)  # likewise
     check_model_spec(config.model)
     refusal = base_url_refusal(config.base_url)
     if refusal:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import transport
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.evaluation.stats import percentiles
 from sopgym.orchestration.dispatch import SharedWorker
@@ -215,7 +215,7 @@ class Loadtest:
         from sopgym.orchestration.stack import embedded_stack
 
         config, logs = self.config, self.out_dir / "logs"
-        door = TRANSPORTS[config.transport]
+        door = transport(config.transport)
         with contextlib.ExitStack() as stack:
             if config.gateway is None:
                 embedded = stack.enter_context(

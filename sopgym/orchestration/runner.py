@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import os
 import queue
 import secrets
 import shutil
@@ -34,14 +33,15 @@ import orjson
 from opentelemetry import trace
 from opentelemetry.trace import Span, use_span
 
-from sopgym.agents import oracle, uses_model
+from sopgym.agents import is_ours, oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, GatewayError, InfraError
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORTS, transport
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
 from sopgym.core.jsonio import JsonlAppender
 from sopgym.core.outcomes import INFRA_ERROR, outcome
+from sopgym.core.plugins import user_import_path
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
@@ -180,7 +180,7 @@ class Runner:
                 traces=self.paths.traces if self.config.trace else None,
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
-                grpc=TRANSPORTS[self.config.transport].needs_grpc_door,
+                grpc=transport(self.config.transport).needs_grpc_door,
                 seed=self.config.seed,
                 faults=self.config.faults,
                 service_groups=self.config.service_groups,
@@ -314,7 +314,7 @@ class Runner:
         ).to_json()  # fmt: skip
 
     def _spawn_worker(self, stack: Stack, index: int, concurrency: int = 1) -> ManagedProcess:
-        gateway = TRANSPORTS[self.config.transport].address(stack)
+        gateway = transport(self.config.transport).address(stack)
         argv = sopgym_command(
             "agent-worker",
             "--gateway",
@@ -333,14 +333,18 @@ class Runner:
             orjson.dumps(self._agent_options(stack)).decode(),
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
-        if ":" in self.config.agent:  # module:Class: found from the user's folder, as here
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
-            )
+        if self._uses_user_code():  # the worker starts in an empty folder: give it the user's
+            env["PYTHONPATH"] = user_import_path()
         return stack.group.start(
             f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
             cwd=worker_folder(),
         )  # fmt: skip
+
+    def _uses_user_code(self) -> bool:
+        """Whether an agent worker imports code of the user's: a plug-in agent or transport
+        (``module:attr``, or an entry point of a package installed beside it). Packs are
+        never imported there: a job carries its task and, for the oracle, its replay."""
+        return not (is_ours(self.config.agent) and self.config.transport in TRANSPORTS)
 
     def check_model(self) -> None:
         """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:

@@ -12,7 +12,7 @@ from pathlib import Path
 from sopgym.core.tasks import Task
 from sopgym.evaluation.external import (
     MAX_TRIALS,
-    READERS,
+    READER_PLUGINS,
     Located,
     Response,
     ScoreRefused,
@@ -116,9 +116,7 @@ def score_into_run(
     the format is unknown, the path unreadable or the folder already a run. With no
     ``reader_name`` the format is detected (:func:`detect_format`)."""
     reader_name = reader_name or detect_format(responses)
-    reader = READERS.get(reader_name)
-    if reader is None:
-        raise ScoreRefused(f"unknown format {reader_name!r} (known: {', '.join(sorted(READERS))})")
+    reader = READER_PLUGINS.resolve(reader_name)
     if (run_dir / "config.json").exists():
         raise ScoreRefused(f"{run_dir} exists: name another --run-id")
     try:

@@ -52,11 +52,6 @@ RUN_TIME_REFUSALS = frozenset({"invalid_value", "internal_error"})
 _CLOSE = 1e-9
 
 
-def applies(domain: str) -> bool:
-    """Stage 2 of the banking family (the scenario packs, not their ``_graph`` twins)."""
-    return domain.startswith(FAMILY) and not domain.endswith(GRAPH_SUFFIX)
-
-
 def _json_type(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
