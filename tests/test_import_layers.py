@@ -54,13 +54,7 @@ LAYERS: list[set[str]] = [
 LAYER_OF = {package: level for level, packages in enumerate(LAYERS) for package in packages}
 
 # Upward imports that remain, each with why and who removes it.
-PENDING: dict[tuple[str, str], str] = {
-    ("sopgym.core", "sopgym.importers"): (
-        "core/registry.py loads an imported benchmark by name through "
-        "importers.resolve.load_imported; the one plug-in registry (branch registry2) gives "
-        "imported benchmarks a domain source of their own, and this import goes with it"
-    ),
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 Graph = dict[str, dict[str, set[str]]]  # package -> package -> "module -> module" examples
 

@@ -5,8 +5,10 @@
 ``module:attr`` naming one pack (a :class:`DomainPack` or a factory making one), given in
 ``$SOPGYM_DOMAIN_PACKAGES`` or as a domain on the command line.
 
-Imported benchmarks are loaded through :mod:`sopgym.importers.resolve`, which depends only on
-:mod:`sopgym.core.errors` here, so the two modules do not import each other."""
+Imported benchmarks (``sopbench/...``, ``sopmaze/...``, ``abcd/...``, ``generated/...``) are
+loaded by the loader that the entry-point group ``sopgym.imported_loaders`` names (sopgym's own
+is :func:`sopgym.importers.resolve.load_imported`, declared in pyproject.toml): core sits below
+the importers, which plug in here as any installed package would."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import importlib
 import os
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -178,9 +180,7 @@ def unknown_domain_message(name: str, known: list[str]) -> str:
 @cache
 def _load(name: str, extra: str) -> DomainPack:
     if name.startswith(IMPORTED_PREFIXES):  # imported benchmarks: see sopgym/importers
-        from sopgym.importers.resolve import load_imported
-
-        return load_imported(name)
+        return imported_loader()(name)
     modules = _modules(extra)
     where = modules.get(name, name)
     if names_a_module(where):
@@ -194,6 +194,24 @@ def _load(name: str, extra: str) -> DomainPack:
     if not isinstance(domain, DomainPack):
         raise TypeError(f"{where}.DOMAIN is not a DomainPack")
     return domain
+
+
+IMPORTED_LOADERS = "sopgym.imported_loaders"  # the entry-point group of imported benchmarks
+
+
+@cache
+def imported_loader() -> Callable[[str], DomainPack]:
+    """The loader of imported benchmarks (name -> pack): the entry point ``sopgym`` of the group
+    :data:`IMPORTED_LOADERS`. Missing only from a sopgym whose package metadata is not
+    installed (a source tree put on ``PYTHONPATH``): one line saying how to install it."""
+    found = [p for p in entry_points(group=IMPORTED_LOADERS) if p.name == "sopgym"]
+    if not found:
+        raise UnknownDomainError(
+            f"imported benchmarks need sopgym installed (its entry point {IMPORTED_LOADERS} "
+            "is missing): pip install -e ."
+        )
+    loader: Callable[[str], DomainPack] = found[0].load()
+    return loader
 
 
 def _pack_of(name: str, spec: str) -> DomainPack:
