@@ -199,7 +199,9 @@ def run_point(
         argv.append("--no-trace")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # run from the runs folder: `python -m sopgym` from a checkout would import that checkout's
+    # sopgym package whatever the interpreter's venv holds (a --before run would mix two trees)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=runs)
     sampler = ProcessSampler(process.pid)
     sampler.start()
     out, err = process.communicate()
