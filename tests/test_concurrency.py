@@ -280,7 +280,10 @@ def test_the_pools_threads_serve_episode_after_episode_and_a_stuck_one_is_replac
             pass
 
     monkeypatch.setattr(worker_module, "run_job", fake_run_job)
-    monkeypatch.setattr(worker_module, "make_agent", lambda *a, **k: object())
+    class Entry:  # the registry's answer for an agent: its factory
+        factory = staticmethod(lambda **options: object())
+
+    monkeypatch.setattr(worker_module, "resolve_agent", lambda spec: Entry())
     monkeypatch.setattr(worker_module, "connect", lambda *a, **k: Client())
     monkeypatch.setattr(worker_module.EpisodePool, "GRACE_S", 0.1)
     pool = worker_module.EpisodePool("any", "http://127.0.0.1:9", 0.2, {}, concurrency=2)
