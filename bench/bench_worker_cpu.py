@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,8 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=20, help="jobs of the short run")
     parser.add_argument("--before", default=None, metavar="PYTHON",
                         help="another checkout's interpreter, run first")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds, the sides taking turns; their median too")  # fmt: skip
     args = parser.parse_args()
     data = dataset.load(load_domain(DOMAIN))
     jobs = [
@@ -94,15 +97,22 @@ def main() -> None:
                 argv = ["--gateway", stack.gateway_url, "--agent", args.agent, "--model",
                         args.model, "--options", options.decode(), "--concurrency",
                         str(args.concurrency)]  # fmt: skip
-                for python, label in sides:
-                    short_cpu, short_calls = worker_cpu(python, stack.env, argv, jobs[: args.short])
-                    long_cpu, long_calls = worker_cpu(python, stack.env, argv, jobs)
-                    per_call = 1000 * (long_cpu - short_cpu) / max(1, long_calls - short_calls)
-                    print(f"  {label:>6} traces {'on ' if trace else 'off'}: {per_call:.2f} ms "
-                          f"a call over {long_calls - short_calls} calls (the short run, "
-                          f"start-up included: {1000 * short_cpu / max(1, short_calls):.1f} "
-                          "ms a call)")  # fmt: skip
-
+                figures: dict[str, list[float]] = {label: [] for _, label in sides}
+                for _ in range(args.repeat):
+                    for python, label in sides:
+                        short_cpu, short_calls = worker_cpu(python, stack.env, argv,
+                                                            jobs[: args.short])  # fmt: skip
+                        long_cpu, long_calls = worker_cpu(python, stack.env, argv, jobs)
+                        per_call = 1000 * (long_cpu - short_cpu) / max(1, long_calls - short_calls)
+                        figures[label].append(per_call)
+                        print(f"  {label:>6} traces {'on ' if trace else 'off'}: {per_call:.2f} "
+                              f"ms a call over {long_calls - short_calls} calls (the short run, "
+                              f"start-up included: {1000 * short_cpu / max(1, short_calls):.1f} "
+                              "ms a call)")  # fmt: skip
+                if args.repeat > 1:
+                    for label, values in figures.items():
+                        print(f"  {label:>6} traces {'on ' if trace else 'off'}: median "
+                              f"{statistics.median(values):.2f} ms of {len(values)}")  # fmt: skip
 
 if __name__ == "__main__":
     main()
