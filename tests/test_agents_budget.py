@@ -114,7 +114,7 @@ class SlowChat:
     def __init__(self) -> None:
         self.timeouts: list[float] = []
 
-    def bind_tools(self, tools: list[dict]) -> SlowChat:
+    def bind_tools(self, tools: list[dict], tool_choice: str | None = None) -> SlowChat:
         return self
 
     def invoke(self, messages: Any, **kwargs: Any) -> AIMessage:
