@@ -111,8 +111,47 @@ def run_cell(args: argparse.Namespace, cell: Cell, folder: Path) -> JSON:
     if not results.exists():
         raise SystemExit(f"{cell.key}: no results ({done.returncode}): {done.stderr[-2000:]}")
     rows = [orjson.loads(line) for line in results.read_bytes().splitlines()]
-    return {"family": cell.family, "domain": cell.domain, "agent": cell.agent,
-            **figures(rows, wall)}  # fmt: skip
+    row = {"family": cell.family, "domain": cell.domain, "agent": cell.agent,
+           **figures(rows, wall)}  # fmt: skip
+    if args.capture_messages:  # why each unsuccessful task ended, in the model's own words
+        replies = model_replies(folder / run_id / "traces")
+        failed = [r for r in rows if not (r.get("score") or {}).get("success")]
+        row["replies"] = {
+            r["task_id"]: [text[:EXCERPT] for text in replies.get(r.get("episode_id") or "", [])]
+            for r in failed
+        }
+    return row
+
+
+EXCERPT = 240  # characters of each model reply kept for a failed task
+
+
+def model_replies(traces: Path) -> dict[str, list[str]]:
+    """Each episode's model replies in order, from the ``chat`` spans a run with
+    ``--capture-messages`` records (``gen_ai.output.messages``): text parts as written, tool
+    calls as ``name(arguments)``."""
+    spans = []
+    for path in sorted(traces.glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            for resource in orjson.loads(line).get("resourceSpans", []):
+                for scope in resource.get("scopeSpans", []):
+                    spans += scope.get("spans", [])
+    by_episode: dict[str, list[tuple[int, str]]] = {}
+    for span in spans:
+        attributes = {a["key"]: a["value"] for a in span.get("attributes", [])}
+        output = attributes.get("gen_ai.output.messages", {}).get("stringValue")
+        episode = attributes.get("gen_ai.conversation.id", {}).get("stringValue")
+        if output is None or episode is None:
+            continue
+        parts = [p for m in orjson.loads(output) for p in m.get("parts", [])]
+        text = " ".join(
+            p.get("content", "") if p.get("type") == "text"
+            else f"{p.get('name')}({orjson.dumps(p.get('arguments')).decode()})"
+            for p in parts
+        )  # fmt: skip
+        started = int(span.get("startTimeUnixNano") or 0)
+        by_episode.setdefault(episode, []).append((started, text))
+    return {e: [text for _, text in sorted(turns)] for e, turns in by_episode.items()}
 
 
 def family_score(row: JSON) -> tuple[str, float] | None:

@@ -146,6 +146,9 @@ def test_agent_options_parse_and_refuse_clearly() -> None:
         parse_agent_option("steps=3")
     with pytest.raises(ValueError, match="must be int"):
         parse_agent_option("max_steps=many")
+    assert parse_agent_option("tool_choice=auto") == ("tool_choice", "auto")
+    with pytest.raises(ValueError, match="one of auto, required-first"):
+        parse_agent_option("tool_choice=always")
     flags = {"agent_option": ("max_repeats=2", "max_steps=9"), "max_steps": 5, "retries": None}
     assert collect_agent_options(flags) == {"max_repeats": 2, "max_steps": 5}
     with pytest.raises(click.BadParameter):

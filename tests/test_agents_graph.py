@@ -10,13 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
-from sopgym.agents.graph import GraphAgent, StepLimitExceeded
-from sopgym.agents.llm import LLM, ModelCallError
-from sopgym.agents.models import parse_model_spec
+from sopgym.agents.graph import GraphAgent, StepLimitExceeded, openai_tool
+from sopgym.agents.llm import LLM, ModelCallError, invoke_model
+from sopgym.agents.models import PlainChatCompletions, parse_model_spec
 from sopgym.client import ToolResult
 from sopgym.core.exceptions import UsageError
 from sopgym.core.tasks import Task
@@ -244,3 +244,33 @@ def test_a_400_that_is_not_the_option_still_fails_and_is_not_blamed_on_it() -> N
 def test_an_unknown_tool_choice_is_refused_up_front() -> None:
     with pytest.raises(UsageError, match="tool_choice must be one of"):
         _agent("fc", [], tool_choice="always")
+
+
+def test_a_forced_turn_to_an_openai_compatible_endpoint_sends_the_calls_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama-server's grammar for ``tool_choice: "required"`` lets text come before the call,
+    so a forced turn to a ``--base-url`` endpoint also asks for one call object by JSON
+    schema (in the body as it is); an unforced turn, or an agent that reads no text calls,
+    sends neither."""
+    sent: list[dict] = []
+
+    def create(self: Any, **payload: Any) -> Any:
+        sent.append(payload)
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(PlainChatCompletions, "create", create)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    tools = [openai_tool(FakeEpisode([]).tools[0])]
+    for forced, call_format in [("required", True), (None, True), ("required", False)]:
+        llm = LLM.from_spec("openai:m", "http://127.0.0.1:9/v1", retries=0)
+        llm.call_format = call_format
+        with pytest.raises(ModelCallError):
+            invoke_model(llm, [HumanMessage("hi")], AgentContext(), tools=tools,
+                         tool_choice=forced)  # fmt: skip
+    schema = sent[0]["extra_body"]["response_format"]["json_schema"]["schema"]
+    assert sent[0]["tool_choice"] == "required" and schema["properties"]["name"] == {
+        "enum": ["lookup"]
+    }
+    assert "tool_choice" not in sent[1] and "extra_body" not in sent[1]
+    assert sent[2]["tool_choice"] == "required" and "extra_body" not in sent[2]
