@@ -4,25 +4,22 @@
 that talk to a model chosen by a model spec (see :mod:`sopgym.agents.models`); ``mcp`` is
 ``fc`` working its episodes through the gateway's MCP door.
 
-Every agent is found through one registry: ours register here (:func:`register_agent`);
-a package adds its own under the entry-point group ``sopgym.agents`` (``name = "module:Class"``);
-and ``--agent module:Class`` loads any class with the small interface of
-:class:`sopgym.agents.base.Agent` (docs/own-agent.md).
+Agents are one kind of the one plug-in registry (:mod:`sopgym.core.plugins`): ours register
+here (:func:`register_agent`); a package adds its own under the entry-point group
+``sopgym.agents`` (``name = "module:Class"``); and ``--agent module:Class`` loads any class with
+the small interface of :class:`sopgym.agents.base.Agent` (docs/own-agent.md).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from sopgym.agents.base import Agent
 from sopgym.core.exceptions import UsageError
+from sopgym.core.plugins import NotAPlugin, Plugins
 
 AgentFactory = Callable[..., Agent]
 DEFAULT_AGENT = "react"
@@ -43,11 +40,24 @@ class AgentEntry:
     uses_model: bool = True
 
 
-AGENTS: dict[str, AgentEntry] = {}  # the registered agents by name (ours, then plug-ins)
+def _entry(spec: str, loaded: Any) -> AgentEntry:
+    """An entry for a loaded class (or factory function), checked to be an agent."""
+    if isinstance(loaded, AgentEntry):
+        return loaded
+    if inspect.isclass(loaded) and not callable(getattr(loaded, "solve", None)):
+        raise NotAPlugin(f"{loaded.__name__} has no solve(task, episode, context)")
+    if not callable(loaded):
+        raise NotAPlugin("not a class or factory of agents")
+    factory = class_factory(loaded) if inspect.isclass(loaded) else loaded
+    return AgentEntry(spec, factory, bool(getattr(loaded, "uses_model", False)))
+
+
+AGENT_PLUGINS: Plugins[AgentEntry] = Plugins("agent", ENTRY_POINT_GROUP, _entry, UnknownAgent)
+AGENTS = AGENT_PLUGINS.registered  # the registered agents by name (ours, then code's)
 
 
 def register_agent(name: str, factory: AgentFactory, *, uses_model: bool = True) -> None:
-    AGENTS[name] = AgentEntry(name, factory, uses_model)
+    AGENT_PLUGINS.register(name, AgentEntry(name, factory, uses_model))
 
 
 def _oracle(**_: Any) -> Agent:
@@ -90,7 +100,7 @@ def _oneshot(**options: Any) -> Agent:
 
 
 def _baseline(**options: Any) -> Agent:
-    from sopgym.importers.baseline_agent import make_baseline  # the generic policy, no model
+    from sopgym.agents.baseline import make_baseline  # the generic policy, no model
 
     return make_baseline(**options)
 
@@ -118,50 +128,21 @@ def class_factory(cls: Any) -> AgentFactory:
     return make
 
 
-def _entry(name: str, loaded: Any) -> AgentEntry:
-    """An entry for a loaded class (or factory function), checked to be an agent."""
-    if inspect.isclass(loaded) and not callable(getattr(loaded, "solve", None)):
-        raise UnknownAgent(f"{name}: {loaded.__name__} has no solve(task, episode, context)")
-    if not callable(loaded):
-        raise UnknownAgent(f"{name}: not a class or factory of agents")
-    factory = class_factory(loaded) if inspect.isclass(loaded) else loaded
-    return AgentEntry(name, factory, bool(getattr(loaded, "uses_model", False)))
-
-
-def _plugins() -> dict[str, Any]:
-    """The entry points of the ``sopgym.agents`` group, by name (loaded when chosen)."""
-    return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
-
-
 def agent_names() -> list[str]:
     """Every agent ``--agent`` takes by name: ours and the installed plug-ins'."""
-    return sorted({*AGENTS, *_plugins()})
+    return AGENT_PLUGINS.names()
 
 
 def resolve_agent(spec: str) -> AgentEntry:
     """The agent ``spec`` names: a registered name, a plug-in's entry-point name, or
     ``module:Class`` (imported as ``python -m`` would: from the current folder or an installed
     package). :class:`UnknownAgent` saying why when it is none of these."""
-    if spec in AGENTS:
-        return AGENTS[spec]
-    plugin = _plugins().get(spec)
-    if plugin is not None:
-        try:
-            return _entry(spec, plugin.load())
-        except (ImportError, AttributeError) as error:
-            raise UnknownAgent(f"agent plug-in {spec!r} cannot load: {error}") from None
-    module_name, colon, attribute = spec.partition(":")
-    if not colon:
-        raise UnknownAgent(
-            f"unknown agent {spec!r} (known: {', '.join(agent_names())}; or module:Class)"
-        )
-    if os.getcwd() not in sys.path:  # as `python -m sopgym` (the agent workers) sees modules
-        sys.path.insert(0, os.getcwd())
-    try:
-        loaded = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise UnknownAgent(f"--agent {spec}: cannot load: {error}") from None
-    return _entry(spec, loaded)
+    return AGENT_PLUGINS.resolve(spec)
+
+
+def is_ours(spec: str) -> bool:
+    """Whether ``spec`` is an agent sopgym ships (a plug-in's or ``module:Class`` is not)."""
+    return spec in AGENTS
 
 
 def uses_model(name: str) -> bool:

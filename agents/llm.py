@@ -30,8 +30,8 @@ from sopgym.agents.models import (
 )
 from sopgym.core.exceptions import AgentError
 from sopgym.core.outcomes import InfraFailure, observed
-from sopgym.evaluation.records import token_turn
 from sopgym.observability.genai import traced_model_call
+from sopgym.runs.records import token_turn
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable", "overloaded")
@@ -268,6 +268,12 @@ def generate(runnable: Any, messages: list[BaseMessage], kwargs: dict[str, Any])
         ).handlers
     ):
         return runnable.invoke(messages, **kwargs)
+    # imported here: this module serves every provider, that one needs langchain_openai
+    from sopgym.agents.chat_completions import ChatCompletionsModel
+
+    direct = chat.reply(messages, **call) if isinstance(chat, ChatCompletionsModel) else None
+    if direct is not None:
+        return direct
     reply = chat._generate_with_cache(messages, **call).generations[0].message
     return cast(AIMessage, reply)
 
@@ -335,7 +341,7 @@ def _record(
 
 
 def turn_tokens(message: AIMessage, earlier_calls: list[JSON]) -> JSON:
-    """The reply's token ids and logprobs (:func:`~sopgym.evaluation.records.token_turn`):
+    """The reply's token ids and logprobs (:func:`~sopgym.runs.records.token_turn`):
     the ids from ``usage`` (where :func:`~sopgym.agents.models.with_token_ids` carries them),
     the logprobs from the choice's ``logprobs.content``, joined to the last earlier call of
     the task that recorded its tokens."""

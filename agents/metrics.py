@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES
-from sopgym.evaluation.records import WorkerReport
 from sopgym.observability.metrics import Metrics
+from sopgym.runs.records import WorkerReport
 from sopgym.types import JSON
 
 

@@ -7,7 +7,7 @@ and for the oracle alone ``"replay"`` (the gold it replays,
 :func:`sopgym.agents.oracle.replay_of`): no job says where gold lives. The worker opens the
 episode at the gateway, lets its agent solve the task (one-shot kinds: one model call,
 :mod:`.oneshot`), finishes the episode and reports a
-:class:`~sopgym.evaluation.records.WorkerReport` (``{"task_id", "trial", "episode_id",
+:class:`~sopgym.runs.records.WorkerReport` (``{"task_id", "trial", "episode_id",
 "status", "error", "elapsed_s", ...}``); ``status`` is ``finished``, ``failed`` (the agent's
 doing) or ``infra_error`` (a service, the gateway or the model endpoint failed it, as the
 harness's own clients saw: an agent that raises an infrastructure error itself is flagged
@@ -39,7 +39,7 @@ from typing import TextIO
 import orjson
 from opentelemetry import trace
 
-from sopgym.agents import make_agent
+from sopgym.agents import resolve_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import connect
 from sopgym.client.keepalive import Connections
@@ -47,8 +47,8 @@ from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure, harness_observed, observing
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
-from sopgym.evaluation.records import WorkerReport
 from sopgym.observability import genai, tracing
+from sopgym.runs.records import WorkerReport
 from sopgym.types import JSON
 
 
@@ -135,14 +135,18 @@ def concurrent_safe(agent: Agent) -> bool:
 
 
 class EpisodePool:
-    """Up to ``concurrency`` episodes of one agent at once, each on a thread of its own.
+    """Up to ``concurrency`` episodes of one agent at once, each on a thread of the pool.
 
     :meth:`acquire` waits for a free slot and :meth:`submit` runs a job in it, returning a
-    future of its report. A thread per episode (not a fixed set of them) means an episode
-    stuck past its time holds only its own thread: at ``task_timeout`` plus :attr:`GRACE_S`
-    the pool answers the job itself (the agent's failure, as a worker killed for it was) and
-    frees the slot, and whatever the stuck thread returns later is dropped. Agents that are
-    not :func:`concurrent_safe` get one instance per episode in flight, reused afterwards.
+    future of its report. The pool's threads are started as jobs come (up to ``concurrency``)
+    and kept: each serves one episode after another, keeping its connections to the gateway
+    and the model open between them (a thread and two connections per episode cost the worker
+    and the servers ~0.3 ms of CPU per model call at 300 in flight). An episode stuck past its
+    time holds only its own thread: at ``task_timeout`` plus :attr:`GRACE_S` the pool answers
+    the job itself (the agent's failure, as a worker killed for it was), frees the slot and
+    lets a new thread take the stuck one's place; the stuck thread drops whatever it returns
+    later, closes its connections and ends. Agents that are not :func:`concurrent_safe` get
+    one instance per episode in flight, reused afterwards.
     """
 
     GRACE_S = 5.0  # past --task-timeout, how long an episode may take to report its timeout
@@ -158,14 +162,22 @@ class EpisodePool:
     ) -> None:
         self.task_timeout, self.concurrency = task_timeout, max(1, concurrency)
         self.model: str | None = agent_options.get("model")
-        self._make: Callable[[], Agent] = lambda: make_agent(agent_name, **agent_options)
+        # resolved once: a plug-in's lookup reads every installed package's entry points
+        factory = resolve_agent(agent_name).factory
+        self._make: Callable[[], Agent] = lambda: factory(**agent_options)
         first = self._make()
         self._shared = first if concurrent_safe(first) else None
         self._spare: list[Agent] = [] if self._shared is not None else [first]
         self.client = connect(gateway_url, getattr(first, "transport", transport))
         self._slots = threading.Semaphore(self.concurrency)
         self._lock = threading.Lock()
+        # id of each job's future -> (its deadline, the job, the future)
         self._running: dict[int, tuple[float, JSON, Future[WorkerReport]]] = {}
+        self._jobs: queue.SimpleQueue[tuple[JSON, Future[WorkerReport]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._threads = 0  # threads serving the queue, the stuck ones not counted
+        self._abandoned: set[int] = set()  # futures whose thread was replaced (timed out)
         self._watchdog: threading.Thread | None = None
 
     def acquire(self) -> None:
@@ -175,15 +187,32 @@ class EpisodePool:
     def submit(self, job: JSON) -> Future[WorkerReport]:
         """Run ``job`` in a slot taken with :meth:`acquire`; the slot frees when it ends."""
         future: Future[WorkerReport] = Future()
-        thread = threading.Thread(target=self._work, args=(job, future), daemon=True)
         with self._lock:
             deadline = time.monotonic() + self.task_timeout + self.GRACE_S
             self._running[id(future)] = (deadline, job, future)
             if self._watchdog is None:
                 self._watchdog = threading.Thread(target=self._watch, daemon=True)
                 self._watchdog.start()
-        thread.start()
+            start = self._threads < self.concurrency
+            self._threads += start
+        self._jobs.put((job, future))
+        if start:
+            threading.Thread(target=self._serve, daemon=True).start()
         return future
+
+    def _serve(self) -> None:
+        """One of the pool's threads: episodes, one after another, until the pool closes or
+        an episode of this thread was given up on (another thread has its place now)."""
+        try:
+            while (item := self._jobs.get()) is not None:
+                job, future = item
+                self._work(job, future)
+                with self._lock:
+                    if id(future) in self._abandoned:
+                        self._abandoned.discard(id(future))
+                        return
+        finally:
+            Connections.close_thread()  # this thread's sockets end with it
 
     def _work(self, job: JSON, future: Future[WorkerReport]) -> None:
         agent = self._borrow()
@@ -193,7 +222,7 @@ class EpisodePool:
             cause = f"agent worker: {type(error).__name__}: {error}"
             report = _report_for(job, INFRA_ERROR, cause)
         self._give_back(agent)
-        Connections.close_thread()  # this episode's sockets end with its thread
+        forget_converted_messages()  # the episode's conversation is over
         self._end(future, report)
 
     def _end(self, future: Future[WorkerReport], report: WorkerReport) -> None:
@@ -210,6 +239,9 @@ class EpisodePool:
             now = time.monotonic()
             with self._lock:
                 late = [(job, f) for deadline, job, f in self._running.values() if deadline <= now]
+                for _, future in late:  # their threads are stuck: new ones take their places
+                    self._abandoned.add(id(future))
+                    self._threads -= 1
             for job, future in late:
                 why = f"no answer within --task-timeout {self.task_timeout:g} s"
                 self._end(future, _report_for(job, "failed", why))
@@ -228,7 +260,20 @@ class EpisodePool:
                 self._spare.append(agent)
 
     def close(self) -> None:
+        """Let the pool's threads end (each closes its connections) and close the client."""
+        with self._lock:
+            threads, self._threads = self._threads, 0
+        for _ in range(threads):
+            self._jobs.put(None)
         self.client.close()
+
+
+def forget_converted_messages() -> None:
+    """Drop this thread's converted messages (:mod:`sopgym.agents.chat_completions`): a
+    thread that runs one episode after another must not keep the last one's conversation."""
+    module = sys.modules.get("sopgym.agents.chat_completions")
+    if module is not None:  # only loaded where an OpenAI-compatible model is used
+        module.forget_thread()
 
 
 def _report_for(job: JSON, status: str, error: str) -> WorkerReport:

@@ -31,7 +31,8 @@ import orjson
 from sopgym.agents.prompts import case_message, system_prompt
 from sopgym.core import dataset
 from sopgym.core.registry import load_domain
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
+from sopgym.runs.records import RunConfig
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile
 

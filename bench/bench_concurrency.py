@@ -22,6 +22,11 @@ an agent step (an episode's wall time over its model calls). ``--json PATH`` kee
     python bench/bench_concurrency.py --levels 500 --trials 6 --profile fixed
     python bench/bench_concurrency.py --levels 300 --profile gpu
     python bench/bench_concurrency.py --levels 32 --processes-up-to 32   # beside the old shape
+    python bench/bench_concurrency.py --levels 300 --profile gpu --before ../base/.venv/bin/python
+
+``--before PYTHON`` runs each point first with another checkout's interpreter (its own venv,
+its sopgym: the code before a change), then with this one, and prints the two side by side;
+the model server is this checkout's for both, so only the harness differs.
 
 Run it on a quiet machine: the figures are CPU-bound, and anything else running takes its
 share of the same cores.
@@ -61,6 +66,7 @@ class ProcessSampler:
     cpu: dict[int, float] = field(default_factory=dict)
     kind: dict[int, str] = field(default_factory=dict)
     total_rss_peak: int = 0
+    timeline: list[tuple[float, dict[int, float]]] = field(default_factory=list)  # (unix s, cpu)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> None:
@@ -89,7 +95,30 @@ class ProcessSampler:
                 if pid not in self.kind and any(words):  # an exiting process has no argv
                     self.kind[pid] = next((k for k in KINDS if k in words), "runner")
             self.total_rss_peak = max(self.total_rss_peak, total)
+            self.timeline.append((time.time(), dict(self.cpu)))
             self._stop.wait(0.5)
+
+    def steady(self, calls: list[tuple[float, float]]) -> dict[str, float] | None:
+        """CPU ms per model call by kind over the middle 60% of the run (from the sample at
+        or after its start to the last one before its end, over the calls that ended between
+        them): start-up, the ramp-up and the last wave left out, as the issue's ~13 ms was
+        measured (the extra CPU of a longer run over its extra calls)."""
+        if not calls or len(self.timeline) < 3:
+            return None
+        first, last = min(a for a, _ in calls), max(b for _, b in calls)
+        low, high = first + 0.2 * (last - first), first + 0.8 * (last - first)
+        start = next((x for x in self.timeline if x[0] >= low), None)
+        end = next((x for x in reversed(self.timeline) if x[0] <= high), None)
+        if start is None or end is None or end[0] <= start[0]:
+            return None
+        ended = sum(start[0] <= b < end[0] for _, b in calls)
+        if not ended:
+            return None
+        by_kind: dict[str, float] = {}
+        for pid, cpu in end[1].items():
+            kind = self.kind.get(pid, "runner")
+            by_kind[kind] = by_kind.get(kind, 0.0) + cpu - start[1].get(pid, 0.0)
+        return {k: round(1000 * v / ended, 3) for k, v in sorted(by_kind.items())}
 
     def by_kind(self) -> dict[str, dict[str, float]]:
         kinds: dict[str, dict[str, float]] = {}
@@ -141,11 +170,17 @@ def start_model_server(profile: str, logs: Path) -> tuple[subprocess.Popen, str]
 
 
 def run_point(
-    args: argparse.Namespace, concurrency: int, runs: Path, shape: str = "threads"
+    args: argparse.Namespace,
+    concurrency: int,
+    runs: Path,
+    shape: str = "threads",
+    python: str = sys.executable,
+    label: str = "",
 ) -> dict:
     """One run at ``concurrency``: ``threads`` (episodes spread over the default processes)
-    or ``processes`` (one process per episode in flight: how runs worked before)."""
-    run_id = f"{args.profile}-c{concurrency}-{shape}"
+    or ``processes`` (one process per episode in flight: how runs worked before); ``python``
+    runs the stack (another checkout's interpreter for a before/after)."""
+    run_id = f"{args.profile}-c{concurrency}-{shape}{'-' + label if label else ''}"
     model_args = ["--model", f"scripted:latency={args.latency:g}"]
     server, base_url = None, None
     if args.profile == "gpu":
@@ -153,7 +188,7 @@ def run_point(
         model_args = ["--model", "openai:scripted:gpu", "--base-url", f"{base_url}/v1"]
     episodes = args.episodes or 0  # a level below one trial's 96 tasks runs the first N
     select = ["--limit", str(episodes)] if 0 < episodes < TASKS else []
-    argv = [sys.executable, "-m", "sopgym", "run", "patient_intake", *model_args, *select,
+    argv = [python, "-m", "sopgym", "run", "patient_intake", *model_args, *select,
             "--concurrency", str(concurrency), "--trials", str(args.trials), "--runs-dir",
             str(runs), "--run-id", run_id, "--quiet", "--task-timeout", "600"]  # fmt: skip
     if shape == "processes":
@@ -164,7 +199,9 @@ def run_point(
         argv.append("--no-trace")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # run from the runs folder: `python -m sopgym` from a checkout would import that checkout's
+    # sopgym package whatever the interpreter's venv holds (a --before run would mix two trees)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=runs)
     sampler = ProcessSampler(process.pid)
     sampler.start()
     out, err = process.communicate()
@@ -181,6 +218,8 @@ def run_point(
     phases = phases_of(out.decode(errors="replace"))
     point = figures(args, concurrency, runs / run_id, wall, phases, before, after, sampler, gpu)
     point["shape"] = shape
+    if label:
+        point["label"] = label
     return point
 
 
@@ -237,18 +276,24 @@ def figures(
         "step_p99_s": round(percentile(steps, 0.99), 3) if steps else None,
         "longest_episode_s": round(tasks_wall, 2),
     }
-    busy = model_busy_share(run_dir, concurrency)
+    intervals = chat_calls(run_dir)
+    busy = model_busy_share(intervals, concurrency)
     if busy is not None:
         point["model_busy_middle"] = busy
+    steady = sampler.steady(intervals)
+    if steady is not None:
+        point["steady_cpu_ms_per_call"] = steady
+        point["steady_harness_cpu_ms_per_call"] = round(
+            sum(v for k, v in steady.items() if k != "model-server"), 3
+        )
     if gpu is not None:
         point["gpu"] = gpu
     return point
 
 
-def model_busy_share(run_dir: Path, concurrency: int) -> float | None:
-    """The time-averaged share of the slots waiting on a model call over the middle 60% of the
-    run (its ramp-up and its last, part-filled wave left out): how busy the harness keeps a
-    model server, from the agent workers' ``chat`` spans. None for an untraced run."""
+def chat_calls(run_dir: Path) -> list[tuple[float, float]]:
+    """Every model call of the run as (start, end) in unix seconds, from the agent workers'
+    ``chat`` spans (none for an untraced run)."""
     intervals = []
     for path in (run_dir / "traces").glob("*.jsonl"):
         for line in path.read_bytes().splitlines():
@@ -259,6 +304,13 @@ def model_busy_share(run_dir: Path, concurrency: int) -> float | None:
                         for s in scope["spans"]
                         if s["name"].startswith("chat ")
                     ]
+    return intervals
+
+
+def model_busy_share(intervals: list[tuple[float, float]], concurrency: int) -> float | None:
+    """The time-averaged share of the slots waiting on a model call over the middle 60% of the
+    run (its ramp-up and its last, part-filled wave left out): how busy the harness keeps a
+    model server. None for an untraced run."""
     if not intervals:
         return None
     first, last = min(a for a, _ in intervals), max(b for _, b in intervals)
@@ -274,7 +326,8 @@ def percentile(values: list[float], q: float) -> float:
 
 def show(point: dict) -> None:
     print(
-        f"{point['profile']:>5} {point['shape']:>9} C={point['concurrency']:<5} "
+        f"{point.get('label', ''):>6} {point['profile']:>5} {point['shape']:>9} "
+        f"C={point['concurrency']:<5} "
         f"{point['episodes']:>5} episodes "
         f"({point['errors']} errors) in {point['tasks_s']:.1f} s: {point['episodes_per_s']:.1f}/s, "
         f"{100 * (point['share_of_ideal'] or 0):.0f}% of ideal ({point['ideal_s']:.1f} s); "
@@ -283,9 +336,15 @@ def show(point: dict) -> None:
         f"{point['step_p50_s']} s p99 {point['step_p99_s']} s; slots waiting on the model "
         f"(middle 60%): {100 * point.get('model_busy_middle', 0):.0f}%"
     )
+    steady = point.get("steady_cpu_ms_per_call", {})
+    if steady:
+        print(f"        steady state (middle 60%, start-up left out): "
+              f"{point['steady_harness_cpu_ms_per_call']:.2f} ms CPU/call without the model "
+              "server")  # fmt: skip
     for kind, figures in point["processes"].items():
+        middle = f", steady {steady[kind]:.2f}" if kind in steady else ""
         print(f"        {kind:<13} x{figures['n']:<3} peak RSS {figures['rss_mb']:>5} MB, "
-              f"{figures['cpu_ms_per_call']:.2f} ms CPU/call")  # fmt: skip
+              f"{figures['cpu_ms_per_call']:.2f} ms CPU/call{middle}")  # fmt: skip
     if "gpu" in point:
         print(f"        simulated GPU: {orjson.dumps(point['gpu']).decode()[:400]}")
 
@@ -306,7 +365,12 @@ def main() -> None:
     parser.add_argument("--episodes-per-slot", type=int, default=2,
                         help="episodes per slot when --trials is not given")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--before", default=None, metavar="PYTHON",
+                        help="also run each point with this interpreter first (another "
+                        "checkout's venv): before and after side by side")  # fmt: skip
     args = parser.parse_args()
+    if args.before and not shutil.which(args.before):
+        parser.error(f"--before {args.before}: no such interpreter")
     runs = Path(tempfile.mkdtemp(prefix="bench-concurrency-"))
     points = []
     try:
@@ -314,11 +378,14 @@ def main() -> None:
             episodes = args.episodes_per_slot * level
             trials = args.trials or max(1, -(-episodes // TASKS))
             shapes = ["threads"] + (["processes"] if level <= args.processes_up_to else [])
+            settings = argparse.Namespace(**{**vars(args), "trials": trials, "episodes": episodes})
             for shape in shapes:
-                settings = {**vars(args), "trials": trials, "episodes": episodes}
-                point = run_point(argparse.Namespace(**settings), level, runs, shape)
-                show(point)
-                points.append(point)
+                sides = [(args.before, "before"), (sys.executable, "after")] if args.before else [
+                    (sys.executable, "")]  # fmt: skip
+                for python, label in sides:
+                    point = run_point(settings, level, runs, shape, python, label)
+                    show(point)
+                    points.append(point)
     finally:
         shutil.rmtree(runs, ignore_errors=True)
     if args.json:

@@ -43,10 +43,10 @@ from typing import Any
 import httptools
 
 from sopgym.client import GatewayClient
-from sopgym.core.access import SECRET_HEADER, SERVICE_SECRET_ENV
+from sopgym.core.access import ADMIN_TOKEN_ENV, SECRET_HEADER, SERVICE_SECRET_ENV
 from sopgym.gateway.upstream import UpstreamError
 from sopgym.orchestration.processes import free_port
-from sopgym.orchestration.stack import ADMIN_TOKEN_ENV, Stack, embedded_stack
+from sopgym.orchestration.stack import Stack, embedded_stack
 
 TOOL = "score_lifestyle"
 ARGS = {

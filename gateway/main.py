@@ -60,7 +60,7 @@ def serve_gateway(
 ) -> None:
     """Run the gateway of ``settings`` until stopped; ``on_wait(domain, url, why)`` hears of
     each tool service not answering yet during discovery."""
-    from sopgym.core.access import handed_secret, service_secret
+    from sopgym.core.access import ADMIN_TOKEN_ENV, handed_secret, service_secret
     from sopgym.core.registry import select_domains
     from sopgym.gateway.app import Gateway
     from sopgym.gateway.catalog import discover
@@ -68,7 +68,6 @@ def serve_gateway(
     from sopgym.gateway.local import with_local_domains
     from sopgym.gateway.server import serve, tune_gc
     from sopgym.observability.tracing import setup_tracing
-    from sopgym.orchestration.stack import ADMIN_TOKEN_ENV
 
     if not settings.services and not settings.local_domains:
         raise UsageError("give at least one --service or --local-domain")

@@ -146,13 +146,13 @@ def end_tool(span: Span, status: int, body: Any) -> None:
     if not span.is_recording():
         return
     text, _ = capped(_json_text(body), payload_limit())
-    span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, text)
-    span.set_attribute(sc.HTTP_STATUS, status)
+    attributes: dict[str, Any] = {sc.GEN_AI_TOOL_CALL_RESULT: text, sc.HTTP_STATUS: status}
     if status >= 400:
         error = body.get("error") if isinstance(body, dict) else None
         code = error.get("code") if isinstance(error, dict) else None
-        span.set_attribute(sc.ERROR_TYPE, str(code or status))
+        attributes[sc.ERROR_TYPE] = str(code or status)
         span.set_status(Status(StatusCode.ERROR, str(code or status)))
+    span.set_attributes(attributes)  # at once: the SDK's lock and checks once
 
 
 def capture_messages() -> bool:
@@ -202,6 +202,24 @@ def _messages_attribute(messages: list[dict[str, Any]]) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=64)
+def _chat_attributes(
+    model: str, provider: str | None, base_url: str | None
+) -> tuple[tuple[str, Any], ...]:
+    """A ``chat`` span's attributes that are the same for every call of one model: worked out
+    once (``urlsplit`` and all), not on each of an episode's calls."""
+    attributes: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
+    if provider:
+        attributes[sc.GEN_AI_PROVIDER] = provider
+    if base_url:
+        server = urlsplit(base_url)
+        if server.hostname:
+            attributes[sc.SERVER_ADDRESS] = server.hostname
+            port = server.port or (443 if server.scheme == "https" else 80)
+            attributes[sc.SERVER_PORT] = port
+    return tuple(attributes.items())
+
+
 @contextmanager
 def chat_span(
     model: str,
@@ -211,17 +229,9 @@ def chat_span(
 ) -> Iterator[Span]:
     """A ``chat`` span around one LLM call; fill in usage with :func:`end_chat`. The episode
     id names the conversation; ``base_url`` gives the server's address and port."""
-    attributes: dict[str, Any] = {sc.GEN_AI_OPERATION: sc.OP_CHAT, sc.GEN_AI_REQUEST_MODEL: model}
-    if provider:
-        attributes[sc.GEN_AI_PROVIDER] = provider
+    attributes = dict(_chat_attributes(model, provider, base_url))
     if conversation_id:
         attributes[sc.GEN_AI_CONVERSATION_ID] = conversation_id
-    if base_url:
-        server = urlsplit(base_url)
-        if server.hostname:
-            attributes[sc.SERVER_ADDRESS] = server.hostname
-            port = server.port or (443 if server.scheme == "https" else 80)
-            attributes[sc.SERVER_PORT] = port
     with tracer(sc.SCOPE_AGENT_LLM).start_as_current_span(
         f"{sc.OP_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attributes
     ) as span:
@@ -234,17 +244,22 @@ def end_chat(
     output_tokens: int | None = None,
     response_model: str | None = None,
     finish_reasons: list[str] | None = None,
+    **more: Any,
 ) -> None:
+    """The call's usage and outcome on its span, set at once (the SDK takes its lock and checks
+    the attributes once, not per attribute); ``more``: other attributes, by name."""
     if not span.is_recording():
         return
+    attributes: dict[str, Any] = dict(more)
     if input_tokens is not None:
-        span.set_attribute(sc.GEN_AI_INPUT_TOKENS, int(input_tokens))
+        attributes[sc.GEN_AI_INPUT_TOKENS] = int(input_tokens)
     if output_tokens is not None:
-        span.set_attribute(sc.GEN_AI_OUTPUT_TOKENS, int(output_tokens))
+        attributes[sc.GEN_AI_OUTPUT_TOKENS] = int(output_tokens)
     if response_model:
-        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, response_model)
+        attributes[sc.GEN_AI_RESPONSE_MODEL] = response_model
     if finish_reasons:
-        span.set_attribute(sc.GEN_AI_FINISH_REASONS, [str(r) for r in finish_reasons])
+        attributes[sc.GEN_AI_FINISH_REASONS] = [str(r) for r in finish_reasons]
+    span.set_attributes(attributes)
 
 
 def traced_model_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
@@ -268,24 +283,30 @@ def traced_model_call(invoke: Callable[..., Any]) -> Callable[..., Any]:
                     _messages_attribute([genai_message(m) for m in messages]),
                 )
             recorded = len(context.usage)
+            message = None
             try:
                 message = invoke(llm, messages, context, *args, **kwargs)
             finally:
-                if len(context.usage) > recorded and span.is_recording():
-                    usage = context.usage[-1]
-                    end_chat(span, usage.get("input_tokens"), usage.get("output_tokens"))
-                    span.set_attribute("sopgym.llm.purpose", str(usage.get("purpose", "")))
-                    span.set_attribute("sopgym.llm.attempts", int(usage.get("attempts", 1)))
-            metadata = getattr(message, "response_metadata", None) or {}
-            reason = metadata.get("finish_reason")
-            if capture:
-                answer = {**genai_message(message), "finish_reason": reason or "stop"}
-                span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, _messages_attribute([answer]))
-            end_chat(
-                span,
-                response_model=metadata.get("model_name"),
-                finish_reasons=[reason] if reason else None,
-            )
+                # one call of the SDK for the whole outcome (usage, purpose, the reply's model
+                # and finish reason); a failed call's span gets its usage record, if any
+                usage = context.usage[-1] if len(context.usage) > recorded else None
+                metadata = getattr(message, "response_metadata", None) or {}
+                reason = metadata.get("finish_reason")
+                more: dict[str, Any] = {}
+                if usage is not None:
+                    more["sopgym.llm.purpose"] = str(usage.get("purpose", ""))
+                    more["sopgym.llm.attempts"] = int(usage.get("attempts", 1))
+                if capture and message is not None:
+                    answer = {**genai_message(message), "finish_reason": reason or "stop"}
+                    more[sc.GEN_AI_OUTPUT_MESSAGES] = _messages_attribute([answer])
+                end_chat(
+                    span,
+                    usage.get("input_tokens") if usage else None,
+                    usage.get("output_tokens") if usage else None,
+                    response_model=metadata.get("model_name"),
+                    finish_reasons=[reason] if reason else None,
+                    **more,
+                )
             return message
 
     return traced

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import NonRecordingSpan
 
 import sopgym
+from sopgym.core.normalized import normalize
 from sopgym.core.stopping import terminate
 from sopgym.observability.lean import LeanTracer, current_traceparent, remote_parent
 
@@ -185,8 +186,6 @@ def normalized_digest(value: Any) -> str:
     """A digest of a value's normalised form: two argument sets that the scorer treats as
     equal have the same digest, so arguments too large for a span can still be matched
     against the gold."""
-    from sopgym.evaluation.scorers.fields import normalize
-
     encoded = orjson.dumps(normalize(value), option=orjson.OPT_SORT_KEYS)
     return base64.b64encode(hashlib.blake2b(encoded, digest_size=12).digest()).decode()
 

@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from sopgym.core.exceptions import SopgymError, UsageError
     from sopgym.orchestration.api import evaluate, run, score
-    from sopgym.orchestration.runner import RunConfig
+    from sopgym.runs.records import RunConfig
 
 # name -> the module that defines it, imported on first use
 _LAZY = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sopgym.importers.index import HOME_ENV
+from sopgym.core.import_index import HOME_ENV
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sop_bench"
 TOOLS_LOG_ENV = "SOPGYM_TEST_TOOLS_LOG"  # the fixtures' tools.py append their argv to it

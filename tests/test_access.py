@@ -15,8 +15,9 @@ from sopgym.client import GatewayClient
 from sopgym.core.access import SECRET_HEADER
 from sopgym.core.jsonio import dumps
 from sopgym.gateway.core import MAX_META_BYTES, MAX_STORED_ARGUMENTS
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
 from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.runs.records import RunConfig
 from tests.helpers import DATA_ROOT, domain_data, task_id
 
 DOMAIN = "customer_service"  # stateless: its service once took calls outside any episode

@@ -13,7 +13,6 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from sopgym import agents
 from sopgym.agents import (
     AGENTS,
     UnknownAgent,
@@ -25,21 +24,10 @@ from sopgym.agents import (
 )
 from sopgym.cli import main
 from tests.helpers import DATA_ROOT, domain_data
+from tests.plugin_helpers import write_distribution
 
 EXAMPLE = "examples.my_agent:MyAgent"
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class _EntryPoint:
-    """An entry point as importlib.metadata gives them: a name and what it loads."""
-
-    def __init__(self, name: str, target: Any) -> None:
-        self.name, self._target = name, target
-
-    def load(self) -> Any:
-        if isinstance(self._target, Exception):
-            raise self._target
-        return self._target
 
 
 class Options:
@@ -68,19 +56,15 @@ def test_a_class_by_module_and_name_is_loaded_and_given_only_the_options_it_take
 
 
 def test_a_plug_in_under_the_entry_point_group_is_an_agent_by_its_name(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    points = [_EntryPoint("opts", Options), _EntryPoint("broken", ImportError("no module x"))]
-
-    def entry_points(group: str) -> list[_EntryPoint]:
-        assert group == "sopgym.agents"
-        return points
-
-    monkeypatch.setattr(agents, "entry_points", entry_points)
+    write_distribution(tmp_path, "their_agents", {"sopgym.agents": {
+        "opts": f"{__name__}:Options", "broken": "no_module_x:Agent"}})  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))  # installed: importlib.metadata finds it
     assert {"opts", "broken", "oracle"} <= set(agent_names())
     made: Any = make_agent("opts", model="m")
     assert isinstance(made, Options)
-    with pytest.raises(UnknownAgent, match="agent plug-in 'broken' cannot load: no module x"):
+    with pytest.raises(UnknownAgent, match="agent plug-in 'broken': cannot load: No module named"):
         resolve_agent("broken")
 
 
@@ -91,7 +75,7 @@ def test_a_plug_in_under_the_entry_point_group_is_an_agent_by_its_name(
         ("examples.nothing_here:Agent", "cannot load: No module named 'examples.nothing_here'"),
         ("examples.my_agent:Missing", "cannot load: module 'examples.my_agent' has no attribute"),
         ("tests.test_agent_registry:ROOT", "not a class or factory of agents"),
-        ("tests.test_agent_registry:_EntryPoint", "_EntryPoint has no solve(task, episode, "),
+        ("pathlib:Path", "Path has no solve(task, episode, "),
     ],
 )
 def test_what_is_no_agent_is_refused_with_why(spec: str, said: str) -> None:

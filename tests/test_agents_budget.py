@@ -18,8 +18,9 @@ from sopgym.agents.base import AgentContext
 from sopgym.agents.graph import RepeatedAction
 from sopgym.agents.llm import LLM, DeadlineExceeded, ModelUnreachable, request_timeout
 from sopgym.agents.models import parse_model_spec
-from sopgym.agents.options import collect_agent_options, parse_agent_option
+from sopgym.agents.options import parse_agent_option
 from sopgym.agents.plan import read_plan
+from sopgym.cli.agent_options import collect_agent_options
 from sopgym.client import ToolResult
 from sopgym.core.answers import declared_final_answer, extract_final_answer
 from sopgym.core.tasks import Task

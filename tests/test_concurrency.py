@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -250,3 +251,58 @@ def test_a_kept_connection_above_fd_1023_is_checked_and_an_episode_thread_closes
         for fd in padding:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_pools_threads_serve_episode_after_episode_and_a_stuck_one_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """:class:`EpisodePool` keeps its threads (and with them their kept connections): 8 jobs
+    at 2 in flight run on (at most) 2 threads. A stuck episode is answered by the watchdog, a
+    new thread takes its place, and the stuck thread ends once its episode returns, its late
+    result dropped."""
+    from sopgym.agents import worker as worker_module
+    from sopgym.runs.records import WorkerReport
+
+    release = threading.Event()
+    ran_on: dict[str, int] = {}
+    stuck_threads: list[threading.Thread] = []
+
+    def fake_run_job(agent: object, client: object, job: dict, *_: object) -> WorkerReport:
+        task_id = job["task"]["id"]
+        ran_on[task_id] = threading.get_ident()
+        if task_id == "stuck":
+            stuck_threads.append(threading.current_thread())
+            release.wait(30)
+        return WorkerReport(task_id=task_id, domain="d", trial=0, status="finished")
+
+    class Client:
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(worker_module, "run_job", fake_run_job)
+    monkeypatch.setattr(worker_module, "make_agent", lambda *a, **k: object())
+    monkeypatch.setattr(worker_module, "connect", lambda *a, **k: Client())
+    monkeypatch.setattr(worker_module.EpisodePool, "GRACE_S", 0.1)
+    pool = worker_module.EpisodePool("any", "http://127.0.0.1:9", 0.2, {}, concurrency=2)
+
+    def run_all(task_ids: list[str]) -> list[WorkerReport]:
+        futures = []
+        for task_id in task_ids:
+            pool.acquire()
+            futures.append(pool.submit({"task": {"id": task_id, "domain": "d"}}))
+        return [f.result(timeout=30) for f in futures]
+
+    reports = run_all([f"t{i}" for i in range(8)])
+    assert all(r.status == "finished" for r in reports)
+    assert len(set(ran_on.values())) <= 2  # at most two threads ran the eight
+
+    reports = run_all(["stuck", *[f"u{i}" for i in range(6)]])
+    by_task = {r.task_id: r for r in reports}
+    assert by_task["stuck"].status == "failed" and "--task-timeout" in str(by_task["stuck"].error)
+    assert all(by_task[f"u{i}"].status == "finished" for i in range(6))
+    others = {ran_on[f"u{i}"] for i in range(6)}
+    assert ran_on["stuck"] not in others  # the stuck thread ran nothing else meanwhile
+    release.set()
+    stuck_threads[0].join(10)
+    assert not stuck_threads[0].is_alive()  # it ended once its episode returned
+    pool.close()

@@ -20,16 +20,15 @@ import msgspec
 import orjson
 import pytest
 
+from sopgym.cli.summary import print_summary
 from sopgym.client import GatewayClient, InfraError
 from sopgym.client.keepalive import Reply
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.evaluation.explain import coverage_line
-from sopgym.evaluation.records import WorkerReport, given
 from sopgym.orchestration import shards as shard_mode
-from sopgym.orchestration.jobs import Job, trial_seed
 from sopgym.orchestration.processes import free_port
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
 from sopgym.orchestration.shards import (
     Shard,
     ShardSettings,
@@ -38,7 +37,7 @@ from sopgym.orchestration.shards import (
     run_shard,
     worker_identity,
 )
-from sopgym.terminal import print_summary
+from sopgym.runs.records import Job, RunConfig, WorkerReport, given, trial_seed
 from tests.helpers import DATA_ROOT, domain_data
 
 DOMAIN = "patient_intake"
@@ -289,7 +288,7 @@ def test_a_claim_file_is_a_data_file_0644(tmp_path: Path) -> None:
 def test_a_partial_merge_says_its_tsr_over_the_episodes_that_ran(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from sopgym.orchestration.scaleout import merge_command
+    from sopgym.cli.scaleout import merge_command
 
     tasks = _tasks(4)  # two shards of two tasks each; shard 1 never ran
     rows = [{"task_id": t["id"], "status": "failed", "episode_id": None, "error": "x"}

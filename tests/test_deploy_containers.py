@@ -227,7 +227,7 @@ def test_shard_mode_names_its_domains_without_importing_their_packs() -> None:
         "        if name.startswith('sopgym.domains.'):\n"
         "            raise ModuleNotFoundError(name + ' (pruned)')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from sopgym.orchestration.scaleout import domain_list\n"
+        "from sopgym.cli.scaleout import domain_list\n"
         "print(domain_list(('patient_intake tod/live banking',), '--domain'))\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

@@ -2,9 +2,10 @@
 would run: the same command, with compose's hostnames and ports moved onto 127.0.0.1.
 
 One domain's tool service, the gateway (HTTP and gRPC), the scripted model, sopgym's trace
-receiver, two agent workers claiming shards (``--shard auto/2``) and the merge step run a small
-suite end to end; the OpenTelemetry Collector and Jaeger (third-party images) are left out,
-so the processes export straight to the receiver.
+receiver, the run service, two agent workers holding many episodes each on leases
+(``--leases``, ``--concurrency``) and the merge step run a small suite end to end; the
+OpenTelemetry Collector and Jaeger (third-party images) are left out, so the processes export
+straight to the receiver.
 """
 
 from __future__ import annotations
@@ -86,15 +87,19 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
             port = args[args.index("--port") + 1]  # localized already
             group.start(name, sopgym_command(*args), root / f"{name}.log", env=env,
                         ready_url=f"http://127.0.0.1:{port}/readyz").wait_ready(120)  # fmt: skip
+        service = services["run-service"]
+        args = [*local.args("run-service", service["command"]), "--limit", str(LIMIT),
+                "--data-root", str(DATA_ROOT)]  # fmt: skip
+        env = local.env({**service["environment"], "SOPGYM_DOMAINS": DOMAIN})
+        port = args[args.index("--port") + 1]
+        group.start("run-service", sopgym_command(*args), root / "run-service.log", env=env,
+                    ready_url=f"http://127.0.0.1:{port}/readyz").wait_ready(180)  # fmt: skip
         worker = services["agent-worker"]
-        shard_spec = re.search(r"auto/(\d+)", " ".join(worker["command"]))
-        assert shard_spec is not None, worker["command"]
-        shards = int(shard_spec.group(1))
+        replicas = int(worker["deploy"]["replicas"])  # compose/.env's WORKERS
         workers = []
-        for index in range(shards):
-            env = local.env({**worker["environment"], "SOPGYM_DOMAINS": DOMAIN})
-            args = [*local.args(f"agent-worker-{index}", worker["command"]), "--limit",
-                    str(LIMIT), "--data-root", str(DATA_ROOT), "--wait", "60"]  # fmt: skip
+        for index in range(replicas):
+            env = local.env({**worker["environment"], "SOPGYM_WORKER_ID": f"worker-{index}"})
+            args = [*local.args(f"agent-worker-{index}", worker["command"]), "--wait", "60"]
             workers.append(group.start(f"worker-{index}", sopgym_command(*args),
                                        root / f"worker-{index}.log", env=env))  # fmt: skip
         deadline = time.monotonic() + 240
@@ -108,23 +113,23 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
         result = subprocess.run(sopgym_command(*args), capture_output=True, text=True,
                                 env={**os.environ, **env}, timeout=300)  # fmt: skip
         assert result.returncode == 0, result.stderr[-3000:]
+        concurrency = worker["command"][worker["command"].index("--concurrency") + 1]
         gateway_port = local.port("gateway", "8000")
         metrics = httpx.get(f"http://127.0.0.1:{gateway_port}/metrics").text
-        yield root / "runs" / run_id, {"metrics": metrics, "shards": shards}, local
+        facts = {"metrics": metrics, "workers": replicas, "concurrency": concurrency}
+        yield root / "runs" / run_id, facts, local
 
 
-def test_sharded_workers_and_merge_make_one_scored_run(suite: tuple[Path, dict, Localizer]):
+def test_lease_workers_and_merge_make_one_scored_run(suite: tuple[Path, dict, Localizer]):
+    """The workers hold many episodes each (compose's EPISODES_PER_WORKER) and share the run's
+    tasks through the run service; the merge writes one scored run."""
     run, facts, _ = suite
+    assert facts["concurrency"] == "16" and facts["workers"] == 2  # compose/.env's figures
     summary = orjson.loads((run / "summary.json").read_bytes())
     assert summary["tasks"] == LIMIT and summary["tsr"] == 1.0, summary
-    assert summary["unfinished_shards"] == [] and summary["missing"] == []
     rows = [orjson.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines()]
     assert len({r["task_id"] for r in rows}) == LIMIT
     assert all(r["trajectory"]["calls"] and r["llm_calls"] for r in rows)
-    shard_files = sorted((run / "shards").glob("shard-*-of-*.jsonl"))
-    assert len(shard_files) == facts["shards"], "each replica claimed its own shard"
-    counts = [len(p.read_bytes().splitlines()) for p in shard_files]
-    assert sum(counts) == LIMIT and min(counts) >= 1
 
 
 def test_traces_reach_the_receiver_and_the_report_is_written(

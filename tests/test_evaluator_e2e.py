@@ -298,3 +298,17 @@ def test_runner_evaluator_and_report_give_identical_scores(noisy_run: Path) -> N
         task_id: "yes" if r["score"]["success"] else ("no" if r["score"]["completed"] else "inc.")
         for task_id, r in records.items()
     }
+
+
+def test_the_run_service_and_merge_write_the_report_of_a_traced_run_only(
+    noisy_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``merge --report`` and the run service report through the evaluation layer, not the
+    command line: a traced run gets report.md and report.html, a folder without traces none."""
+    from sopgym.orchestration.run_report import write_report_if_traced
+
+    (noisy_run / "report.md").unlink(missing_ok=True)
+    write_report_if_traced(noisy_run, DATA_ROOT)
+    assert (noisy_run / "report.md").exists() and (noisy_run / "report.html").exists()
+    write_report_if_traced(tmp_path, DATA_ROOT)
+    assert "report skipped" in capsys.readouterr().err and not (tmp_path / "report.md").exists()

@@ -91,7 +91,7 @@ def test_the_walk_catches_a_class_outside_the_tree() -> None:
         ("sopgym.evaluation.llm_usage", "PriceTableError", UsageError, ValueError),
         ("sopgym.core.jsonio", "CorruptRow", DataError, ValueError),
         ("sopgym.gateway.upstream", "UpstreamError", InfrastructureError, ConnectionError),
-        ("sopgym.importers.isolated", "IsolatedTimeout", InfrastructureError, TimeoutError),
+        ("sopgym.core.isolated", "IsolatedTimeout", InfrastructureError, TimeoutError),
         ("sopgym.agents.graph", "StepLimitExceeded", AgentError, RuntimeError),
     ],
 )
@@ -130,7 +130,7 @@ def test_a_worker_report_carries_its_error_as_a_typed_record() -> None:
     from sopgym.agents.metrics import episode_facts
     from sopgym.agents.worker import _run_episode
     from sopgym.core.tasks import Task
-    from sopgym.evaluation.records import WorkerReport
+    from sopgym.runs.records import WorkerReport
 
     class Episode:
         id, token, replica = "e1", "t", "http://gw"

@@ -252,7 +252,7 @@ def test_quiet_prints_the_figures_and_no_line_per_task(tmp_path: Path) -> None:
 
 
 def test_the_run_summary_in_the_terminal_says_the_coverage(capsys: pytest.CaptureFixture) -> None:
-    from sopgym.terminal import print_summary
+    from sopgym.cli.summary import print_summary
 
     figures = {"tasks": 100, "scored": 1, "infra_errors": 99, "completed": 1, "correct": 1,
                "ecr": 1.0, "c_tsr": 1.0, "tsr": 1.0, "tool_f1": 1.0, "errors": {}}  # fmt: skip

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from sopgym.cli.imports import import_group
 from sopgym.core import dataset
 from sopgym.core.access import SECRET_HEADER
 from sopgym.core.exceptions import UsageError
-from sopgym.importers.cli import import_group
 from sopgym.importers.resolve import load_imported
 from sopgym.orchestration.stack import embedded_stack, split_groups
 from tests.helpers import DATA_ROOT, domain_data

@@ -1,5 +1,5 @@
 """Hardening (issue 36, point 7): run folders holding valid JSON of the wrong shape. Every
-reader checks rows against the typed record (sopgym.evaluation.records), names file and
+reader checks rows against the typed record (sopgym.runs.records), names file and
 line, `--repair` drops them, the viewer lists the other runs; a task recorded twice or one the
 run did not select is refused, not silently kept; a truncated config.json or one naming an
 unknown domain is one clear line, never a traceback."""
@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 from sopgym.cli import main
 from sopgym.core.jsonio import CorruptRow
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
-from sopgym.evaluation.records import read_results, result_row_problem
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
+from sopgym.runs.records import RunConfig, read_results, result_row_problem
 from sopgym.viewer.app import create_app
 from sopgym.viewer.catalog import RunCatalog
 from tests.helpers import DATA_ROOT

@@ -19,8 +19,8 @@ import orjson
 import pytest
 
 from sopgym.core.access import hand_over
+from sopgym.core.isolated import IsolatedCrash, run_isolated
 from sopgym.importers.bridge import unimplemented
-from sopgym.importers.isolated import IsolatedCrash, run_isolated
 
 NOSY = """
 import json, os, socket

@@ -13,6 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sopgym.core.registry import DOMAIN_PACKAGES_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 HOUSE = ROOT / "docs" / "house.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
@@ -46,27 +48,35 @@ def test_every_kind_of_extension_has_a_worked_example() -> None:
     files, commands = _examples()
     assert {"mypacks/__init__.py", "mypacks/refunds/__init__.py", "mypacks/refunds/sop.md",
             "mypacks/refunds/sop_noisy.md", "mypacks/scorers.py", "mypacks/agents.py",
-            "mypacks/readers.py", "mypacks/over_counted.py"} <= set(files)  # fmt: skip
+            "mypacks/readers.py", "mypacks/over_counted.py",
+            "mypacks/profiles.py"} <= set(files)  # fmt: skip
     for name, text in files.items():
         if name.endswith(".py"):
             compile(text, name, "exec")  # a syntax error in the page fails here, fast
     assert "concurrent_safe = True" in files["mypacks/agents.py"]
     assert any("--agent oracle" in command for command in commands)
     assert any("--agent mypacks.agents:RefundDesk" in command for command in commands)
+    assert any("--format mypacks.readers:CsvDecisions" in command for command in commands)
+    assert any("--transport mypacks.over_counted:" in command for command in commands)
 
 
 @pytest.mark.slow
 def test_the_worked_examples_run_as_written(tmp_path: Path) -> None:
     files, commands = _examples()
     _write(tmp_path, files)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # a user's shell: sopgym on PATH, no PYTHONPATH (their folder is found as `python -m` would)
+    # and none of the suite's test packs
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", DOMAIN_PACKAGES_ENV)}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     outputs = []
     for command in commands:
-        # the pack checks run in the checkout (its tests/), the rest in the user's own folder
-        folder = ROOT if "tests/" in command else tmp_path
-        result = subprocess.run(["bash", "-c", command], cwd=folder, env=env, timeout=240,
-                                capture_output=True, text=True, check=False)  # fmt: skip
+        # the pack checks run in the checkout (its tests/, with the user's folder on the path),
+        # the rest in the user's own folder
+        checks = "tests/" in command
+        folder, path = (ROOT, {"PYTHONPATH": str(tmp_path)}) if checks else (tmp_path, {})
+        result = subprocess.run(["bash", "-c", command], cwd=folder, env={**env, **path},
+                                timeout=240, capture_output=True, text=True,
+                                check=False)  # fmt: skip
         assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
         outputs.append(result.stdout)
     assert any("refunds" in output for output in outputs)  # sopgym list found the pack
@@ -77,6 +87,8 @@ def test_the_worked_examples_run_as_written(tmp_path: Path) -> None:
     oracle = orjson.loads((tmp_path / "runs" / "pack" / "summary.json").read_bytes())
     assert (oracle["tasks"], oracle["tsr"]) == (12, 1.0)
     assert oracle["scores"]["single_lookup"] == 1.0  # the pack's own scorer ran on every task
+    assert oracle["scores"]["answered"] == 1.0  # and the one it names by module:attr
+    assert oracle["paper"]["mypacks.profiles:DESK_MANUAL"] == {"accuracy": 1.0}  # its profile
     desk = orjson.loads((tmp_path / "runs" / "desk" / "summary.json").read_bytes())
     assert (desk["tasks"], desk["tsr"], desk["config"]["agent"]) == (
         12, 1.0, "mypacks.agents:RefundDesk")
@@ -84,5 +96,8 @@ def test_the_worked_examples_run_as_written(tmp_path: Path) -> None:
 
     theirs = orjson.loads((tmp_path / "runs" / "theirs" / "summary.json").read_bytes())
     assert theirs["tasks"] == 12 and theirs["correct"] == 1  # refunds-000 right, 001 wrong
-    assert "12 1" in outputs[-2]  # the script's print: tasks, and one unreadable line
+    assert theirs["responses"]["unreadable"] == 1  # refunds-002's line without a decision
+    counted = orjson.loads((tmp_path / "runs" / "counted" / "summary.json").read_bytes())
+    assert (counted["tasks"], counted["tsr"]) == (12, 1.0)
+    assert counted["config"]["transport"] == "mypacks.over_counted:CountingGatewayClient"
     assert "opened 1 calls 1" in outputs[-1]  # the counting transport opened the episode

@@ -67,8 +67,24 @@ def test_guidelines_by_display_name_ids_by_position() -> None:
     data = read_abcd(FIXTURES)
     assert list(data.sections)[-1] == "Storewide Query / Timing"
     text = data.sections["Product Defect / Return Due to Size"]
-    assert "- [Verify Identity] Ask for username, email and order id. (Enter all three.)" in text
-    assert "[" not in text.split("\n")[0] and "'" not in text  # lines of text, not a repr
+    # the published shape: each action's subtext a list of steps, two instructions (an opening
+    # and a wrap-up), typographic characters; lines of text, never a Python repr
+    assert text.split("\n")[1:] == [
+        "Take a return of an item that does not fit.",
+        "- [Pull up Account] Pull up the account by full name.",
+        "- [Verify Identity] Ask for username, email and order id.",
+        "  - Username – the customer’s login",
+        "  - Email address",
+        "  - Order ID → enter it last",
+        "- [Offer Refund] Offer a refund.",
+        "  - Enter the amount “without” the dollar sign",
+        "As always, end by asking whether the customer needs anything else.",
+    ]
+    assert "['" not in "".join(data.sections.values())
+    # a subtext given as one string (not the published shape) stays on its action's line
+    assert "- [Offer Refund] Offer a refund of the amount paid. (Enter the amount.)" in (
+        data.sections["Product Defect / Initiate Refund"]
+    )
     sections = {t.task.id.rsplit("-", 1)[0]: t.section for t in data.tasks}
     assert sections["abcd-9002"] == "Product Defect / Return Due to Size"
     assert sections["abcd-9003"] == "Storewide Query / Timing"  # timing_4 -> timing

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sopgym.cli.imports import audit_group
 from sopgym.importers.audit import AuditReport, audit_benchmark
-from sopgym.importers.cli import audit_group
 from sopgym.importers.report import ranges
 from tests.sopbench_helpers import EXPECTED_KINDS, FIXTURES, copy_fixture
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sopgym.cli.imports import import_group
 from sopgym.core import dataset
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scoring import score_episode
 from sopgym.importers.adapter import NULL_WARNING
 from sopgym.importers.bridge import TOOL_SEED_ENV, ToolsBridge
-from sopgym.importers.cli import import_group
 from sopgym.importers.layout import read_benchmark
 from sopgym.importers.resolve import load_imported
 from sopgym.importers.tasks import input_columns_for

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sopgym.agents.baseline_policy import Answer, Call, Step, coerce, key, next_action
 from sopgym.core.tools import ToolSpec
-from sopgym.importers.policy import Answer, Call, Step, coerce, key, next_action
 
 
 def spec(name: str, properties: dict[str, Any], required: list[str] | None = None) -> dict:

@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from sopgym.cli.imports import import_group
 from sopgym.client import GatewayClient
 from sopgym.core.registry import UnknownDomainError
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import aggregate, score_episode
-from sopgym.importers.cli import import_group
 from sopgym.importers.resolve import load_imported
 from sopgym.orchestration.stack import embedded_stack
 from sopgym.services.tools.app import create_app

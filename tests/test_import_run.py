@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sopgym.core.import_index import HOME_ENV
 from sopgym.importers.adapter import NULL_WARNING
-from sopgym.importers.index import HOME_ENV
 from tests.sopbench_helpers import (
     FIXTURES,
     TOOLS_LOG_ENV,

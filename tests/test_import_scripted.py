@@ -19,11 +19,11 @@ from sopgym.agents.prompts import (
     system_prompt,
     tools_catalog_text,
 )
+from sopgym.cli.imports import import_group
 from sopgym.core import dataset
 from sopgym.core.answers import ReactAction, extract_final_answer, parse_react
+from sopgym.core.import_index import HOME_ENV
 from sopgym.importers.bridge import ToolsBridge
-from sopgym.importers.cli import import_group
-from sopgym.importers.index import HOME_ENV
 from sopgym.importers.resolve import load_imported
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile

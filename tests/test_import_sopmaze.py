@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from sopgym.cli.imports import audit_group, import_group
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.dataset import derive_gold
 from sopgym.core.tables import Tables
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.scoring import score_episode
-from sopgym.importers.cli import audit_group, import_group
 from sopgym.importers.resolve import load_imported
 from sopgym.importers.sopmaze import domain_name, read_file
 from tests.sopbench_helpers import isolated_home

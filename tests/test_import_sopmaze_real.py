@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from sopgym.cli import main
+from sopgym.cli.imports import audit_group, import_group
 from sopgym.core.dataset import derive_gold
 from sopgym.core.errors import UnknownDomainError
 from sopgym.core.registry import select_domains
 from sopgym.core.tables import Tables
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import score_episode
-from sopgym.importers.cli import audit_group, import_group
 from sopgym.importers.maze_names import SCENARIOS, domain_name, scenario_of, shape_of
 from sopgym.importers.resolve import load_imported, run_refusal
 from tests.sopbench_helpers import isolated_home

@@ -204,8 +204,8 @@ def test_an_unreadable_episode_record_names_the_gateway_as_the_worker_does() -> 
     """The gateway died between the worker's report and the runner's read of the record: the
     row's cause reads like the worker's own gateway failures (``InfraError: gateway ...``), and
     a cause the worker already gave is kept."""
-    from sopgym.evaluation.records import WorkerReport
     from sopgym.orchestration.runner import record_unreadable
+    from sopgym.runs.records import WorkerReport
 
     dead = InfraError("gateway http://127.0.0.1:1 unreachable: [Errno 111] Connection refused")
     played = WorkerReport(task_id="t1", status="completed", error=None, episode_id="e1")

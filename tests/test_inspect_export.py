@@ -123,7 +123,7 @@ def test_without_captured_messages_there_are_no_model_events(tmp_path: Path) -> 
 def test_messages_cut_to_fit_their_span_are_kept_as_text() -> None:
     """A span attribute cut to its size limit is no longer JSON: the call is still a model
     event, the cut text its one input message, never dropped and never an error."""
-    from sopgym.evaluation.inspect_log import _model_event
+    from sopgym.interop.inspect_log import _model_event
     from sopgym.viewer.traces import ChatTurn
 
     cut = '[{"role":"system","parts":[{"type":"text","content":"You are an oper'

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from sopgym.cli import main
+from sopgym.cli.imports import import_group
 from sopgym.core import jsonio
-from sopgym.importers.cli import import_group
 from tests.helpers import DATA_ROOT, domain_data
 from tests.sopbench_helpers import isolated_home
 

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from sopgym.cli import main
-from sopgym.evaluation.cli import scored
+from sopgym.cli.evaluate import scored
+from sopgym.cli.imports import import_group
 from sopgym.evaluation.compare import compare, to_markdown
-from sopgym.importers.cli import import_group
 from tests.helpers import DATA_ROOT, domain_data
 from tests.test_integrity_inputs import MAZE, maze_folder
 

@@ -96,8 +96,9 @@ def test_the_parquet_and_hf_exports_are_owner_only(tmp_path: Path) -> None:
 
 
 def test_a_retry_infra_rewrite_and_a_merge_are_owner_only(tmp_path: Path) -> None:
-    from sopgym.orchestration.runner import RunConfig, Runner
+    from sopgym.orchestration.runner import Runner
     from sopgym.orchestration.shards import merge
+    from sopgym.runs.records import RunConfig
 
     run = _scored_run(tmp_path)
     rows = [orjson.loads(line) for line in (run / "results.jsonl").read_bytes().splitlines()]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from sopgym.evaluation.records import RunConfig, WorkerReport
 from sopgym.orchestration.leases import LeaseRefused, LeaseStore
+from sopgym.runs.records import RunConfig, WorkerReport
 from tests.helpers import DATA_ROOT
 
 ATTEMPTS = [("t-1", 0), ("t-2", 0), ("t-3", 0), ("t-1", 1)]

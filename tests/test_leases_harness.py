@@ -23,7 +23,6 @@ import httpx
 import orjson
 import pytest
 
-from sopgym.evaluation.records import RunConfig
 from sopgym.orchestration.leases import EXIT_INFRA, EXIT_USAGE
 from sopgym.orchestration.processes import (
     ManagedProcess,
@@ -32,6 +31,7 @@ from sopgym.orchestration.processes import (
     sopgym_command,
 )
 from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.runs.records import RunConfig
 from tests.helpers import DATA_ROOT
 from tests.lease_harness import JobController, Pod, agents_job, pod_failure_action
 

@@ -13,7 +13,6 @@ import orjson
 import pytest
 
 from sopgym.agents.metrics import WorkerMetrics, episode_facts, tool_error_class
-from sopgym.evaluation.records import WorkerReport
 from sopgym.observability.metrics import Metrics, serve_metrics
 from sopgym.orchestration.dispatch import SharedWorker
 from sopgym.orchestration.loadtest import (
@@ -28,6 +27,7 @@ from sopgym.orchestration.loadtest import (
 )
 from sopgym.orchestration.processes import ManagedProcess, free_port
 from sopgym.orchestration.shards import ShardError, claim, merge, parse_shard
+from sopgym.runs.records import WorkerReport
 from tests.helpers import DATA_ROOT
 
 REPORT = {

@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from sopgym.agents.metrics import episode_facts
-from sopgym.evaluation.records import WorkerReport
 from sopgym.orchestration.loadtest import LoadtestError, Outcome, Stats, gather, write_reports
+from sopgym.runs.records import WorkerReport
 from tests.helpers import DATA_ROOT
 
 LLM_CALL = {"latency_s": 0.1, "input_tokens": 10, "output_tokens": 2, "error": None}

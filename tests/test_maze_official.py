@@ -12,9 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sopgym.core.dataset import derive_gold
 from sopgym.core.tables import Tables
 from sopgym.core.trajectory import Trajectory
+from sopgym.evaluation import maze_protocol
+from sopgym.evaluation.maze_protocol import NO_READING, official_reading
 from sopgym.evaluation.scorers.maze_official import official_match
 from sopgym.evaluation.scoring import score_episode
 from sopgym.importers.sopmaze import build_domain, read_file
@@ -86,3 +90,31 @@ def test_the_official_comparison_differs_from_ours_where_documented() -> None:
     assert not official_match({"名": ["IPHONE 15"]}, {"名": ["iPhone 15"]}, skipped)
     assert official_match({"X": " A  b "}, {"X": "a B"}, skipped)
     assert official_match({"理由": 1, "a": 1.0}, {"理由": "x", "a": True}, skipped)
+
+
+def test_the_replys_text_travels_with_the_trajectory_only_when_there_is_one() -> None:
+    """``sopgym score`` keeps a text answer's reply on the trajectory (the official grade reads
+    it there); an answer given as an object writes no ``reply`` key, so old run folders and
+    their literal records are unchanged."""
+    with_text = Trajectory("t", "e", [], True, {"a": 1}, reply='{"a": 1} {"b": 2}')
+    assert Trajectory.from_json(with_text.to_json()).reply == '{"a": 1} {"b": 2}'
+    assert "reply" not in Trajectory("t", "e", [], True, {"a": 1}).to_json()
+
+
+def test_a_reply_the_official_reading_cannot_read_is_graded_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The published scorer catches any error of its reading and grades the reply 0; so does
+    ours, whatever json-repair raises."""
+
+    def broken(*args: Any, **kwargs: Any) -> str:
+        raise RecursionError("too deep")
+
+    monkeypatch.setattr(maze_protocol.json_repair, "repair_json", broken)
+    assert official_reading('{"a": 1}') is NO_READING
+    domain = build_domain(read_file(L1))
+    task = domain.generate(domain.seed, L1.parent).tasks[0]
+    gold = derive_gold(domain, Tables({}), L1.parent, task)
+    reply = '{"酒店名称": "湖畔酒店"}'
+    scores = score_episode(domain, task, Trajectory(task.id, "e", [], True, {}, reply=reply), gold)
+    assert scores.scores["answer_official"]["value"] == 0.0

@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from sopgym.agents import graph
-from sopgym.agents.options import collect_agent_options
+from sopgym.cli.agent_options import collect_agent_options
 from sopgym.core.tasks import Task
 from sopgym.evaluation.maze_protocol import paper_prompt, parse_reply
 

@@ -12,15 +12,26 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from langchain_core.caches import InMemoryCache
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.globals import set_llm_cache
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_openai import ChatOpenAI
 from openai import RateLimitError
 from openai._utils._transform import maybe_transform
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from sopgym.agents import chat_completions as chat_completions_module
 from sopgym.agents.base import AgentContext
+from sopgym.agents.chat_completions import ChatCompletionsModel
 from sopgym.agents.llm import (
     LLM,
     REFUSED_RETRIES,
@@ -29,7 +40,12 @@ from sopgym.agents.llm import (
     generate,
     invoke_model,
 )
-from sopgym.agents.models import PlainChatCompletions, build_chat_model, parse_model_spec
+from sopgym.agents.models import (
+    AnswerHeaders,
+    PlainChatCompletions,
+    build_chat_model,
+    parse_model_spec,
+)
 
 TOOLS = [
     {
@@ -267,3 +283,67 @@ def test_without_callback_handlers_the_direct_generation_gives_invokes_message(
 
     with_handler = generate(runnable.with_config(callbacks=[Seen()]), MESSAGES, {})
     assert Seen.starts == 1 and with_handler.tool_calls == direct.tool_calls
+
+
+def test_each_message_is_converted_once_and_the_request_stays_langchains(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The memo behind :class:`ChatCompletionsModel`: the request is LangChain's own, message
+    for message, while only messages new since the last call are converted; a message given
+    new content, or rebuilt, is converted again."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    ours = build_chat_model(parse_model_spec("openai:m", "http://127.0.0.1:9/v1"))
+    assert isinstance(ours, ChatCompletionsModel)
+    langchains = ChatOpenAI(model="m", base_url="http://127.0.0.1:9/v1", temperature=0.0,
+                            use_responses_api=False, max_retries=0)  # fmt: skip
+    conversions: list[BaseMessage] = []
+    original = chat_completions_module._convert_message_to_dict
+
+    def counted(message: BaseMessage) -> dict[str, Any]:
+        conversions.append(message)
+        return original(message)
+
+    monkeypatch.setattr(chat_completions_module, "_convert_message_to_dict", counted)
+    fresh = [m.model_copy() for m in MESSAGES]  # new objects: none converted yet
+    conversation = [*fresh, AIMessage("Thought: done. ✓", tool_calls=[])]
+    for step in range(2, len(conversation) + 1):
+        assert ours._get_request_payload(conversation[:step], stop=["Observation:"]) == (
+            langchains._get_request_payload(conversation[:step], stop=["Observation:"]))
+    assert len(conversions) == len(conversation)  # each once, though sent 2 + 3 + 4 + 5 times
+    edited = conversation[-1]
+    edited.content = "Thought: changed my mind."
+    rebuilt = conversation[1].model_copy()
+    again = [conversation[0], rebuilt, *conversation[2:]]
+    payload = ours._get_request_payload(again)
+    assert payload["messages"][-1]["content"] == "Thought: changed my mind."
+    assert payload == langchains._get_request_payload(again)
+    assert conversions[-2:] == [rebuilt, edited]
+
+
+@pytest.mark.parametrize("endpoint", [[(200, REPLY)] * 2], indirect=True)
+def test_a_configured_langchain_cache_takes_langchains_own_path(
+    endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The direct reply skips only what has nothing to do: with a LangChain cache set, the
+    model's own ``_generate_with_cache`` runs (and caches), as before."""
+    llm = llm_for(endpoint, monkeypatch)
+    assert isinstance(llm.chat, ChatCompletionsModel)
+    assert llm.chat.reply(MESSAGES) is not None
+    set_llm_cache(InMemoryCache())
+    try:
+        assert llm.chat.reply(MESSAGES) is None
+        first = generate(llm.chat, MESSAGES, {})
+        second = generate(llm.chat, MESSAGES, {})  # from the cache: no request
+    finally:
+        set_llm_cache(None)
+    assert first.content == second.content and len(endpoint.received) == 2
+
+
+def test_reply_headers_are_read_whatever_their_case() -> None:
+    """LangChain reads a reply's headers by their canonical names (``X-LangSmith-Gateway-
+    Metadata``); servers write them in any case."""
+    headers = AnswerHeaders([(b"x-langsmith-gateway-metadata", b'{"a": 1}'),
+                             (b"Content-Type", b"application/json")])  # fmt: skip
+    assert headers.get("X-LangSmith-Gateway-Metadata") == '{"a": 1}'
+    assert headers["content-type"] == "application/json" and "CONTENT-TYPE" in headers
+    assert headers.get("missing") is None

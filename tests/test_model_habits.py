@@ -35,9 +35,9 @@ from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
 from sopgym.evaluation.llm_usage import figures
-from sopgym.evaluation.records import WorkerReport
 from sopgym.gateway.catalog import Catalog, ServiceEntry
 from sopgym.observability.metrics import Metrics
+from sopgym.runs.records import WorkerReport
 from sopgym.services.model import behaviours
 from sopgym.services.model.engine import ScriptedModel
 from sopgym.services.model.profiles import parse_profile

@@ -25,7 +25,6 @@ from starlette.testclient import TestClient
 
 from sopgym.core.exceptions import UsageError
 from sopgym.core.tasks import ToolCall
-from sopgym.orchestration.refusals import check_model_spec
 from sopgym.services.model import replies
 from sopgym.services.model.app import create_app
 from sopgym.services.model.latency import (
@@ -39,7 +38,7 @@ from sopgym.services.model.latency import (
     service_seconds,
     simulate,
 )
-from sopgym.services.model.profiles import PRESETS, ProfileError, parse_profile
+from sopgym.services.model.profiles import PRESETS, ProfileError, check_model_spec, parse_profile
 from tests.helpers import DATA_ROOT, domain_data
 from tests.test_explain import _refused
 from tests.test_gateway_server_hostile import uvicorn_serving

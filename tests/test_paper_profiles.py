@@ -10,15 +10,20 @@ from typing import Any
 
 import pytest
 
-from sopgym.core.registry import load_domain
+from sopgym.core.registry import domain_names, load_domain
 from sopgym.core.tasks import Gold
 from sopgym.core.trajectory import CallRecord, Trajectory
-from sopgym.evaluation.profiles import differing, sopbench, teller
+from sopgym.evaluation.profiles import PaperProfile, UnknownProfile, differing, sopbench, teller
 from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
 from tests.helpers import domain_data
 
 FLAGGING = "content_flagging"  # one of our ten SOP-Bench-style packs
 LOANS = "banking/loans"
+# a paper's profile of a user's own: every episode correct, its figures the episodes counted
+LENIENT = PaperProfile(
+    lambda trajectory, gold, strict, error: {"correct": True},
+    lambda episodes: {"episodes": len(episodes)},
+)
 
 
 def _score(
@@ -182,10 +187,36 @@ def test_sopbench_headline_is_the_papers_task_weighted_mean_beside_the_plain_one
     assert [round(unweighted[k], 1) for k in ("ecr", "c_tsr", "tsr")] == [72.0, 29.3, 23.8]
 
 
-def test_sopbench_profile_only_on_sopbench_style_packs() -> None:
-    assert sopbench.applies("email_intent") and sopbench.applies("sopbench/order_fulfillment")
-    assert not sopbench.applies(LOANS) and not sopbench.applies("maze/x")
-    assert "sopbench" not in _score(LOANS, 0, None).paper
+SOPBENCH_STYLE = {
+    "aircraft_inspection", "content_flagging", "customer_service", "dangerous_goods",
+    "email_intent", "know_your_business", "patient_intake", "video_annotation",
+    "video_classification", "warehouse_package_inspection",
+}  # fmt: skip
+
+
+def test_each_profile_is_declared_by_its_familys_packs_and_by_no_other() -> None:
+    """No list of names in the profiles: the ten SOP-Bench-style packs declare ``sopbench``,
+    the banking family's stage-2 packs (not their _graph twins) ``teller``, the rest none."""
+    declared = {name: load_domain(name).paper_profiles for name in domain_names("")}
+    assert {n for n, found in declared.items() if found == ("sopbench",)} == SOPBENCH_STYLE
+    stage_2 = {n for n in declared if n.startswith("banking/") and not n.endswith("_graph")}
+    assert {n for n, found in declared.items() if found == ("teller",)} == stage_2
+    assert {n for n, found in declared.items() if found} == SOPBENCH_STYLE | stage_2
+    loans = _score(LOANS, 0, None).paper
+    assert "sopbench" not in loans and "teller" in loans
+
+
+def test_a_pack_may_name_a_profile_of_its_own_by_module_and_attribute() -> None:
+    lenient = f"{__name__}:LENIENT"
+    pack = replace(load_domain(FLAGGING), paper_profiles=(lenient,))
+    data = domain_data(FLAGGING)
+    task = data.tasks[0]
+    score = score_episode(pack, task, None, data.gold[task.id])
+    assert score.paper == {lenient: {"correct": True}}  # keyed by the name the pack gives it
+    assert summarize([score])["paper"][lenient] == {"episodes": 1}
+    typo = r"unknown paper profile 'sopbenh' \(did you mean sopbench\?"
+    with pytest.raises(UnknownProfile, match=typo):
+        score_episode(replace(pack, paper_profiles=("sopbenh",)), task, None, data.gold[task.id])
 
 
 # ---- TELLER ----

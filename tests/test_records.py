@@ -1,4 +1,4 @@
-"""The typed records (:mod:`sopgym.evaluation.records`) write the JSON the dicts before them
+"""The typed records (:mod:`sopgym.runs.records`) write the JSON the dicts before them
 wrote, and read what those wrote.
 
 The literals under ``tests/fixtures/records/`` were written by the code before the records
@@ -21,8 +21,8 @@ import orjson
 import pytest
 
 from sopgym.core.jsonio import dumps
-from sopgym.evaluation.records import Job, RunConfig, RunSummary, WorkerReport, given
 from sopgym.orchestration.runner import Runner
+from sopgym.runs.records import FORMAT_VERSION, Job, RunConfig, RunSummary, WorkerReport, given
 from tests.helpers import DATA_ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -43,7 +43,8 @@ def test_the_runner_writes_config_json_with_the_old_keys_in_order(tmp_path: Path
     Runner(config, tmp_path / "run", DATA_ROOT).prepare()
     written = orjson.loads((tmp_path / "run" / "config.json").read_bytes())
     stored = orjson.loads((STORED_RUN / "config.json").read_bytes())
-    assert list(written) == list(stored)
+    assert list(written) == [*stored, "format_version"]  # the old keys, then the format's
+    assert written["format_version"] == FORMAT_VERSION
     assert {k: written[k] for k in config.to_json()} == config.to_json()
 
 
@@ -71,7 +72,10 @@ def test_the_runner_writes_the_old_summary_of_a_stored_run(tmp_path: Path) -> No
     runner = Runner(RunConfig.read(run / "config.json"), run, DATA_ROOT)
     summary = runner.write_summary(runner.prepare())
     assert isinstance(summary, RunSummary) and summary.tsr == 0.75
-    assert (run / "summary.json").read_bytes() == (LITERALS / "summary.json").read_bytes()
+    written = orjson.loads((run / "summary.json").read_bytes())
+    assert list(written)[:3] == ["run_id", "config", "format_version"]  # the one key added
+    assert written.pop("format_version") == FORMAT_VERSION
+    assert dumps(written) == (LITERALS / "summary.json").read_bytes()
 
 
 def test_a_summary_reads_and_writes_back_byte_for_byte() -> None:
@@ -143,3 +147,36 @@ def test_the_job_line_is_the_old_one() -> None:
     assert orjson.dumps(job.to_json()) == every
     assert orjson.dumps(Job(task, "r").to_json()) == bare
     assert msgspec.structs.replace(job, trial=0).to_json()["seed"] == 7  # trial 0: the run's
+
+
+# written by `sopgym run patient_intake --limit 2 --run-id before-format-version --no-trace` at
+# commit 3e1fab6, the last before the run folder's format_version (config, results, summary)
+BEFORE_VERSIONS = FIXTURES / "run_before_format_version"
+
+
+def test_a_run_folder_written_before_format_version_still_reads(tmp_path: Path) -> None:
+    from sopgym.orchestration.runs import FINISHED, RunReader
+
+    run = tmp_path / BEFORE_VERSIONS.name
+    shutil.copytree(BEFORE_VERSIONS, run)
+    assert "format_version" not in orjson.loads((run / "config.json").read_bytes())
+    summary = RunSummary.read(run / "summary.json")
+    assert (summary.format_version, summary.tasks, summary.tsr) == (0, 2, 1.0)
+    assert dumps(summary.to_json()) == (run / "summary.json").read_bytes()  # as it was written
+    folder = RunReader(run)
+    assert folder.run_config() == RunConfig(domains=["patient_intake"], agent="react", limit=2,
+                                            trace=False, concurrency=2)  # fmt: skip
+    assert folder.state() == FINISHED and folder.summary()["tsr"] == 1.0
+    assert [row["score"]["success"] for row in folder.rows()] == [True, True]
+
+
+def test_a_resumed_old_run_keeps_its_config_and_stamps_its_new_summary(tmp_path: Path) -> None:
+    run = tmp_path / BEFORE_VERSIONS.name
+    shutil.copytree(BEFORE_VERSIONS, run)
+    config_before = (run / "config.json").read_bytes()
+    runner = Runner(RunConfig.read(run / "config.json"), run, DATA_ROOT)
+    summary = runner.write_summary(runner.prepare())
+    runner.release()
+    assert (run / "config.json").read_bytes() == config_before  # a resume rewrites no config
+    assert summary.format_version == FORMAT_VERSION and summary.tsr == 1.0
+    assert orjson.loads((run / "summary.json").read_bytes())["format_version"] == FORMAT_VERSION

@@ -175,7 +175,7 @@ def test_the_fault_split_says_it_is_not_the_faults_cost() -> None:
     """TSR of the episodes that met a fault beside the others' reads as the faults' cost; the
     episodes that met one are the long ones, so the terminal and the report say plainly what
     the split is not, and where the cost is measured (the same seed without --faults)."""
-    from sopgym.terminal import fault_split_line
+    from sopgym.cli.summary import fault_split_line
 
     robust = {"faults_injected": 9, "episodes_with_faults": 3, "tsr_with_faults": 2 / 3,
               "tsr_without_faults": 15 / 17}  # fmt: skip

@@ -17,8 +17,8 @@ import pytest
 
 import sopgym
 from sopgym import RunConfig, UsageError
-from sopgym.evaluation.records import RunSummary
 from sopgym.orchestration.api import validate
+from sopgym.runs.records import RunSummary
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,6 @@ def test_evaluate_reads_the_run_back(oracle_run: tuple[RunSummary, Path]) -> Non
 def test_run_resolves_domain_patterns() -> None:
     config = validate(RunConfig(domains=["patient_*"]))
     assert config.domains == ["patient_intake"]
-    assert RunConfig(domains=["patient_*"]).validate() == config  # the config's own method
 
 
 @pytest.mark.parametrize(

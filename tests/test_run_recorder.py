@@ -17,11 +17,11 @@ from fastapi.testclient import TestClient
 
 from sopgym.cli import main
 from sopgym.client import connect
-from sopgym.client.recorder import RunRecorder
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.scoring import score_episode
 from sopgym.orchestration.processes import ManagedProcess, free_port, sopgym_command
-from sopgym.orchestration.runs import FINISHED, RUNNING, RunFolder
+from sopgym.orchestration.recorder import RunRecorder
+from sopgym.orchestration.runs import FINISHED, RUNNING, RunReader
 from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.viewer.app import create_app
 from sopgym.viewer.catalog import RunCatalog
@@ -46,7 +46,7 @@ def test_sdk_episodes_are_recorded_scored_and_read_like_a_run(stack: Stack, tmp_
     client = connect(stack.gateway_url)
     run = tmp_path / "runs" / "harness"
     recorder = RunRecorder(run, [DOMAIN], agent="my-harness", model="m1", data_root=DATA_ROOT)
-    assert RunFolder(run).state() == RUNNING  # the recorder holds the run while it records
+    assert RunReader(run).state() == RUNNING  # the recorder holds the run while it records
     for task, right in ((first, True), (second, False), (first, True)):
         gold = data.gold[task.id]
         episode = client.open(task.id, DOMAIN)
@@ -74,7 +74,7 @@ def test_sdk_episodes_are_recorded_scored_and_read_like_a_run(stack: Stack, tmp_
     assert summary.trials["trials"] == 2
     config = orjson.loads((run / "config.json").read_bytes())
     assert config["source"] == {"kind": "sdk"} and config["task_count"] == 3
-    assert RunFolder(run).state() == FINISHED
+    assert RunReader(run).state() == FINISHED
     show = CliRunner().invoke(main, ["show", "harness", second.id, "--runs-dir", str(run.parent)])
     assert show.exit_code == 0 and "FAIL" in show.output.upper(), show.output
     page = TestClient(create_app(RunCatalog([run.parent]))).get("/runs/harness")
@@ -103,7 +103,7 @@ def test_env_serve_records_its_episodes_into_a_run_folder(stack: Stack, tmp_path
                 for action in [*actions, {"type": "finish", "outputs": gold.outputs}]:
                     stepped = http.post("/step", json={"env_id": env_id, "action": action})
                 assert stepped.json()["reward"] == 1.0
-            assert RunFolder(run).state() == RUNNING
+            assert RunReader(run).state() == RUNNING
     finally:
         server.stop()
     rows = _rows(run)
@@ -111,7 +111,7 @@ def test_env_serve_records_its_episodes_into_a_run_folder(stack: Stack, tmp_path
     assert all(r["score"]["success"] and r["agent"] == "env" for r in rows)
     summary = orjson.loads((run / "summary.json").read_bytes())
     assert summary["tsr"] == 1.0 and summary["tasks"] == 2
-    assert RunFolder(run).state() == FINISHED
+    assert RunReader(run).state() == FINISHED
     compare = CliRunner().invoke(main, ["compare", str(run), str(run), "--data-root",
                                         str(DATA_ROOT)])  # fmt: skip
     assert compare.exit_code == 0, compare.output

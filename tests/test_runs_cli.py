@@ -24,10 +24,10 @@ from sopgym.cli import main
 from sopgym.core.jsonio import dumps
 from sopgym.core.registry import DOMAIN_PACKAGES_ENV
 from sopgym.core.tasks import Task
-from sopgym.evaluation.records import WorkerReport
-from sopgym.orchestration.runner import RunConfig, Runner
+from sopgym.orchestration.runner import Runner
 from sopgym.orchestration.runs import FINISHED, INTERRUPTED, RUNNING, read_run
 from sopgym.orchestration.selection import SelectionError, select_tasks
+from sopgym.runs.records import RunConfig, WorkerReport
 from tests.helpers import DATA_ROOT, domain_data
 
 PACKS = "tests.testpacks"
@@ -79,9 +79,8 @@ def _write_run(
     runner.paths.results.write_bytes(b"".join(dumps(r) + b"\n" for r in rows))
     if summary:
         runner.write_summary(tasks)
-    if not hold and runner._lock_fd is not None:  # the runner's process has ended
-        os.close(runner._lock_fd)
-        runner._lock_fd = None
+    if not hold:  # the runner's process has ended
+        runner.release()
     return runner
 
 
@@ -293,13 +292,13 @@ def test_the_banner_states_the_whole_config() -> None:
 
 
 def test_the_report_states_the_whole_config_in_both_formats(tmp_path: Path) -> None:
-    from sopgym.orchestration.runs import RunFolder
+    from sopgym.orchestration.runs import RunReader
 
     runner = _write_run(tmp_path, "r", 4, summary=True, trace=False, seed=7, distractors=2,
                         sop_variant="noisy", faults="503=0.1")  # fmt: skip
     result = _invoke("report", str(runner.paths.root), "--data-root", str(DATA_ROOT))
     assert result.exit_code == 0, result.output
-    line = RunFolder(runner.paths.root).describe()
+    line = RunReader(runner.paths.root).describe()
     for part in ("agent=react", "model=scripted:noisy", "sop=noisy", "distractors=2",
                  "seed=7", "faults=503=0.1", "trace=off", "tasks=first 4/domain"):  # fmt: skip
         assert part in line, line
@@ -404,7 +403,7 @@ def test_tables_show_every_number_and_state_whole_at_80_and_120_columns(
     terminal: no cell is cut with ``…`` and no line is wider than the terminal; a table too
     wide is folded into several (its first column repeated), so every figure, state and
     model name is there whole."""
-    from sopgym.terminal import print_summary
+    from sopgym.cli.summary import print_summary
 
     monkeypatch.setenv("COLUMNS", str(width))
     _write_run(tmp_path, "a-long-run-name", 4, summary=True, trace=False, seed=12345,

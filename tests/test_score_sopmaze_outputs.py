@@ -5,8 +5,11 @@ scorer grades them, with every place where our grade differs listed (docs/sop-ma
 and pinned here, one test per difference.
 
 The official rule is written out below (:func:`official_grade`) from its published
-description, independently of our scorers: the reply repaired by ``json-repair``, validated
-against the record's schema as draft-07 (0 when invalid), then only the target's keys
+description, independently of our scorers: the reply read by ``json-repair`` exactly as the
+published ``txt_to_json`` reads it (``repair_json(text, ensure_ascii=False)``, then
+``json_repair.loads`` of that), validated whole against the record's schema by
+``jsonschema.validate``'s rule (the draft the schema names, else the latest; 0 when invalid or
+when the reading raises), then only the target's keys
 compared, at every depth (a key of ``no_required_eval_acc_keys`` skipped), strings after
 lower-casing and collapsing whitespace, lists as the set of their items' JSON text (same
 length required; skipped keys dropped from each item's top level), anything else with
@@ -26,12 +29,12 @@ import json_repair
 import orjson
 import pytest
 from click.testing import CliRunner, Result
-from jsonschema import Draft7Validator
+from jsonschema.validators import validator_for
 
 from sopgym.cli import main
+from sopgym.cli.imports import import_group
+from sopgym.core.import_index import HOME_ENV
 from sopgym.evaluation.external import detect_format, text_protocol
-from sopgym.importers.cli import import_group
-from sopgym.importers.index import HOME_ENV
 from sopgym.importers.maze_names import domain_name
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sopmaze"
@@ -84,10 +87,12 @@ def _same(reply: Any, target: Any, skipped: set[str]) -> bool:
 def official_grade(record: dict[str, Any]) -> float:
     """The official scorer's grade of ``record["model_response"]`` (1.0 / 0.2 / 0)."""
     try:
-        reply = json_repair.loads(record["model_response"])
+        text = json_repair.repair_json(record["model_response"], ensure_ascii=False)
+        reply = json_repair.loads(text)
     except Exception:  # the rule: a reply the repairer cannot read is 0
         return 0.0
-    if not Draft7Validator(record["json_schema"]).is_valid(reply):
+    schema = record["json_schema"]
+    if not validator_for(schema)(schema).is_valid(reply):
         return 0.0
     skipped = set(record.get("no_required_eval_acc_keys") or [])
     return 1.0 if _same(reply, record["target"], skipped) else 0.2
@@ -129,8 +134,9 @@ def _task_id(file: Path, index: int) -> str:
     return f"{domain_name(file).removeprefix('sopmaze/')}-{index:04d}"
 
 
-def _grade(row: dict[str, Any]) -> float | None:
-    value = row["score"]["scores"]["answer_schema"]["value"]
+def _grade(row: dict[str, Any], scorer: str = "answer_schema") -> float | None:
+    """A row's grade by ``scorer``: ours (``answer_schema``) unless named."""
+    value = row["score"]["scores"][scorer]["value"]
     return value if value is None else float(value)
 
 
@@ -317,8 +323,11 @@ DIFFERENCES: dict[str, tuple[dict[str, Any], str, float, float]] = {
 
 
 @pytest.fixture(scope="module")
-def differences(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float | None]:
-    """Our grade of each difference's reply: one imported file per difference, scored once."""
+def differences(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[float | None, float | None]]:
+    """Our grade and our official one of each difference's reply: one imported file per
+    difference, scored once."""
     tmp = tmp_path_factory.mktemp("differences")
     raw, outputs = tmp / "raw", tmp / "outputs"
     raw.mkdir()
@@ -338,18 +347,25 @@ def differences(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float | N
         result = _score(tmp, "sopmaze", "--responses", str(outputs), "--run-id", "d")
         assert result.exit_code == 0, result.output
     rows, _ = _run(tmp, "d")
-    return {name: _grade(rows[_task_id(file, 0)]) for name, file in files.items()}
+    return {
+        name: (_grade(rows[_task_id(file, 0)]), _grade(rows[_task_id(file, 0)], "answer_official"))
+        for name, file in files.items()
+    }
 
 
 @pytest.mark.parametrize("name", sorted(DIFFERENCES))
 def test_each_difference_from_the_official_grade_is_as_documented(
-    name: str, differences: dict[str, float | None]
+    name: str, differences: dict[str, tuple[float | None, float | None]]
 ) -> None:
+    """Our strict grade differs from the official one as listed; our official grade
+    (``answer_official``) does not: it reads and compares as the published scorer does."""
     record, reply, ours, official = DIFFERENCES[name]
     full = {"no_required_eval_acc_keys": None, **record, "model_response": reply}
     assert official_grade(full) == official
-    assert differences[name] == (None if ours < 0 else ours)
-    assert differences[name] != official
+    strict, ours_official = differences[name]
+    assert strict == (None if ours < 0 else ours)
+    assert strict != official
+    assert ours_official == official
     doc = (Path(__file__).parents[1] / "docs" / "sop-maze-import.md").read_text()
     assert f"`{name}`" in doc  # listed in the docs by this name
 
@@ -367,3 +383,73 @@ def test_the_published_outputs_folder_imported_itself_scores_both_l3_files(home:
     assert len(l3) == 2 and all(
         re.fullmatch(r"sopmaze/l3_flow_line_track_[0-9a-f]{8}", d) for d in l3
     )
+
+
+# ---- how a reply is read: ours beside the official reading, on a corpus of tricky replies ----
+_RIGHT = '{"类别": "咨询", "说明": "查询订单"}'
+_TARGET = {"类别": "咨询", "说明": "查询订单"}
+_SCHEMA = {"type": "object", "required": ["类别", "说明"],
+           "properties": {"类别": _CATEGORY, "说明": {"type": "string"}}}  # fmt: skip
+READINGS: dict[str, str] = {
+    # name: the reply (the target is _TARGET throughout)
+    "plain": '{"类别": "咨询", "说明": "查询订单"}',
+    "fenced": '```json\n{"类别": "咨询", "说明": "查询订单"}\n```',
+    "fenced_then_prose": '```json\n{"类别": "咨询", "说明": "查询订单"}\n```\n以上为结果。',
+    "prose_then_object": '分析：用户在问订单。\n答案：{"类别": "咨询", "说明": "查询订单"}',
+    "trailing_text": '{"类别": "咨询", "说明": "查询订单"} 希望有帮助',
+    "single_quotes_trailing_comma": "{'类别': '咨询', '说明': '查询订单',}",
+    "truncated": '{"类别": "咨询", "说明": "查询订单',
+    "comment_inside": '{"类别": "咨询", // 类别\n "说明": "查询订单"}',
+    "the_same_object_twice": f"{_RIGHT}\n{_RIGHT}",
+    "two_objects_in_prose": f'初判：{_RIGHT}\n复核：{{"类别": "投诉", "说明": "催单"}}',
+    "two_fenced_blocks": f'```json\n{_RIGHT}\n```\n```json\n{{"类别": "其他", "说明": "无"}}\n```',
+    "two_objects_other_keys": f'{_RIGHT}\n备注：{{"备注": "无"}}',
+    "a_list_of_one_object": '[{"类别": "咨询", "说明": "查询订单"}]',
+    "wrong_value": '{"类别": "投诉", "说明": "查询订单"}',
+    "missing_key": '{"类别": "咨询"}',
+    "no_json": "无法判断",
+    "empty": "",
+    "a_bare_number": "42",
+}  # fmt: skip
+# Where our strict reading (json-repair's value, or the first object of the list it makes) and
+# the official one (that value whole) grade apart: (ours, official). json-repair makes a list of
+# several objects with different keys (invalid against an object schema, so 0 officially) but
+# keeps only the *last* of several objects that share their keys (a model's second try), for
+# both readings alike: "two_objects_in_prose" and "two_fenced_blocks" are graded on it, 0.2 both.
+READ_APART = {
+    "two_objects_other_keys": (1.0, 0.0),
+    "a_list_of_one_object": (1.0, 0.0),
+}
+
+
+def test_replies_are_graded_officially_as_the_published_reading_reads_them(home: Path) -> None:
+    """Each reply of the corpus is graded by ``answer_official`` exactly as the published scorer
+    grades it (the rule written out above, on the same ``json-repair`` reading); our strict
+    grade takes the first object of a list instead, so it differs where the reading is a list
+    (several objects with different keys, or a list of one), as :data:`READ_APART` pins."""
+    raw, outputs = home / "readings_raw", home / "readings_out"
+    raw.mkdir()
+    outputs.mkdir()
+    names = list(READINGS)
+    records = [{"input": f"## SOP\n判断类别（{name}）", "json_schema": _SCHEMA, "target": _TARGET,
+                "no_required_eval_acc_keys": None} for name in names]  # fmt: skip
+    file_name = f"熟_【已清洗】👋✅ 读法_replies_{len(names)}.json"
+    (raw / file_name).write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    published = [{**r, "model_response": READINGS[n]} for r, n in zip(records, names, strict=True)]
+    (outputs / file_name).write_text(json.dumps(published, ensure_ascii=False), "utf-8")
+    _import(raw)
+    result = _score(home, "sopmaze", "--responses", str(outputs), "--run-id", "readings")
+    assert result.exit_code == 0, result.output
+    rows, summary = _run(home, "readings")
+    apart = {}
+    for index, (name, record) in enumerate(zip(names, published, strict=True)):
+        row = rows[_task_id(raw / file_name, index)]
+        official = official_grade(record)
+        assert _grade(row, "answer_official") == official, name
+        if _grade(row) != official:
+            apart[name] = (_grade(row), official)
+    assert apart == READ_APART
+    graded = [official_grade(r) for r in published]
+    assert summary["paper"]["sop_maze"]["official_tally"] == {
+        "1.0": graded.count(1.0), "0.2": graded.count(0.2), "0": graded.count(0.0)
+    }  # fmt: skip

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from sopgym.core.normalized import normalize
 from sopgym.core.tasks import Gold, ToolCall
 from sopgym.core.trajectory import CallRecord
 from sopgym.evaluation.scorers import output_fields, schema_valid
 from sopgym.evaluation.scorers.calls import tool_match
-from sopgym.evaluation.scorers.fields import normalize, values_match
+from sopgym.evaluation.scorers.fields import values_match
 from sopgym.evaluation.scoring import TaskScore, aggregate, score_episode
 from tests.scoring_helpers import pack, task, trajectory
 

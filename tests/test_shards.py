@@ -9,10 +9,10 @@ import click
 import orjson
 import pytest
 
+from sopgym.cli.scaleout import domain_list
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import domain_names
 from sopgym.orchestration import shards as shard_mode
-from sopgym.orchestration.scaleout import domain_list
 from sopgym.orchestration.shards import (
     Shard,
     ShardError,

@@ -20,7 +20,7 @@ from sopgym.domains.banking.loans.scenario import SCENARIO
 from sopgym.domains.banking.loans_graph import DOMAIN as LOANS_GRAPH
 from sopgym.evaluation.sources import load_spans
 from sopgym.observability import semconv as sc
-from sopgym.orchestration.jobs import Job
+from sopgym.runs.records import Job
 
 
 def _first_task(tmp_path: Path) -> Task:

@@ -24,9 +24,9 @@ from sopgym.agents.llm import LLM, invoke_model
 from sopgym.agents.prompts import case_message, system_prompt
 from sopgym.core.errors import ToolError
 from sopgym.env import SopgymEnv, make_env
-from sopgym.evaluation.records import WorkerReport
 from sopgym.orchestration.api import validate
 from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.runs.records import WorkerReport
 from sopgym.services.model.app import create_app
 from tests.helpers import DATA_ROOT, domain_data
 from tests.test_model_client import ScriptedEndpoint, endpoint  # noqa: F401 - its fixture
@@ -162,7 +162,7 @@ def test_record_tokens_asks_for_vllms_fields_and_records_the_turn(
 
 
 def test_a_turn_extends_the_previous_only_when_its_prompt_begins_with_it() -> None:
-    from sopgym.evaluation.records import take_token_turns, token_turn
+    from sopgym.runs.records import take_token_turns, token_turn
 
     first = token_turn([1, 5], [7, 2], [-0.1, -0.2], None)
     assert first["extends_previous"] is None

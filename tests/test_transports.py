@@ -47,8 +47,11 @@ def test_the_registry_says_which_door_and_address_each_transport_uses() -> None:
 
 
 def test_an_unknown_transport_is_the_users_mistake_said_plainly() -> None:
-    with pytest.raises(UnknownTransport, match=r"'pigeon' \(known: http, grpc, mcp\)"):
+    known = r"'pigeon' \(known: grpc, http, mcp; or module:attr\)"
+    with pytest.raises(UnknownTransport, match=known):
         connect("http://127.0.0.1:1", "pigeon")
+    with pytest.raises(UnknownTransport, match=r"'htp' \(did you mean http\? known: "):
+        connect("http://127.0.0.1:1", "htp")
     assert issubclass(UnknownTransport, ValueError)  # callers' `except ValueError` still hold
 
 
@@ -64,15 +67,18 @@ def test_connect_builds_each_transports_client() -> None:
         mcp.close()
 
 
-def test_the_cli_offers_the_registry_as_its_transport_choices() -> None:
-    import click
+def test_the_cli_takes_the_registrys_transports_and_refuses_others_in_one_line() -> None:
+    from click.testing import CliRunner
 
     from sopgym.cli import main
+    from sopgym.cli.validation import PluginName
 
-    run = main.commands["run"]
-    option = next(p for p in run.params if p.name == "transport")
-    assert isinstance(option.type, click.Choice)
-    assert list(option.type.choices) == list(TRANSPORTS)
+    for command in ("run", "agent-worker"):
+        option = next(p for p in main.commands[command].params if p.name == "transport")
+        assert isinstance(option.type, PluginName) and option.type.plugins.registered is TRANSPORTS
+    refused = CliRunner().invoke(main, ["run", "--transport", "grcp"])
+    assert refused.exit_code == 2
+    assert "unknown transport 'grcp' (did you mean grpc? known: grpc, http, mcp" in refused.output
 
 
 def test_retry_policy_backs_off_and_gives_up_on_a_down_service(

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 from fastapi.testclient import TestClient
 
-from sopgym.evaluation.records import trial_seed
 from sopgym.evaluation.scoring import TaskScore, summarize
+from sopgym.runs.records import trial_seed
 from sopgym.viewer.app import create_app
 from sopgym.viewer.catalog import RunCatalog
 

@@ -20,6 +20,7 @@ DOMAIN = DomainPack(
     name="aircraft_inspection",
     title="Pre-flight airworthiness inspection (aviation maintenance)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

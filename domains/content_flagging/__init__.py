@@ -21,6 +21,7 @@ DOMAIN = DomainPack(
     name="content_flagging",
     title="Content flagging and moderation decision (trust & safety)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

@@ -22,6 +22,7 @@ DOMAIN = DomainPack(
     name="customer_service",
     title="Offline diagnosis and resolution of service issues (telecom support)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

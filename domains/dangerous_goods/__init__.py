@@ -24,6 +24,7 @@ DOMAIN = DomainPack(
     name="dangerous_goods",
     title="Dangerous goods hazard classification (supply chain)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

@@ -24,6 +24,7 @@ DOMAIN = DomainPack(
     name="email_intent",
     title="Seller e-mail intent and resolution (retail seller management)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

@@ -24,6 +24,7 @@ DOMAIN = DomainPack(
     name="know_your_business",
     title="Know your business: business entity verification (finance)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

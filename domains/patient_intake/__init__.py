@@ -13,6 +13,7 @@ DOMAIN = DomainPack(
     name="patient_intake",
     title="Patient intake and registration (healthcare)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

@@ -14,6 +14,7 @@ DOMAIN = DomainPack(
     name="video_annotation",
     title="Video annotation for autonomous driving (perception data)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

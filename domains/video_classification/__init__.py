@@ -13,6 +13,7 @@ DOMAIN = DomainPack(
     name="video_classification",
     title="Video classification and flagging for content moderation (media)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

@@ -14,6 +14,7 @@ DOMAIN = DomainPack(
     name="warehouse_package_inspection",
     title="Warehouse package inspection and vendor chargebacks (logistics)",
     folder=Path(__file__).parent,
+    paper_profiles=("sopbench",),  # SOP-Bench-style: its paper re-reads every episode
     tools=TOOLS,
     distractors=DISTRACTORS,
     generate=generate,

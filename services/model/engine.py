@@ -14,7 +14,7 @@ questions (one-shot tasks) are answered by reasoning over the signatures in the 
 (:mod:`.graphs`).
 
 Imported benchmarks (``sopbench/<name>``) have no reference policy, hence no script: there
-it plays the generic baseline policy of :mod:`sopgym.importers.policy` instead.
+it plays the generic baseline policy of :mod:`sopgym.agents.baseline_policy` instead.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import IO, Any
 
 import orjson
 
+from sopgym.agents.baseline_policy import Answer, Step, next_action, spec_parts
 from sopgym.core.dataset import DomainData
 from sopgym.core.exceptions import MalformedRequest
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task, ToolCall
 from sopgym.evaluation.maze_protocol import paper_prompt
-from sopgym.importers.policy import Answer, Step, next_action, spec_parts
 from sopgym.services.model import replies
 from sopgym.services.model.conversation import Conversation, read_conversation
 from sopgym.services.model.graphs import dependency_graph, graph_question, perturbed_graph
@@ -316,7 +316,7 @@ class ScriptedModel:
 
 def _log_head(task: Task | None, model: str, profile: ErrorProfile, trial_seed: int) -> JSON:
     """What every injection-log line of one request starts with. ``trial_seed`` is the seed
-    the request carried, the trial's own (:func:`sopgym.evaluation.records.trial_seed`): a
+    the request carried, the trial's own (:func:`sopgym.runs.records.trial_seed`): a
     task's trials share its id, and only this says which trial a mistake was played in (a
     reader matches it against its run's seed and the row's trial). ``seed`` is the
     profile's draw seed, that seed mixed in."""

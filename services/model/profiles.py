@@ -259,3 +259,17 @@ def with_request_seed(profile: ErrorProfile, seed: int) -> ErrorProfile:
 @lru_cache(maxsize=64)
 def _parse_cached(text: str) -> ErrorProfile:
     return parse_profile(text)
+
+
+def check_model_spec(spec: str) -> None:
+    """:class:`UsageError` for a model spec that cannot parse (or a scripted model's profile
+    that does not); whether the model answers is checked later (the runner's
+    ``check_model``). Here because ``sopgym run`` and the user simulator both refuse so."""
+    from sopgym.agents.models import ModelUnavailable, is_scripted, parse_model_spec
+
+    try:
+        parse_model_spec(spec)
+        if is_scripted(spec):
+            parse_profile(spec.partition(":")[2])
+    except (ModelUnavailable, ProfileError) as error:
+        raise UsageError(f"--model: {error}") from None

@@ -26,8 +26,9 @@ import orjson
 
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import TYPE_CODES, VALIDATION_CODES, ToolError
+from sopgym.core.normalized import normalize
 from sopgym.core.tasks import Task, ToolCall
-from sopgym.evaluation.scorers.fields import free_text_keys, normalize, values_match
+from sopgym.evaluation.scorers.fields import free_text_keys, values_match
 from sopgym.services.model.conversation import MadeCall
 from sopgym.services.model.observed import (
     GaveUp,

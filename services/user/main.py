@@ -27,7 +27,7 @@ def serve_users(
     from sopgym.core.registry import domain_names, load_domain
     from sopgym.observability.asgi import traced
     from sopgym.observability.tracing import setup_tracing
-    from sopgym.orchestration.refusals import check_model_spec
+    from sopgym.services.model.profiles import check_model_spec
     from sopgym.services.user.app import create_app
     from sopgym.services.user.simulator import NotADialogueDomain
     from sopgym.serving import serve

@@ -1,9 +1,8 @@
 """The ``sopgym`` command line. Every server and worker is a subcommand, so containers and
 the embedded runner start exactly the same entry points.
 
-A package of thin command modules (``run``, ``score``, ``domains``, ``serve``, ``env``, ``workers``)
-wired into one group here; the logic a Python caller needs too lives under them (``sopgym.run``,
-``sopgym.score``, ``sopgym.evaluate``)."""
+Every command lives in a thin module of this package, wired into one group here; the logic a
+Python caller needs too lives below it (``sopgym.run``, ``sopgym.score``, ``sopgym.evaluate``)."""
 
 from __future__ import annotations
 
@@ -11,21 +10,21 @@ from typing import Any
 
 import click
 
+from sopgym.cli.collector import collector as collector_command
+from sopgym.cli.domain import domain_group
 from sopgym.cli.domains import field_distribution, list_domains
 from sopgym.cli.env import env_serve
+from sopgym.cli.evaluate import compare_command, eval_command, report_command
+from sopgym.cli.generate import generate_command
+from sopgym.cli.imports import audit_group, import_group
 from sopgym.cli.leases import merge_leases_command, run_service_command
 from sopgym.cli.run import run as run_command
+from sopgym.cli.runs import export_command, runs_command, show_command
+from sopgym.cli.scaleout import loadtest_command, loadtest_gather_command, merge_command
 from sopgym.cli.score import score as score_command
 from sopgym.cli.serve import gateway, serve_tools
+from sopgym.cli.view import view_command
 from sopgym.cli.workers import agent_worker, model_server, user_sim
-from sopgym.domain_cli import domain_group
-from sopgym.evaluation.cli import compare_command, eval_command, report_command
-from sopgym.generation.cli import generate_command
-from sopgym.importers.cli import audit_group, import_group
-from sopgym.observability.cli import collector as collector_command
-from sopgym.orchestration.runs_cli import export_command, runs_command, show_command
-from sopgym.orchestration.scaleout import loadtest_command, loadtest_gather_command, merge_command
-from sopgym.viewer.cli import view_command
 
 # The commands are bound under other names than their modules: ``sopgym.cli.run`` stays the
 # module (what a monkeypatch or ``import sopgym.cli.run`` expects), not the command.
@@ -76,8 +75,7 @@ def main() -> None:
     """sopgym: run LLM agents through SOPs against real HTTP tool services."""
 
 
-# The commands stay in the modules that own them (moving them all under sopgym/cli/ is left for
-# later); here each is only placed in one section of `sopgym --help`.
+# Each command is placed in one section of `sopgym --help`.
 assert isinstance(main, SectionedGroup)
 main.add_section("Run and inspect results", [
     run_command, score_command, runs_command, show_command, export_command,

@@ -11,6 +11,10 @@ import orjson
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
+from sopgym.cli.domain import kind_label, load_data_saying_so, needs_generating
+from sopgym.cli.validation import (
+    DATA_ROOT,
+)
 from sopgym.core.domain import DomainPack
 from sopgym.core.registry import (
     UnknownDomainError,
@@ -18,11 +22,7 @@ from sopgym.core.registry import (
     load_domain,
     select_domains,
 )
-from sopgym.domain_cli import kind_label, load_data_saying_so, needs_generating
 from sopgym.terminal import console, stdout
-from sopgym.validation import (
-    DATA_ROOT,
-)
 
 
 @click.command("list")

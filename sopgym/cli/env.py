@@ -11,7 +11,7 @@ from sopgym.cli.common import (
     domain_or_usage_error,
     fail,
 )
-from sopgym.validation import (
+from sopgym.cli.validation import (
     DATA_ROOT,
     HOST,
     IN_FLIGHT,
@@ -78,8 +78,8 @@ def env_serve(
     record_tokens: bool,
 ) -> None:
     """Serve the RL environment API (reset/step/state over HTTP) on the given gateway."""
-    from sopgym.client.recorder import recorder_for
     from sopgym.env.server import build
+    from sopgym.orchestration.recorder import recorder_for
     from sopgym.serving import serve
 
     for name in domains:

@@ -13,11 +13,13 @@ from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.cli.common import entry_point_errors
+from sopgym.cli.scaleout import domain_list
+from sopgym.cli.summary import print_summary
+from sopgym.cli.validation import AGENT_HELP, DATA_ROOT, HOST, MODEL_HELP, port_option
 from sopgym.orchestration.leases import EXIT_INFRA, LEASE_S, MAX_LAPSES
-from sopgym.orchestration.scaleout import Observer, domain_list
-from sopgym.terminal import console, print_summary
+from sopgym.orchestration.scaleout import Observer
+from sopgym.terminal import console
 from sopgym.types import JSON
-from sopgym.validation import AGENT_HELP, DATA_ROOT, HOST, MODEL_HELP, port_option
 
 PROGRESS_S = 15.0  # how often merge-leases says how far the run is
 
@@ -134,14 +136,15 @@ def run_service_command(
 ) -> None:
     """Serve one run's tasks to agent workers as leases and keep their results (SQLite in
     --run-dir); restarted on the same folder, it carries on."""
-    from sopgym.evaluation.records import RunConfig
+    from sopgym.orchestration.api import validate
     from sopgym.orchestration.run_service import RunService, serve_run_service
+    from sopgym.runs.records import RunConfig
 
     with entry_point_errors():
-        config = RunConfig(
+        config = validate(RunConfig(
             domains=domain_list(domains, "--domain"), agent=agent, model=model, limit=limit,
             trials=trials, seed=seed, distractors=distractors, sop_variant=sop_variant,
-        ).validate()  # fmt: skip
+        ))  # fmt: skip
         service = RunService(config, run_dir, data_root, lease_s, max_lapses)
         progress = service.store.progress()
         console.print(f"run service {run_dir.name}: {progress.done} of {progress.planned} "

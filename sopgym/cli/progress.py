@@ -20,14 +20,15 @@ from rich.text import Text
 
 from sopgym.agents.models import is_scripted
 from sopgym.cli.common import fail
+from sopgym.core.untrusted import printable
 from sopgym.orchestration.after_run import slow_step
 from sopgym.orchestration.steps import STEP_PREFIX
-from sopgym.terminal import console, printable
+from sopgym.terminal import console
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
-    from sopgym.evaluation.records import RunSummary
     from sopgym.orchestration.api import PreparedRun
     from sopgym.orchestration.runner import Runner
+    from sopgym.runs.records import RunSummary
 
 
 class RateColumn(ProgressColumn):
@@ -112,8 +113,8 @@ def prepare_run(runner: Runner, repair: bool, retry_infra: bool) -> PreparedRun:
     held by another runner, a corrupt row, a selection of no task."""
     from sopgym.core.jsonio import CorruptRow
     from sopgym.orchestration import api
-    from sopgym.orchestration.runner import RunLocked
     from sopgym.orchestration.selection import SelectionError
+    from sopgym.runs.folder import RunLocked
 
     try:
         prepared = api.prepare(runner, repair=repair, retry_infra=retry_infra)

@@ -12,29 +12,31 @@ from rich.markup import escape
 
 from sopgym.agents import DEFAULT_AGENT
 from sopgym.agents.models import ModelUnavailable
-from sopgym.agents.options import agent_option_flags, collect_agent_options
+from sopgym.cli.agent_options import agent_option_flags, collect_agent_options
 from sopgym.cli.common import (
     DEFAULT_DOMAIN,
     fail,
     model_unavailable,
 )
 from sopgym.cli.progress import execute_with_progress, prepare_run
-from sopgym.client.transports import TRANSPORTS
-from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
-from sopgym.orchestration.runs import describe_config
-from sopgym.orchestration.runs_cli import resumed_config
-from sopgym.terminal import console, print_summary
-from sopgym.validation import (
+from sopgym.cli.runs import resumed_config
+from sopgym.cli.summary import print_summary
+from sopgym.cli.validation import (
     AGENT_HELP,
     DATA_ROOT,
     IN_FLIGHT,
     MODEL_HELP,
     SECONDS,
+    PluginName,
     fault_spec,
     id_list,
     retrieval_spec,
     run_name,
 )
+from sopgym.client.transports import TRANSPORT_PLUGINS
+from sopgym.orchestration.after_run import SLOW_STEP_S, print_after_run
+from sopgym.orchestration.runs import describe_config
+from sopgym.terminal import console
 
 if TYPE_CHECKING:  # loaded when the command runs: the CLI starts without the runner
     pass
@@ -170,7 +172,7 @@ def worker_pace(concurrency: int | None, workers: int | None) -> dict[str, int]:
 )
 @click.option(
     "--transport",
-    type=click.Choice(list(TRANSPORTS)),
+    type=PluginName(TRANSPORT_PLUGINS),
     default="http",
     show_default=True,
     help="How the agent workers reach the gateway (the mcp agent always uses MCP).",
@@ -255,7 +257,8 @@ def run(
     'maze/*' (default: patient_intake)."""
     from sopgym.core.exceptions import UsageError
     from sopgym.orchestration import api
-    from sopgym.orchestration.runner import RunConfig, Runner
+    from sopgym.orchestration.runner import Runner
+    from sopgym.runs.records import RunConfig
 
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose: give one")

@@ -10,15 +10,17 @@ from rich.markup import escape
 from sopgym.cli.common import (
     fail,
 )
-from sopgym.core.registry import (
-    UnknownDomainError,
-)
-from sopgym.terminal import console, print_summary, printable
-from sopgym.validation import (
+from sopgym.cli.summary import print_summary
+from sopgym.cli.validation import (
     DATA_ROOT,
     id_list,
     run_name,
 )
+from sopgym.core.registry import (
+    UnknownDomainError,
+)
+from sopgym.core.untrusted import printable
+from sopgym.terminal import console
 
 
 @click.command("score")
@@ -31,8 +33,9 @@ from sopgym.validation import (
 )
 @click.option(
     "--format", "reader", default=None,
-    help="How the responses are written (docs/own-outputs.md lists the formats); default: "
-    "sopmaze for SOP-Maze's files with model_response, else jsonl.",
+    help="How the responses are written: jsonl, sopmaze, an installed reader's name or "
+    "module:Class for your own reader (docs/own-outputs.md); default: sopmaze for SOP-Maze's "
+    "files with model_response, else jsonl.",
 )  # fmt: skip
 @click.option("--model", default="unknown", show_default=True, help="Who wrote the responses.")
 @click.option(
@@ -55,10 +58,10 @@ def score(
     a normal run folder that report, view, show, export and compare read. Tasks the selection
     holds and no response answers count as unanswered."""
     from sopgym.evaluation.external import ScoreRefused
-    from sopgym.evaluation.records import given
     from sopgym.orchestration import api
     from sopgym.orchestration.runner import new_run_id
     from sopgym.orchestration.selection import SelectionError
+    from sopgym.runs.records import given
 
     run_id = run_id or new_run_id()
     run_dir = runs_dir / run_id

@@ -10,10 +10,7 @@ import click
 from rich.markup import escape
 
 from sopgym.cli.common import entry_point_errors
-from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
-from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
-from sopgym.terminal import console
-from sopgym.validation import (
+from sopgym.cli.validation import (
     DATA_ROOT,
     HOST,
     PORT,
@@ -21,6 +18,9 @@ from sopgym.validation import (
     fault_spec,
     port_option,
 )
+from sopgym.core.tools import DEFAULT_TOOL_TIMEOUT_S
+from sopgym.services.tools.episodes import DEFAULT_IDLE_TIMEOUT_S
+from sopgym.terminal import console
 
 
 @click.command("serve-tools")

@@ -16,13 +16,8 @@ from sopgym.cli.common import (
     model_unavailable,
 )
 from sopgym.cli.leases import run_lease_command
-from sopgym.client.transports import TRANSPORTS
-from sopgym.orchestration.scaleout import (
-    run_shard_command,
-    shard_options,
-    worker_metrics,
-)
-from sopgym.validation import (
+from sopgym.cli.scaleout import run_shard_command, shard_options
+from sopgym.cli.validation import (
     AGENT_HELP,
     DATA_ROOT,
     HOST,
@@ -30,8 +25,11 @@ from sopgym.validation import (
     MODEL_HELP,
     PORT,
     SECONDS,
+    PluginName,
     port_option,
 )
+from sopgym.client.transports import TRANSPORT_PLUGINS
+from sopgym.orchestration.scaleout import worker_metrics
 
 
 @click.command("agent-worker")
@@ -43,7 +41,7 @@ from sopgym.validation import (
 )
 @click.option(
     "--transport",
-    type=click.Choice(list(TRANSPORTS)),
+    type=PluginName(TRANSPORT_PLUGINS),
     default="http",
     show_default=True,
     help="How the worker reaches the gateway (the mcp agent always uses MCP).",

@@ -105,8 +105,9 @@ class Connections:
     """Kept connections, one per thread and origin (a connection is never shared between
     threads). A kept connection the server spoke to while it sat idle (its close, mostly) is
     not handed out again. A thread that ends its work closes its own with
-    :meth:`close_thread` (an agent worker runs each episode on a thread of its own: without
-    it, every finished episode would leave its sockets open)."""
+    :meth:`close_thread` (an agent worker's pool threads keep theirs from one episode to the
+    next and close them when they end: without it, every thread gone would leave its sockets
+    open)."""
 
     _all: ClassVar[weakref.WeakSet[Connections]] = weakref.WeakSet()
     _all_lock: ClassVar[threading.Lock] = threading.Lock()

@@ -4,18 +4,23 @@ comparing names (``transport == "grpc"``) in each.
 
 Each :class:`Transport` names its client (imported on first use: gRPC pulls in grpcio), the
 gateway door that serves it (``http``: the HTTP port, which also mounts MCP; ``grpc``: the gRPC
-port, started only when a run asks for it) and the stack address it dials. Adding a transport
-is a client module plus one entry here. httpx's ``BaseTransport`` is the model:
+port, started only when a run asks for it) and the stack address it dials. Transports are one
+kind of the plug-in registry (:mod:`sopgym.core.plugins`): ours are registered here; a package
+adds its own under the entry-point group ``sopgym.transports``, and ``--transport
+module:attr`` names a :class:`Transport` (or a client class, served by the HTTP door) anywhere.
+httpx's ``BaseTransport`` is the model:
 :class:`GatewayClientProtocol` is what every client offers, whatever carries its bytes.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sopgym.core.exceptions import UsageError
+from sopgym.core.plugins import NotAPlugin, Plugins
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
@@ -84,18 +89,29 @@ class Transport:
         return stack.gateway_url
 
 
-TRANSPORTS: dict[str, Transport] = {
-    "http": Transport("http", "sopgym.client:GatewayClient", door="http"),
-    "grpc": Transport("grpc", "sopgym.client.over_grpc:GrpcGatewayClient", door="grpc"),
-    "mcp": Transport("mcp", "sopgym.client.over_mcp:McpGatewayClient", door="http",
-                     replicable=False),
-}
+def _transport(spec: str, loaded: Any) -> Transport:
+    """A transport of a loaded object: a :class:`Transport`, or a gateway client class (its
+    door the HTTP one, where MCP is mounted too)."""
+    if isinstance(loaded, Transport):
+        return loaded
+    if inspect.isclass(loaded) and callable(getattr(loaded, "open", None)):
+        return Transport(spec, f"{loaded.__module__}:{loaded.__qualname__}", door="http")
+    raise NotAPlugin("not a Transport nor a gateway client class (one with open())")
+
+
+TRANSPORT_PLUGINS: Plugins[Transport] = Plugins(
+    "transport", "sopgym.transports", _transport, UnknownTransport
+)
+for _ours in (
+    Transport("http", "sopgym.client:GatewayClient", door="http"),
+    Transport("grpc", "sopgym.client.over_grpc:GrpcGatewayClient", door="grpc"),
+    Transport("mcp", "sopgym.client.over_mcp:McpGatewayClient", door="http", replicable=False),
+):
+    TRANSPORT_PLUGINS.register(_ours.name, _ours)
+TRANSPORTS: dict[str, Transport] = TRANSPORT_PLUGINS.registered  # ours, by name
 
 
 def transport(name: str) -> Transport:
-    """The registered transport ``name``; an unknown one is the user's mistake, said plainly."""
-    try:
-        return TRANSPORTS[name]
-    except KeyError:
-        known = ", ".join(TRANSPORTS)
-        raise UnknownTransport(f"unknown transport {name!r} (known: {known})") from None
+    """The transport ``name`` names (registered, installed or ``module:attr``); an unknown
+    one is the user's mistake, said plainly."""
+    return TRANSPORT_PLUGINS.resolve(name)

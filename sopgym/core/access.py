@@ -23,6 +23,7 @@ import orjson
 from sopgym.core.errors import ToolError
 
 SERVICE_SECRET_ENV = "SOPGYM_SERVICE_SECRET"
+ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"  # the gateway's admin token, handed to it by its starter
 SECRET_HEADER = b"x-sopgym-gateway-secret"
 
 

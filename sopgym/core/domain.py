@@ -7,7 +7,7 @@ docs/domain-pack.md for the format.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,8 +103,12 @@ class DomainPack:
     # False for imported benchmarks: ``solve`` only knows the expected outputs, so there are
     # no gold calls and tool-call metrics do not apply.
     reference_policy: bool = True
-    # How episodes are scored (docs/domain-pack.md, "Scoring"); None: the task kind's defaults
-    scorers: list[Scorer] | None = None
+    # How episodes are scored (docs/domain-pack.md, "Scoring"); None: the task kind's defaults.
+    # An entry may be a scorer's name or "module:attr" (the plug-in registry resolves it)
+    scorers: Sequence[Scorer | str] | None = None
+    # The papers' own scoring profiles that re-read this pack's episodes, by name
+    # (sopgym.evaluation.profiles): a family's packs declare their paper's
+    paper_profiles: tuple[str, ...] = ()
     # dialogue packs: how the simulated user answers (see sopgym.core.dialogue)
     user: UserBehaviour | None = None
     # Stateful packs: final-state paths where a difference from the gold is harmless (a column

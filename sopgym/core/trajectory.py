@@ -78,6 +78,10 @@ class Trajectory:
     # False for an episode played elsewhere and scored from its outputs (``sopgym score``): no
     # service held its state, so a state scorer cannot judge it (never a pass, never a failure)
     state_observed: bool = True
+    # The final reply's text, where the answer was read from text (``sopgym score``'s text
+    # answers): a scorer that reads replies by another rule than ours reads it from here
+    # (SOP-Maze's official grade); None when the answer came as an object
+    reply: str | None = None
 
     def to_json(self) -> JSON:
         return {
@@ -91,6 +95,7 @@ class Trajectory:
             "final_state": self.final_state,
             "state_error": self.state_error,
             **({} if self.state_observed else {"state_observed": False}),
+            **({} if self.reply is None else {"reply": self.reply}),
         }
 
     @classmethod
@@ -106,4 +111,5 @@ class Trajectory:
             final_state=data.get("final_state"),
             state_error=data.get("state_error"),
             state_observed=data.get("state_observed", True),
+            reply=data.get("reply"),
         )

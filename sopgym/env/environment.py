@@ -31,21 +31,23 @@ that seeded resets observe the same thing.
 
 from __future__ import annotations
 
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium
 import orjson
 
 from sopgym.client import Episode, ToolResult
-from sopgym.client.recorder import RunRecorder
 from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.dataset import DomainData
 from sopgym.core.errors import ToolError
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
-from sopgym.evaluation.records import token_turn
 from sopgym.evaluation.scoring import score_episode
+from sopgym.runs.records import token_turn
 from sopgym.types import JSON
+
+if TYPE_CHECKING:  # the recorder is handed in; the environment never starts one
+    from sopgym.orchestration.recorder import RunRecorder
 
 ACTION_TYPES = ("tool", "message", "finish")
 DEFAULT_MAX_STEPS = 64

@@ -32,12 +32,12 @@ from sopgym.core.tasks import Gold, Task
 from sopgym.evaluation.breakdown import breakdown, tags
 from sopgym.evaluation.episodes import EpisodeSpans, assemble
 from sopgym.evaluation.paper_figures import paper_figures
-from sopgym.evaluation.records import read_config_object, read_results
 from sopgym.evaluation.scoring import TaskScore, aggregate, robustness, score_episode
 from sopgym.evaluation.stats import quantile
 from sopgym.evaluation.two_stage import two_stage
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanBatch, paused_gc
+from sopgym.runs.records import read_config_object, read_results
 from sopgym.types import JSON
 
 # (domain, task id, trial): one expected episode of a run

@@ -2,7 +2,8 @@
 harness wrote become a normal run folder, scored by the one
 :func:`~sopgym.evaluation.scoring.score_episode`.
 
-A *reader* (:class:`ResponseReader`, registered by format name in :data:`READERS`) turns a
+A *reader* (:class:`ResponseReader`, one kind of the plug-in registry, :data:`READER_PLUGINS`:
+a registered name, an entry point of ``sopgym.readers`` or ``module:Reader``) turns a
 file or a folder into :class:`Response` items (one per task and trial) and
 :class:`Unreadable` items (a line or record it could not read, with where and why). Our own
 format is ``jsonl`` (:class:`JsonlReader`); SOP-Maze's published ``model_response`` files
@@ -24,8 +25,7 @@ answered and responses that cannot be read are counted and listed in the summary
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,10 +34,10 @@ import orjson
 
 from sopgym.core.answers import extract_final_answer
 from sopgym.core.exceptions import UsageError
-from sopgym.core.jsonio import MAX_INPUT_DEPTH, dumps, json_depth, read_input, write_atomic
+from sopgym.core.jsonio import MAX_INPUT_DEPTH, json_depth, read_input
+from sopgym.core.plugins import NotAPlugin, Plugins
 from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
-from sopgym.evaluation.records import RunSummary, WorkerReport
 from sopgym.evaluation.scorers.base import TASK_SCHEMA
 from sopgym.types import JSON
 
@@ -85,11 +85,33 @@ class ResponseReader(Protocol):
     def read(self, path: Path) -> Iterator[Response | Unreadable]: ...
 
 
-READERS: dict[str, ResponseReader] = {}
+class ScoreRefused(UsageError, ValueError):
+    """The user's mistake (an unknown format, an unreadable path, a folder that exists): one
+    line, nothing written."""
+
+
+def _reader(spec: str, loaded: Any) -> ResponseReader:
+    """A reader of a loaded object: a reader, or a class of them (made with no arguments)."""
+    if isinstance(loaded, type):
+        try:
+            loaded = loaded()
+        except TypeError as error:
+            raise NotAPlugin(f"{loaded.__name__}() cannot be made: {error}") from None
+    if not callable(getattr(loaded, "read", None)):
+        raise NotAPlugin("not a reader: it has no read(path)")
+    return loaded
+
+
+# The formats ``--format`` takes: ours register here, a package under ``sopgym.readers``, or
+# ``module:Reader`` (a class, made with no arguments, or an instance)
+READER_PLUGINS: Plugins[ResponseReader] = Plugins(
+    "format", "sopgym.readers", _reader, ScoreRefused
+)
+READERS: dict[str, ResponseReader] = READER_PLUGINS.registered
 
 
 def register_reader(reader: ResponseReader) -> None:
-    READERS[reader.name] = reader
+    READER_PLUGINS.register(reader.name, reader)
 
 
 # How a text answer is read, by family (the domain name's part before "/"): our agents' reply
@@ -302,6 +324,7 @@ def trajectory_of(
     catalog = [tool.name for tool in domain.tools]
     calls = [_call(c, catalog) for c in response.calls or []]
     answer, problem = response.answer, None
+    reply = answer if isinstance(answer, str) else None
     if isinstance(answer, str):
         own = gold.decisions.get(TASK_SCHEMA)
         schema = own if isinstance(own, dict) else domain.output_schema
@@ -319,6 +342,7 @@ def trajectory_of(
         catalog=catalog,
         messages=list(response.messages or []),
         state_observed=False,
+        reply=reply,
     )
     return trajectory, problem
 
@@ -334,124 +358,6 @@ def _call(data: JSON, catalog: list[str]) -> CallRecord:
         result=data.get("result"),
         in_catalog=data["name"] in catalog,
     )
-
-
-def score_responses(
-    runner: Any,
-    tasks: list[Task],
-    items: Iterable[Response | Unreadable],
-    tally: Tally,
-) -> RunSummary:
-    """Score ``items`` against ``tasks`` (prepared by ``runner``, a
-    :class:`~sopgym.orchestration.runner.Runner` whose folder is new), write ``results.jsonl``
-    and ``summary.json`` (with the ``responses`` block), and return the summary."""
-    all_tasks = {name: data.tasks for name, data in runner.data.items()}
-    located = Located(all_tasks, tasks)
-    rows: dict[tuple[str, str, int], JSON] = {}
-    for item in items:
-        tally.read += 1
-        if isinstance(item, Unreadable):
-            tally.unreadable.append(f"{item.where}: {item.why}")
-            continue
-        if not 0 <= item.trial < MAX_TRIALS:  # any reader's: the run plans every trial below
-            tally.unreadable.append(f"{item.where}: trial {item.trial} is not 0..{MAX_TRIALS - 1}")
-            continue
-        task, problem = located.find(item)
-        key = f"{item.where}: {item.task_id}" + (f" trial {item.trial}" if item.trial else "")
-        if task is None:
-            getattr(tally, problem or "unknown").append(key)
-            continue
-        if (task.domain, task.id, item.trial) in rows:
-            tally.duplicates.append(key)
-            continue
-        rows[task.domain, task.id, item.trial] = _row(runner, task, item, tally, key)
-    trials = 1 + max((trial for _, _, trial in rows), default=0)
-    if trials != runner.config.trials:  # the trials the responses hold, every one summarised
-        runner.replan(tasks, trials=trials)
-    tally.missing = [
-        f"{task.domain} {task.id}" + (f" trial {trial}" if trial else "")
-        for trial in range(trials)
-        for task in tasks
-        if (task.domain, task.id, trial) not in rows
-    ]
-    tally.scored = len(rows)
-    write_atomic(runner.paths.results, b"".join(dumps(row) + b"\n" for row in rows.values()))
-    summary = runner.write_summary(tasks)
-    summary.responses = tally.to_json()
-    write_atomic(runner.paths.summary, dumps(summary.to_json()))
-    return summary
-
-
-def _row(runner: Any, task: Task, response: Response, tally: Tally, key: str) -> JSON:
-    data = runner.data[task.domain]
-    gold = data.gold[task.id]
-    trajectory, problem = trajectory_of(response, task, gold, data.domain)
-    if problem:
-        tally.unreadable.append(f"{key}: {problem}")
-    if response.calls is None and data.domain.tools and task.kind != "json_answer":
-        tally.no_trajectory.append(key)
-    model = runner.config.model  # a usage record that names no model: the --model label
-    llm_calls = [{**call, "model": call.get("model") or model} for call in response.llm_calls]
-    report = WorkerReport(
-        task_id=task.id,
-        domain=task.domain,
-        episode_id=trajectory.episode_id,
-        status="finished" if problem is None else "failed",
-        error=problem,
-        elapsed_s=response.elapsed_s,
-        llm_calls=llm_calls,
-    )
-    return runner.result_row(task, report, trajectory.to_json(), response.trial)
-
-
-def source_of(path: Path, reader: str) -> JSON:
-    """What ``config.json`` says of the run's source."""
-    return {
-        "kind": "responses",
-        "path": str(path.resolve()),
-        "format": reader,
-        "scored_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-
-
-class ScoreRefused(UsageError, ValueError):
-    """The user's mistake (an unknown format, an unreadable path, a folder that exists): one
-    line, nothing written."""
-
-
-def score_into_run(
-    config: Any,
-    run_dir: Path,
-    responses: Path,
-    reader_name: str | None,
-    data_root: Path | None = None,
-) -> RunSummary:
-    """``sopgym score``: read ``responses`` with the named reader, score them against the
-    tasks ``config`` (a :class:`~sopgym.orchestration.runner.RunConfig`) selects, and write the
-    run folder ``run_dir``; the summary. :class:`ScoreRefused` before anything is written when
-    the format is unknown, the path unreadable or the folder already a run. With no
-    ``reader_name`` the format is detected (:func:`detect_format`)."""
-    from sopgym.orchestration.runner import Runner
-
-    reader_name = reader_name or detect_format(responses)
-    reader = READERS.get(reader_name)
-    if reader is None:
-        raise ScoreRefused(f"unknown format {reader_name!r} (known: {', '.join(sorted(READERS))})")
-    if (run_dir / "config.json").exists():
-        raise ScoreRefused(f"{run_dir} exists: name another --run-id")
-    try:
-        items = list(reader.read(responses))  # read whole before the folder exists
-    except OSError as error:
-        raise ScoreRefused(f"cannot read {responses}: {error.strerror or error}") from None
-    runner = Runner(config, run_dir, data_root)
-    try:
-        tasks = runner.prepare()
-        recorded = orjson.loads(runner.paths.config.read_bytes())
-        source = source_of(responses, reader_name)
-        write_atomic(runner.paths.config, dumps({**recorded, "source": source}))
-        return score_responses(runner, tasks, items, Tally(str(responses), reader_name))
-    finally:
-        runner.release()
 
 
 # The readers shipped beside ours register themselves (they build on this module's names)

@@ -1,11 +1,16 @@
 """SOP-Maze's own protocol: how its published evaluation sends an item and reads the reply.
 
 Sending: the record's ``input`` as-is, the one user message, with no system prompt and no
-wrapping (``sopgym run --protocol paper``; :func:`paper_prompt`). Reading
-(:func:`parse_reply`): as the official scorer does, the reply is repaired by the ``json-repair``
-package (code fences, single quotes, trailing commas, a truncated end, prose around the JSON)
-and the first complete object it yields is the answer. The answer is then scored like any
-other (``answer_schema``: draft-07 validation, then the target's keys compared).
+wrapping (``sopgym run --protocol paper``; :func:`paper_prompt`). Reading, two ways:
+
+- :func:`parse_reply`, our answer: the reply repaired by the ``json-repair`` package, as the
+  official scorer repairs it (code fences, single quotes, trailing commas, a truncated end,
+  prose around the JSON), and the first complete object it yields is the answer, scored like
+  any other (``answer_schema``: schema validation, then the target's keys compared);
+- :func:`official_reading`, the official grade's (``answer_official``): the repaired value
+  exactly as the official scorer takes it, validated whole. The two differ where the reply
+  holds several objects (a list: we take its first object, the official scorer validates the
+  list and grades 0) or no object at all.
 
 This module is the one reader of SOP-Maze replies: the agents use it under the paper protocol,
 and ``sopgym score`` reads every ``sopmaze/*`` text answer with it (the published
@@ -14,13 +19,38 @@ and ``sopgym score`` reads every ``sopmaze/*`` text answer with it (the publishe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import json_repair
 
 from sopgym.types import JSON
 
 PROTOCOLS = ("default", "paper")
+
+
+class _NoReading:
+    """What the official scorer's reading of a reply raised on (it grades such a reply 0)."""
+
+    def __repr__(self) -> str:
+        return "NO_READING"
+
+
+NO_READING: Final = _NoReading()
+
+
+def official_reading(text: str) -> Any:
+    """A reply read exactly as SOP-Maze's published scorer reads it before validating it: the
+    text mended by ``json-repair``'s ``repair_json`` (``ensure_ascii=False``), then that JSON
+    text decoded by ``json_repair.loads``. The value is whatever that yields, an object or not:
+    a list where the reply holds several objects, ``""`` where it holds no JSON at all; and
+    :data:`NO_READING` where the reading raised (the official scorer grades that 0).
+
+    Unlike :func:`parse_reply`, nothing is picked out of the value: the official grade validates
+    it whole against the item's schema."""
+    try:
+        return json_repair.loads(json_repair.repair_json(text, ensure_ascii=False))
+    except Exception:  # the official scorer catches every error of its reading alike
+        return NO_READING
 
 
 def parse_reply(text: str) -> JSON | None:

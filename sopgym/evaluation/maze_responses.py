@@ -49,7 +49,7 @@ def _same_name(name: str) -> str:
 def imported_files() -> dict[str, list[tuple[str, Path]]]:
     """The imported SOP-Maze domains by the name of the file each was imported from."""
     # imported when read: the importers build on evaluation's scorers, not the reverse
-    from sopgym.importers.index import ImportIndexError, read_index
+    from sopgym.core.import_index import ImportIndexError, read_index
 
     try:
         index = read_index()

@@ -436,6 +436,7 @@ def write_reports(
     return paths
 
 
+
 # ---- the failed tasks, one by one ----
 DRILLDOWN_TITLE = "Failed tasks: wrong fields and calls"
 ARGUMENTS_SHOWN = 300  # characters of a call's arguments in the drill-down

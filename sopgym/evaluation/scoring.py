@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sopgym.core.errors import DOWN_CODE, FAULT_CODES, HUNG_CODE, INFRA_CODES
@@ -28,42 +28,11 @@ from sopgym.core.tasks import Gold, Task
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation import profiles
 from sopgym.evaluation.scorers import Case, Score, scorers_for
+from sopgym.runs.records import TaskScore
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
     from sopgym.core.domain import DomainPack
-
-
-@dataclass
-class TaskScore:
-    task_id: str
-    domain: str
-    completed: bool
-    success: bool
-    fields: dict[str, bool] = field(default_factory=dict)
-    # None: not applicable, the task has no reference calls (an imported benchmark)
-    tool_precision: float | None = 0.0
-    tool_recall: float | None = 0.0
-    tool_f1: float | None = 0.0
-    calls: int = 0
-    gold_calls: int | None = 0
-    errors: dict[str, int] = field(default_factory=dict)
-    order_violations: int = 0
-    # every scorer's result by name: {"value", "metrics", "explanation", "gates"}
-    scores: dict[str, JSON] = field(default_factory=dict)
-    infra_error: str | None = None  # the cause, when the infrastructure failed the episode
-    faults: int = 0  # calls answered by an injected fault (retried by the agent)
-    answered_without_tools: bool = False  # the model answered before any tool call
-    # gating scorers that apply but could not judge (no final state of an episode played
-    # elsewhere): such an episode is never a success; ``undecided`` when it passed every
-    # gate that could be judged (it might be one), and counted apart in the summary
-    unjudged: list[str] = field(default_factory=list)
-    undecided: bool = False
-    # the papers' own verdicts on the same episode, per profile (sopgym.evaluation.profiles)
-    paper: dict[str, JSON] = field(default_factory=dict)
-
-    def to_json(self) -> JSON:
-        return asdict(self)
 
 
 def _failed_calls(calls: list[CallRecord]) -> tuple[list[CallRecord], list[CallRecord]]:
@@ -105,7 +74,7 @@ def score_episode(
     :mod:`sopgym.evaluation.profiles`; ``agent_error`` is what the agent's worker said ended
     the episode, which SOP-Bench's completion rule reads)."""
     score = strict_score(domain, task, trajectory, gold, infra_error)
-    score.paper = profiles.verdicts(task.domain, trajectory, gold, score, agent_error)
+    score.paper = profiles.verdicts(domain, trajectory, gold, score, agent_error)
     return score
 
 

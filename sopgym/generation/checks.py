@@ -1,5 +1,5 @@
 """The gates that run generated code. Each function here runs in a child process
-(:func:`sopgym.importers.isolated.run_isolated`, killed past its time limit), never in the
+(:func:`sopgym.core.isolated.run_isolated`, killed past its time limit), never in the
 ``sopgym generate`` process, and returns the problems it found as plain tuples
 ``(gate, artifact, message, stage to retry)`` so that nothing but strings crosses back.
 """

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.core.domain import DomainPack, GeneratedData, Generator, Policy
+from sopgym.core.import_index import ImportEntry, register
+from sopgym.core.imported import GENERATED_PREFIX
 from sopgym.core.tools import Tool, tool
-from sopgym.importers import GENERATED_PREFIX
-from sopgym.importers.index import ImportEntry, register
 
 PACK_FILE = "pack.json"  # {"name": "generated/<slug>", "title": ...}, written by the pipeline
 SCHEMA_FILE = "schema.json"

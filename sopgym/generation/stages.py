@@ -21,6 +21,7 @@ from typing import Any
 
 import jsonschema
 
+from sopgym.core.isolated import IsolatedTimeout, run_isolated
 from sopgym.generation import checks
 from sopgym.generation.pack import (
     DISTRACTORS_FILE,
@@ -31,7 +32,6 @@ from sopgym.generation.pack import (
     read_json,
     register_pack,
 )
-from sopgym.importers.isolated import IsolatedTimeout, run_isolated
 
 SPEC_KEYS = {"description", "input_schema", "output_schema"}
 

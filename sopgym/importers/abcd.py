@@ -233,19 +233,34 @@ def _sections(
 
 
 def _render(flow: JSON, steps: Any, section: str, folder: Path) -> str:
-    """A section as text: the flow's description, the subflow's instructions, one line per
-    action (``[Button] text (subtext)``); never a Python repr."""
+    """A section as text, never a Python repr: the flow's description, the subflow's first
+    instruction, one line per action (``- [Button] text``, its subtext below it), then the
+    other instructions. The published subflows hold two instructions, an opening ("Start by
+    asking for the refund reason. Then ... perform the following actions") and a wrap-up ("As
+    always, wrap up by ..."), so the wrap-up follows the actions."""
     try:
         lines = [str(flow.get("description") or "").strip()]
-        lines += [str(line).strip() for line in steps.get("instructions") or []]
+        instructions = [str(line).strip() for line in steps.get("instructions") or []]
+        lines += instructions[:1]
         for action in steps["actions"]:
-            subtext = str(action.get("subtext") or "").strip()
-            lines.append(f"- [{action['button']}] {action['text']}".rstrip()
-                         + (f" ({subtext})" if subtext else ""))  # fmt: skip
+            lines += _action_lines(action)
+        lines += instructions[1:]
     except (KeyError, TypeError, AttributeError):
         raise AbcdError(f"{folder / 'guidelines.json'}: {section}: actions must be objects with "
                         f"button and text") from None  # fmt: skip
     return "\n".join(line for line in lines if line)
+
+
+def _action_lines(action: JSON) -> list[str]:
+    """An action's lines: ``- [Button] text``, then its subtext. The published files hold the
+    subtext as a list of steps, one indented line each (``  - Email Address``); a single string
+    stays on the action's line in brackets."""
+    head = f"- [{action['button']}] {action['text']}".rstrip()
+    subtext = action.get("subtext")
+    if isinstance(subtext, list):
+        return [head, *(f"  - {step}" for step in map(str, subtext) if step.strip())]
+    text = str(subtext or "").strip()
+    return [head + (f" ({text})" if text else "")]
 
 
 def _resolve(ids: dict[tuple[str, str], str], flow: str, subflow: str) -> str | None:

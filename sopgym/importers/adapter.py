@@ -83,6 +83,7 @@ def build_domain(
         output_schema=columns_schema(bench, bench.output_columns),
         sop_files={"clean": SOP},
         reference_policy=False,
+        paper_profiles=("sopbench",),  # SOP-Bench's own definitions re-read every import
         source_digest=_digest(bench.folder, input_columns),
         empty_expected=empty_expected,
     )

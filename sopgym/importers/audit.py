@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sopgym.agents.baseline_policy import flatten, key
 from sopgym.core.errors import ToolError
 from sopgym.core.schema import ArgumentValidator
 from sopgym.core.tools import ToolSpec
@@ -20,7 +21,6 @@ from sopgym.evaluation.scorers.fields import values_match
 from sopgym.importers.bridge import NOT_FOUND, ToolsBridge, ToolsLoadError, json_value
 from sopgym.importers.findings import KINDS, Finding, defects
 from sopgym.importers.layout import CSV, TOOLS, Benchmark, read_benchmark
-from sopgym.importers.policy import flatten, key
 from sopgym.importers.tasks import empty_outputs
 from sopgym.types import JSON
 

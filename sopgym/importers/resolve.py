@@ -11,9 +11,9 @@ from pathlib import Path
 
 from sopgym.core.domain import DomainPack
 from sopgym.core.errors import UnknownDomainError
+from sopgym.core.import_index import ImportIndexError, read_index
 from sopgym.importers import ABCD_PREFIX, GENERATED_PREFIX, MAZE_PREFIX
 from sopgym.importers.adapter import ImportedDomain, build_domain
-from sopgym.importers.index import ImportIndexError, read_index
 from sopgym.importers.layout import Benchmark, read_benchmark
 from sopgym.importers.tasks import InputColumnsError, input_columns_for
 

@@ -52,9 +52,9 @@ from sopgym.core.dialogue import DIALOGUE
 from sopgym.core.exceptions import DataError
 from sopgym.core.registry import load_domain
 from sopgym.core.trajectory import Trajectory
-from sopgym.evaluation.inspect_log import SUCCESS, tool_infos, verdict
 from sopgym.evaluation.scorers import scorers_for
 from sopgym.evaluation.scoring import score_episode
+from sopgym.interop.inspect_log import SUCCESS, tool_infos, verdict
 from sopgym.interop.inspect_model import TaskArgumentError, want_domains
 from sopgym.types import JSON
 

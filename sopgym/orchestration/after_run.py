@@ -11,8 +11,8 @@ from rich.markup import escape
 from sopgym.evaluation.explain import because_line
 from sopgym.evaluation.report import print_two_stage
 from sopgym.evaluation.run_figures import teller_view
-from sopgym.orchestration.runner import RunPaths
 from sopgym.orchestration.runs import results
+from sopgym.runs.folder import RunPaths
 from sopgym.terminal import console, stdout
 
 SLOW_STEP_S = 10.0  # a real model's turn this slow prints its step line off a terminal

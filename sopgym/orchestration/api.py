@@ -2,7 +2,7 @@
 
 ``sopgym.run(RunConfig(domains=["patient_intake"], agent="oracle"))`` validates the config,
 prepares the run folder, runs every selected task through the real stack and returns the run's
-summary, a typed :class:`~sopgym.evaluation.records.RunSummary` (what ``summary.json`` holds,
+summary, a typed :class:`~sopgym.runs.records.RunSummary` (what ``summary.json`` holds,
 and ``run_dir``). The ``sopgym run`` command is a thin layer over the same
 functions: it adds the progress bar, ``--resume`` and the one-line refusals.
 
@@ -25,9 +25,9 @@ import msgspec
 from sopgym.core.exceptions import UsageError
 from sopgym.core.registry import load_domain, select_domains
 from sopgym.core.tasks import Task
-from sopgym.evaluation.records import RunSummary
-from sopgym.orchestration.runner import Attempt, RunConfig, Runner, new_run_id
+from sopgym.orchestration.runner import Attempt, Runner, new_run_id
 from sopgym.orchestration.steps import StepFollower
+from sopgym.runs.records import RunConfig, RunSummary
 
 # The agents whose catalog ``tool_retrieval`` narrows (the others are not given a catalog).
 RETRIEVAL_AGENTS = ("fc", "mcp")
@@ -41,12 +41,13 @@ def validate(config: RunConfig) -> RunConfig:
     or :class:`UsageError` saying what cannot run. Loads the domains and the agent, so a
     mistake is refused before any process starts."""
     from sopgym.agents import resolve_agent
+    from sopgym.client.transports import transport
     from sopgym.importers.resolve import run_refusal
     from sopgym.orchestration.refusals import (
         base_url_refusal,
-        check_model_spec,
         unknown_fault_tools,
     )
+    from sopgym.services.model.profiles import check_model_spec
 
     if not config.domains:
         raise UsageError("no domains: name at least one (a name, a family, 'all' or a glob)")
@@ -67,6 +68,7 @@ def validate(config: RunConfig) -> RunConfig:
             f"(its variants: {', '.join(lacking[0].sop_files)})"
         )
     resolve_agent(config.agent)  # a name, a plug-in or module:Class, loaded before anything
+    transport(config.transport)  # likewise
     check_model_spec(config.model)
     refusal = base_url_refusal(config.base_url)
     if refusal:
@@ -138,7 +140,7 @@ class PreparedRun:
 
 def prepare(runner: Runner, *, repair: bool = False, retry_infra: bool = False) -> PreparedRun:
     """Lock the run, apply ``repair`` / ``retry_infra`` and list its tasks and those to run.
-    Raises :class:`~sopgym.orchestration.runner.RunLocked` (another runner holds it),
+    Raises :class:`~sopgym.runs.folder.RunLocked` (another runner holds it),
     :class:`~sopgym.core.jsonio.CorruptRow` (rerun with ``repair``) or
     :class:`~sopgym.orchestration.selection.SelectionError`."""
     tasks = runner.prepare()
@@ -206,10 +208,11 @@ def score(
     """Score responses produced elsewhere (a file or a folder of them, in the ``reader``
     format; detected when None) against the tasks ``domains`` select, into a new run folder
     that ``report``, ``view`` and ``compare`` read; its summary, with ``run_dir`` added.
-    :func:`sopgym.evaluation.external.score_into_run` under ``sopgym score``; refusals
+    :func:`sopgym.orchestration.score.score_into_run` under ``sopgym score``; refusals
     (an unknown format or domain, an unreadable path, a folder that exists) are
     :class:`UsageError` before anything is written."""
-    from sopgym.evaluation.external import EXTERNAL_AGENT, score_into_run
+    from sopgym.evaluation.external import EXTERNAL_AGENT
+    from sopgym.orchestration.score import score_into_run
 
     config = RunConfig(domains=select_domains(domains), agent=EXTERNAL_AGENT, model=model,
                        workers=0, trace=False, task_ids=task_ids, match=match, sample=sample,

@@ -29,8 +29,8 @@ import orjson
 
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.tasks import Task
-from sopgym.evaluation.records import WorkerReport
 from sopgym.orchestration.processes import ManagedProcess
+from sopgym.runs.records import WorkerReport
 
 Attempt = tuple[Task, int]  # a task and which trial of it
 

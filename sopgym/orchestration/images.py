@@ -80,7 +80,10 @@ PRUNE: dict[str, tuple[str, ...]] = {
 # What each image must import (checked at build time, ``python images.py check ROLE``): the
 # modules its commands run, so a dependency missing from ROLES fails the build, not the run.
 IMPORTS: dict[str, tuple[str, ...]] = {
-    "tools": ("sopgym.cli", "sopgym.services.tools.app", "sopgym.serving"),
+    # imported benchmarks load through an entry point (sopgym.core.registry), not an import:
+    # the images that serve or score them name their loader here
+    "tools": ("sopgym.cli", "sopgym.services.tools.app", "sopgym.serving",
+              "sopgym.importers.resolve"),
     "gateway": (
         "sopgym.cli",
         "sopgym.gateway.app",
@@ -99,13 +102,14 @@ IMPORTS: dict[str, tuple[str, ...]] = {
         "sopgym.client.over_mcp",
         "sopgym.orchestration.shards",
     ),
-    "model": ("sopgym.cli", "sopgym.services.model.app"),
+    "model": ("sopgym.cli", "sopgym.services.model.app", "sopgym.importers.resolve"),
     "user": ("sopgym.cli", "sopgym.services.user.app", "sopgym.services.user.llm_user"),
     "observability": (
         "sopgym.cli",
         "sopgym.observability.collector",
-        "sopgym.evaluation.cli",
+        "sopgym.cli.evaluate",
         "sopgym.orchestration.runner",
+        "sopgym.importers.resolve",
     ),
 }
 # Which domain packs each image loads (every pack is imported, as its commands do when they

@@ -29,10 +29,10 @@ import httpx
 
 from sopgym.agents.worker import EpisodePool, TraceDelivery
 from sopgym.core.exceptions import InfrastructureError, UsageError
-from sopgym.evaluation.records import WorkerReport
 from sopgym.observability import tracing
 from sopgym.orchestration.leases import EXIT_DONE, EXIT_INFRA, EXIT_USAGE
 from sopgym.orchestration.shards import Outage, fetch_record, is_outage
+from sopgym.runs.records import WorkerReport
 from sopgym.types import JSON
 
 RETRY_S = 0.5  # between tries of a request the run service did not answer

@@ -37,7 +37,7 @@ class EndpointWatch:
 
     def check(self, cause: str, error_type: str | None = None) -> str | None:
         """After a task failed for ``cause`` (``error_type``: the class of the worker's error,
-        :attr:`~sopgym.evaluation.records.WorkerReport.error_type`), probe the endpoints (one
+        :attr:`~sopgym.runs.records.WorkerReport.error_type`), probe the endpoints (one
         thread at a time; a later caller sees the verdict) and return why the remaining tasks
         cannot run, if so."""
         with self._probing:

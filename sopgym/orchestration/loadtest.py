@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from sopgym.agents.metrics import EpisodeFacts, episode_facts
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import transport
 from sopgym.core.exceptions import InfrastructureError
-from sopgym.evaluation.records import Job, WorkerReport, given
 from sopgym.evaluation.stats import percentiles
 from sopgym.orchestration.dispatch import SharedWorker
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, sopgym_command
+from sopgym.runs.records import Job, WorkerReport, given
 from sopgym.types import JSON
 
 FAILURES_KEPT = 20  # failed episodes whose error text the report shows
@@ -215,7 +215,7 @@ class Loadtest:
         from sopgym.orchestration.stack import embedded_stack
 
         config, logs = self.config, self.out_dir / "logs"
-        door = TRANSPORTS[config.transport]
+        door = transport(config.transport)
         with contextlib.ExitStack() as stack:
             if config.gateway is None:
                 embedded = stack.enter_context(

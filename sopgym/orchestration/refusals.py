@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sopgym.core.exceptions import UsageError
-
 
 def unknown_fault_tools(faults: str | None, domains: Iterable[Any]) -> str | None:
     """The refusal of a ``--faults`` spec naming a tool no domain of the run has (it would
@@ -39,17 +37,3 @@ def base_url_refusal(base_url: str | None) -> str | None:
         return None
     bare = base_url.split("://", 1)[-1]
     return f"--base-url {base_url!r} has no http:// or https://: did you mean http://{bare} ?"
-
-
-def check_model_spec(spec: str) -> None:
-    """:class:`UsageError` for a model spec that cannot parse (or a scripted model's profile
-    that does not); whether the model answers is checked later (:meth:`Runner.check_model`)."""
-    from sopgym.agents.models import ModelUnavailable, is_scripted, parse_model_spec
-    from sopgym.services.model.profiles import ProfileError, parse_profile
-
-    try:
-        parse_model_spec(spec)
-        if is_scripted(spec):
-            parse_profile(spec.partition(":")[2])
-    except (ModelUnavailable, ProfileError) as error:
-        raise UsageError(f"--model: {error}") from None

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sopgym.core.access import SERVICE_SECRET_ENV, new_secret
+from sopgym.core.access import ADMIN_TOKEN_ENV, SERVICE_SECRET_ENV, new_secret
 from sopgym.core.exceptions import UsageError
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
-from sopgym.orchestration.stack import ADMIN_TOKEN_ENV, Stack, start_model_server
+from sopgym.orchestration.stack import Stack, start_model_server
 
 # TCP mode, round robin over connections: as a Kubernetes Service (kube-proxy) balances
 HAPROXY_CONFIG = """\

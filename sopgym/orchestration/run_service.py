@@ -36,8 +36,8 @@ from starlette.concurrency import run_in_threadpool
 
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.tasks import Task
-from sopgym.evaluation.records import RunConfig, WorkerReport
 from sopgym.orchestration.leases import LEASE_FILE, LEASE_S, MAX_LAPSES, LeaseRefused, LeaseStore
+from sopgym.runs.records import RunConfig, WorkerReport
 from sopgym.types import JSON
 
 
@@ -158,10 +158,11 @@ class RunService:
         summary.unknown_task_rows = 0  # refused at the door: a result names a task of the run
         write_atomic(paths.summary, dumps(summary.to_json()))
         if report:
-            from sopgym.orchestration.scaleout import TRACE_SETTLE_S, _write_report
+            from sopgym.orchestration.run_report import write_report_if_traced
+            from sopgym.orchestration.scaleout import TRACE_SETTLE_S
 
             time.sleep(TRACE_SETTLE_S)  # the last spans are still in the exporters' batches
-            _write_report(self.run_dir, self.data_root)
+            write_report_if_traced(self.run_dir, self.data_root)
         return summary.to_json()
 
     def _scored(self, task: Task, trial: int, line: JSON) -> JSON:

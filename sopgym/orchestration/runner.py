@@ -16,9 +16,7 @@ yet are recorded as such infrastructure errors at once instead of each failing i
 from __future__ import annotations
 
 import atexit
-import fcntl
 import functools
-import os
 import queue
 import secrets
 import shutil
@@ -27,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -35,22 +33,35 @@ import orjson
 from opentelemetry import trace
 from opentelemetry.trace import Span, use_span
 
-from sopgym.agents import oracle, uses_model
+from sopgym.agents import is_ours, oracle, uses_model
 from sopgym.agents.models import ModelSpec, parse_model_spec, preflight
 from sopgym.client import GatewayClient, GatewayError, InfraError
-from sopgym.client.transports import TRANSPORTS
+from sopgym.client.transports import TRANSPORTS, transport
 from sopgym.core import dataset
 from sopgym.core.dataset import DomainData
-from sopgym.core.exceptions import UsageError
-from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
+from sopgym.core.jsonio import JsonlAppender
 from sopgym.core.outcomes import INFRA_ERROR, outcome
+from sopgym.core.plugins import user_import_path
 from sopgym.core.registry import load_domain
 from sopgym.core.tasks import Task
 from sopgym.core.trajectory import Trajectory
 from sopgym.evaluation.breakdown import tags
 from sopgym.evaluation.llm_usage import llm_figures, read_prices
 from sopgym.evaluation.paper_figures import summary_figures
-from sopgym.evaluation.records import (  # RunConfig: re-exported
+from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
+from sopgym.evaluation.stats import tsr_intervals
+from sopgym.evaluation.trials import TrialOutcome, summarize_trials
+from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
+from sopgym.observability.task_spans import TaskSpans, set_outcome
+from sopgym.orchestration.dispatch import Attempt, WorkerLink
+from sopgym.orchestration.liveness import EndpointWatch
+from sopgym.orchestration.processes import ManagedProcess, sopgym_command
+from sopgym.orchestration.provenance import provenance
+from sopgym.orchestration.selection import select_tasks
+from sopgym.orchestration.stack import Stack, embedded_stack
+from sopgym.runs.folder import RunFolder
+from sopgym.runs.records import (
+    Job,
     RunConfig,
     RunSummary,
     WorkerReport,
@@ -58,18 +69,6 @@ from sopgym.evaluation.records import (  # RunConfig: re-exported
     read_results,
     take_token_turns,
 )
-from sopgym.evaluation.scoring import TaskScore, score_episode, summarize
-from sopgym.evaluation.stats import tsr_intervals
-from sopgym.evaluation.trials import TrialOutcome, summarize_trials
-from sopgym.observability.semconv import CAPTURE_MESSAGES_ENV
-from sopgym.observability.task_spans import TaskSpans, set_outcome
-from sopgym.orchestration.dispatch import Attempt, WorkerLink
-from sopgym.orchestration.jobs import Job, trial_seed  # noqa: F401 - trial_seed: re-exported
-from sopgym.orchestration.liveness import EndpointWatch
-from sopgym.orchestration.processes import ManagedProcess, sopgym_command
-from sopgym.orchestration.provenance import provenance
-from sopgym.orchestration.selection import select_tasks
-from sopgym.orchestration.stack import Stack, embedded_stack
 from sopgym.types import JSON
 
 
@@ -83,63 +82,21 @@ WORKER_GRACE_S = 5.0  # past --task-timeout, how long a worker may take to repor
 INTERRUPT_GRACE_S = 2.0
 
 
-class RunLocked(UsageError, RuntimeError):
-    """Another runner holds this run."""
-
-
-@dataclass
-class RunPaths:
-    root: Path
-
-    @property
-    def config(self) -> Path:
-        return self.root / "config.json"
-
-    @property
-    def results(self) -> Path:
-        return self.root / "results.jsonl"
-
-    @property
-    def summary(self) -> Path:
-        return self.root / "summary.json"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def traces(self) -> Path:
-        return self.root / "traces"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / "run.lock"
-
-    @property
-    def tokens(self) -> Path:
-        """Each model turn's token ids and logprobs, with --record-tokens (docs/tokens.md)."""
-        return self.root / "tokens.jsonl"
-
-    @property
-    def injections(self) -> Path:
-        """The scripted model's log of the mistakes it injected, per task."""
-        return self.root / "injections.jsonl"
-
-
 Progress = Callable[[JSON], None]
 
 
 class Runner:
     def __init__(self, config: RunConfig, run_dir: Path, data_root: Path | None = None) -> None:
-        self.config, self.paths, self.data_root = config, RunPaths(run_dir), data_root
+        self.config, self.data_root = config, data_root
+        self.folder = RunFolder(run_dir)  # every file of the run is written through it
+        self.paths = self.folder.paths
         self.data: dict[str, DomainData] = {}
         self._model_checked = False
-        self._lock_fd: int | None = None
         self.interrupted: list[Attempt] = []  # in flight at Ctrl-C/SIGTERM, not recorded
         # wall seconds of the last execute() by phase; "scoring" is spent within "tasks"
         self.phases: dict[str, float] = {}
         # every (domain, task, trial) the run selected, once prepared: a row for another is
-        # refused by the readers (sopgym.evaluation.records)
+        # refused by the readers (sopgym.runs.records)
         self.planned: set[tuple[str, str, int]] | None = None
 
     # ---- preparation ----
@@ -158,35 +115,14 @@ class Runner:
             seed=self.config.seed,
         )
         self.planned = {(t.domain, t.id, n) for t in tasks for n in range(self.config.trials)}
-        self.paths.root.mkdir(parents=True, exist_ok=True)
-        self._take_lock()
-        if not self.paths.config.exists():
-            recorded = {
-                **self.config.to_json(),
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "task_count": len(tasks),  # before a summary exists, `sopgym runs` counts on it
-                "provenance": provenance(self.config.domains),
-            }
-            write_atomic(self.paths.config, dumps(recorded))
+        self.folder.lock()
+        self.folder.write_config(
+            self.config,
+            created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            task_count=len(tasks),  # before a summary exists, `sopgym runs` counts on it
+            provenance=provenance(self.config.domains),
+        )
         return tasks
-
-    def _take_lock(self) -> None:
-        """Hold ``run.lock`` for this process's life (the kernel drops it when we die, even by
-        SIGKILL): a second runner on the same run would run every pending task twice."""
-        if self._lock_fd is not None:
-            return
-        fd = os.open(self.paths.lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise RunLocked(
-                f"run {self.paths.root.name} is in use by another runner (pid {holder})"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._lock_fd = fd
 
     def replan(self, tasks: list[Task], **recorded: object) -> None:
         """Change the prepared run's config (``RunConfig`` fields such as ``trials`` or
@@ -195,15 +131,12 @@ class Runner:
         fields = {k: v for k, v in recorded.items() if k in RunConfig.field_names()}
         self.config = msgspec.structs.replace(self.config, **fields)
         self.planned = {(t.domain, t.id, n) for t in tasks for n in range(self.config.trials)}
-        config = orjson.loads(self.paths.config.read_bytes())
-        write_atomic(self.paths.config, dumps({**config, **recorded}))
+        self.folder.update_config(**recorded)
 
     def release(self) -> None:
         """Let go of ``run.lock`` before this process ends (``sopgym score`` called in a
         process that lives on: the folder then reads as finished, not running)."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self.folder.release()
 
     def repair(self) -> None:
         """Drop the corrupt rows of results.jsonl: not JSON objects, not result rows, a task
@@ -217,7 +150,7 @@ class Runner:
         rows = read_results(self.paths.results, repair=True, planned=self.planned)
         kept = [r for r in rows if r.get("status") != INFRA_ERROR]
         if len(kept) < len(rows):
-            write_atomic(self.paths.results, b"".join(dumps(r) + b"\n" for r in kept))
+            self.folder.write_results(kept)
         return len(rows) - len(kept)
 
     def pending(self, tasks: list[Task]) -> list[Attempt]:
@@ -247,7 +180,7 @@ class Runner:
                 traces=self.paths.traces if self.config.trace else None,
                 model=self.config.model if model is not None else None,
                 injection_log=self.paths.injections,
-                grpc=TRANSPORTS[self.config.transport].needs_grpc_door,
+                grpc=transport(self.config.transport).needs_grpc_door,
                 seed=self.config.seed,
                 faults=self.config.faults,
                 service_groups=self.config.service_groups,
@@ -274,7 +207,6 @@ class Runner:
         processes = max(1, min(self.config.workers, in_flight))
         for _ in range(processes):
             jobs.put(None)
-        appender = JsonlAppender(self.paths.results)
         token_log: list[JsonlAppender] = []  # tokens.jsonl, opened at the first recorded turn
         lock = threading.Lock()
         admin = GatewayClient(stack.gateway_url)
@@ -304,7 +236,7 @@ class Runner:
                     token_log.append(JsonlAppender(self.paths.tokens))
                 for turn in turns:  # before the row: a resumed task's turns are never lost
                     token_log[0].append(turn)
-                appender.append(row)
+                self.folder.append_result(row)
             if progress:
                 progress(row)
             if row["status"] == INFRA_ERROR and watch.down is None:
@@ -362,7 +294,7 @@ class Runner:
             raise
         finally:
             if not any(t.is_alive() for t in threads):  # never close under a writer
-                appender.close()
+                self.folder.close_results()
                 for log in token_log:
                     log.close()
             admin.close()
@@ -382,7 +314,7 @@ class Runner:
         ).to_json()  # fmt: skip
 
     def _spawn_worker(self, stack: Stack, index: int, concurrency: int = 1) -> ManagedProcess:
-        gateway = TRANSPORTS[self.config.transport].address(stack)
+        gateway = transport(self.config.transport).address(stack)
         argv = sopgym_command(
             "agent-worker",
             "--gateway",
@@ -401,14 +333,18 @@ class Runner:
             orjson.dumps(self._agent_options(stack)).decode(),
         )
         env = {**stack.env, CAPTURE_MESSAGES_ENV: str(self.config.capture_messages).lower()}
-        if ":" in self.config.agent:  # module:Class: found from the user's folder, as here
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (os.getcwd(), os.environ.get("PYTHONPATH", "")) if p
-            )
+        if self._uses_user_code():  # the worker starts in an empty folder: give it the user's
+            env["PYTHONPATH"] = user_import_path()
         return stack.group.start(
             f"worker-{index}", argv, stack.logs / f"worker-{index}.log", env=env, pipes=True,
             cwd=worker_folder(),
         )  # fmt: skip
+
+    def _uses_user_code(self) -> bool:
+        """Whether an agent worker imports code of the user's: a plug-in agent or transport
+        (``module:attr``, or an entry point of a package installed beside it). Packs are
+        never imported there: a job carries its task and, for the oracle, its replay."""
+        return not (is_ours(self.config.agent) and self.config.transport in TRANSPORTS)
 
     def check_model(self) -> None:
         """Fail with one line (:class:`ModelUnavailable`) when the run's model cannot be used:
@@ -548,8 +484,7 @@ class Runner:
         tagged = {(t.domain, t.id): tags(self.data[t.domain].gold[t.id]) for t in tasks}
         if paper := summary_figures(tasks, scores, tagged):  # the papers' own tables
             summary.paper = {**summary.paper, **paper}
-        write_atomic(self.paths.summary, dumps(summary.to_json()))
-        return summary
+        return self.folder.write_summary(summary)
 
 
 @functools.cache

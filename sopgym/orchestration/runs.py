@@ -3,7 +3,7 @@ show | export``, ``sopgym view`` and the report's header.
 
 Only the folder's own files are read (``config.json``, ``results.jsonl``, ``summary.json``,
 ``run.lock``, ``traces/``), so a folder copied from another machine or a Kubernetes volume
-reads the same. A :class:`RunFolder` re-reads a file only when its size or modification time
+reads the same. A :class:`RunReader` re-reads a file only when its size or modification time
 changed, so a page over a large run stays quick while a run still appends to it.
 """
 
@@ -22,9 +22,9 @@ import orjson
 from sopgym.agents import uses_model
 from sopgym.core.exceptions import UsageError
 from sopgym.core.outcomes import outcome as episode_outcome
-from sopgym.evaluation.records import read_results
 from sopgym.evaluation.scoring import TaskScore, aggregate, summarize
-from sopgym.orchestration.runner import RunConfig, RunPaths
+from sopgym.runs.folder import RunPaths
+from sopgym.runs.records import RunConfig, read_results
 from sopgym.types import JSON
 
 RUNNING, FINISHED, INTERRUPTED = "running", "finished", "interrupted"
@@ -116,7 +116,7 @@ def read_json_object(path: Path) -> JSON:
 
 def results(paths: RunPaths) -> list[JSON]:
     """Every recorded episode (a torn last line, still being written, is left out); a corrupt
-    row (not JSON, not a :class:`sopgym.evaluation.records.ResultRow`, or a task recorded
+    row (not JSON, not a :class:`sopgym.runs.records.ResultRow`, or a task recorded
     twice) raises :class:`sopgym.core.jsonio.CorruptRow` naming file and line."""
     return read_results(paths.results)
 
@@ -204,7 +204,7 @@ class _Cached:
     value: Any
 
 
-class RunFolder:
+class RunReader:
     """One run folder, read lazily and re-read when its files change."""
 
     def __init__(self, path: Path) -> None:
@@ -311,7 +311,7 @@ class RunInfo:
 
 def read_run(root: Path) -> RunInfo:
     """The run in ``root``; :class:`RunFolderError` when its config cannot be read."""
-    folder = RunFolder(root)
+    folder = RunReader(root)
     config = folder.run_config()
     rows = folder.rows()
     summary = folder.summary()

@@ -10,7 +10,7 @@ run`` does, so a run sharded over a cluster reads like any other run.
 Files under ``<run>/shards/`` (one set per shard):
 
 * ``shard-0003-of-0008.jsonl``: ``{"report": <worker report>, "record": <episode record>}``
-  (the report: a :class:`~sopgym.evaluation.records.WorkerReport` without its token)
+  (the report: a :class:`~sopgym.runs.records.WorkerReport` without its token)
   per task, appended as tasks finish (a restarted shard skips the tasks it already has);
 * ``shard-0003-of-0008.json``: the shard's settings and progress, ``finished_at`` once done;
 * ``shard-0003-of-0008.claim``: who works the shard. In ``auto`` mode (compose replicas have
@@ -55,7 +55,7 @@ from sopgym.core.errors import DOWN_CODE
 from sopgym.core.exceptions import InfrastructureError
 from sopgym.core.jsonio import JsonlAppender, dumps, read_jsonl_prefix, write_atomic
 from sopgym.core.outcomes import INFRA_ERROR
-from sopgym.evaluation.records import Job, RunSummary, WorkerReport, given
+from sopgym.runs.records import Job, RunSummary, WorkerReport, given
 from sopgym.types import JSON
 
 SHARD_DIR = "shards"
@@ -647,7 +647,8 @@ def merge(
     once, which claims prevent; or copied by hand) is merged once, and counted under
     ``duplicate_task_rows``.
     """
-    from sopgym.orchestration.runner import RunConfig, Runner
+    from sopgym.orchestration.runner import Runner
+    from sopgym.runs.records import RunConfig
 
     metas = wait_for_shards(run_dir, shards, wait_s, log, stall_s)
     if not metas:

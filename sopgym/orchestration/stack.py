@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sopgym.agents.models import is_scripted
-from sopgym.core.access import SERVICE_SECRET_ENV, make_undumpable, new_secret
+from sopgym.core.access import ADMIN_TOKEN_ENV, SERVICE_SECRET_ENV, make_undumpable, new_secret
 from sopgym.core.imported import PREFIXES as IMPORTED_PREFIXES
 from sopgym.core.imported import TOOL_SEED_ENV
 from sopgym.core.registry import load_domain
 from sopgym.gateway.local import is_tool_free
 from sopgym.orchestration.processes import ManagedProcess, ProcessGroup, free_port, sopgym_command
 from sopgym.services.tools.group import mount_path
-
-ADMIN_TOKEN_ENV = "SOPGYM_ADMIN_TOKEN"
 
 
 @dataclass

@@ -12,7 +12,7 @@ from fastapi.staticfiles import StaticFiles
 
 from sopgym.core.jsonio import CorruptRow
 from sopgym.core.outcomes import SUCCESS
-from sopgym.orchestration.runs import RUNNING, RunFolder, outcome
+from sopgym.orchestration.runs import RUNNING, RunReader, outcome
 from sopgym.viewer import live, pages
 from sopgym.viewer.catalog import RunCatalog
 from sopgym.viewer.traces import episode_traces
@@ -33,7 +33,7 @@ def create_app(catalog: RunCatalog, jaeger_ui: str | None = None) -> FastAPI:
         # a results row that is not JSON: say where, as the CLI does (never a traceback)
         return HTMLResponse(pages.error_page("unreadable run", str(error)), status_code=422)
 
-    def run_or_none(run_id: str) -> RunFolder | None:
+    def run_or_none(run_id: str) -> RunReader | None:
         return catalog.get(run_id)
 
     @app.get("/favicon.ico", include_in_schema=False)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
-from sopgym.orchestration.runs import RunFolder
+from sopgym.orchestration.runs import RunReader
 from sopgym.types import JSON
 
 
-def planned(run: RunFolder) -> int | None:
+def planned(run: RunReader) -> int | None:
     """The episodes the run plans (tasks x trials), as its config recorded them; None when it
     did not (older runs)."""
     config = run.config()
@@ -19,7 +19,7 @@ def planned(run: RunFolder) -> int | None:
 
 
 def eta_seconds(
-    run: RunFolder, recorded: int, total: int | None, now: float | None = None
+    run: RunReader, recorded: int, total: int | None, now: float | None = None
 ) -> float | None:
     """Seconds left at the pace so far (time since the run was created per recorded
     episode); None before the first episode or without a planned total."""
@@ -33,7 +33,7 @@ def eta_seconds(
     return round(elapsed / recorded * max(0, total - recorded), 1)
 
 
-def progress(run: RunFolder, recorded: int) -> JSON:
+def progress(run: RunReader, recorded: int) -> JSON:
     total = planned(run)
     return {"planned": total, "eta_s": eta_seconds(run, recorded, total)}
 

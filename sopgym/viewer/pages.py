@@ -32,7 +32,7 @@ from sopgym.evaluation.svg import bar_chart
 from sopgym.orchestration.runs import (
     INTERRUPTED,
     RUNNING,
-    RunFolder,
+    RunReader,
     episode_tokens,
     outcome,
     task_key,
@@ -82,17 +82,17 @@ def page(title: str, body: str, crumbs: Sequence[tuple[str, str]] = ()) -> str:
     )
 
 
-def run_link(run: RunFolder) -> str:
+def run_link(run: RunReader) -> str:
     return f"/runs/{run.id}"
 
 
-def task_link(run: RunFolder, row: JSON) -> str:
+def task_link(run: RunReader, row: JSON) -> str:
     domain, task_id, trial = task_key(row)
     query = urlencode({"domain": domain, "task": task_id, "trial": trial})
     return f"/runs/{run.id}/task?{query}"
 
 
-def _when(run: RunFolder) -> str:
+def _when(run: RunReader) -> str:
     return run.created()[:16].replace("T", " ") + " UTC"
 
 
@@ -109,7 +109,7 @@ def _tsr_cell(summary: JSON) -> str:
     return f"{tsr} over {summary.get('scored', '?')} of {summary['tasks']} planned"
 
 
-def runs_page(runs: list[RunFolder], sources: Sequence[Path] = ()) -> str:
+def runs_page(runs: list[RunReader], sources: Sequence[Path] = ()) -> str:
     rows: list[list[Cell]] = []
     for run in runs:
         config = run.config()
@@ -168,7 +168,7 @@ def runs_page(runs: list[RunFolder], sources: Sequence[Path] = ()) -> str:
 PAIR_SEARCHED = 8  # the newest runs searched for two that share a task
 
 
-def comparable_pair(runs: list[RunFolder]) -> tuple[int, int] | None:
+def comparable_pair(runs: list[RunReader]) -> tuple[int, int] | None:
     """The newest run and the next newest that shares a task with it (indexes into
     ``runs``, newest first), among the first :data:`PAIR_SEARCHED`; None when no two do."""
     keys = [_task_keys(run) for run in runs[:PAIR_SEARCHED]]
@@ -179,7 +179,7 @@ def comparable_pair(runs: list[RunFolder]) -> tuple[int, int] | None:
     return None
 
 
-def _task_keys(run: RunFolder) -> set[tuple[str, str]]:
+def _task_keys(run: RunReader) -> set[tuple[str, str]]:
     """The (domain, task) pairs a run recorded; none for an unreadable run (listed as such)."""
     try:
         return {(r["domain"], r["task_id"]) for r in run.rows()}
@@ -253,7 +253,7 @@ def _select(name: str, label: str, values: Iterable[str]) -> str:
     )
 
 
-def task_table(run: RunFolder, recorded: list[JSON]) -> str:
+def task_table(run: RunReader, recorded: list[JSON]) -> str:
     domains = sorted({r["domain"] for r in recorded})
     errors = sorted({e for r in recorded for e in _error_classes(r)})
     all_failed = failed_in_all_trials(recorded)
@@ -367,7 +367,7 @@ def _breakdowns(summary: JSON, recorded: list[JSON]) -> str:
     )
 
 
-def run_page(run: RunFolder) -> str:
+def run_page(run: RunReader) -> str:
     summary, recorded = run.summary(), run.rows()
     state = run.state()
     if state == RUNNING:
@@ -552,7 +552,7 @@ def _scores(row: JSON) -> str:
     return table(["scorer", "value", "gates success", "explanation"], rows, "scores")
 
 
-def _task_nav(run: RunFolder, row: JSON, back: str) -> str:
+def _task_nav(run: RunReader, row: JSON, back: str) -> str:
     """Links to the previous and the next failed task (in the run's task-table order), to
     this task's other trials, and back to the run's table with its filters (``back``: the
     run page's query, carried along)."""
@@ -583,7 +583,7 @@ def _task_nav(run: RunFolder, row: JSON, back: str) -> str:
 
 
 def task_page(
-    run: RunFolder, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None, back: str = ""
+    run: RunReader, row: JSON, trace: EpisodeTrace | None, jaeger_ui: str | None, back: str = ""
 ) -> str:
     result, config = outcome(row), run.config()
     trajectory = row.get("trajectory") or {}
@@ -639,7 +639,7 @@ def _summary_of(rows: list[JSON]) -> JSON:
     return summarize(TaskScore(**r["score"]) for r in rows)
 
 
-def compare_page(a: RunFolder, b: RunFolder) -> str:
+def compare_page(a: RunReader, b: RunReader) -> str:
     rows_a = {task_key(r): r for r in a.rows()}
     rows_b = {task_key(r): r for r in b.rows()}
     shared = sorted(set(rows_a) & set(rows_b))
@@ -711,7 +711,7 @@ def compare_page(a: RunFolder, b: RunFolder) -> str:
 _BOOKKEEPING = frozenset({"created", "provenance", "run_id", "task_count"})
 
 
-def _config_differences(a: RunFolder, b: RunFolder) -> str:
+def _config_differences(a: RunReader, b: RunReader) -> str:
     """The two runs' configs key by key, the keys whose values differ first and marked
     (``#config-diff``): what the comparison is a comparison of."""
     config_a, config_b = a.config(), b.config()
@@ -744,7 +744,7 @@ def _pairs_table(rows: list[list[Cell]]) -> str:
     return f"<table id='pairs'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _disjoint(a: RunFolder, b: RunFolder) -> str:
+def _disjoint(a: RunReader, b: RunReader) -> str:
     """Two runs with no episode in common: said plainly, and each run's own figures."""
     figures = [("episodes", "tasks", False), ("ECR", "ecr", True), ("C-TSR", "c_tsr", True),
                ("TSR", "tsr", True), ("tool F1", "tool_f1", False),

@@ -11,7 +11,7 @@ import orjson
 from sopgym.evaluation.sources import trace_files
 from sopgym.observability import semconv as sc
 from sopgym.observability.otlp import SpanRecord, read_spans
-from sopgym.orchestration.runs import RunFolder
+from sopgym.orchestration.runs import RunReader
 
 # what the viewer needs of a trace: roots (trace ids), chat spans (messages), gateway calls
 TRACE_SCOPES = frozenset({sc.SCOPE_AGENT, sc.SCOPE_AGENT_LLM, sc.SCOPE_GATEWAY})
@@ -80,7 +80,7 @@ def index_traces(spans: list[SpanRecord]) -> dict[str, EpisodeTrace]:
     return episodes
 
 
-def episode_traces(run: RunFolder) -> dict[str, EpisodeTrace]:
+def episode_traces(run: RunReader) -> dict[str, EpisodeTrace]:
     """Per episode id, what its trace adds (empty for a ``--no-trace`` run); re-read only
     when the trace files change."""
     if not run.paths.traces.is_dir():

@@ -26,7 +26,7 @@ from sopgym.evaluation.explain import (
     refusal_note,
     state_differences,
 )
-from sopgym.evaluation.records import trial_seed
+from sopgym.runs.records import trial_seed
 from sopgym.types import JSON
 
 

@@ -88,6 +88,7 @@ def build_pack(scenario: Scenario, folder: Path) -> DomainPack:
         # the user-data setting reads the abstract SOP; its tasks add the customer's record
         sop_files={**VARIANTS, USER_DATA_VARIANT: VARIANTS["abstract"]},
         harmless_state=scenario.harmless_state,
+        paper_profiles=("teller",),  # stage 2: TELLER's own figures beside ours
     )
 
 

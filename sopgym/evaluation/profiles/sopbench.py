@@ -49,7 +49,7 @@ from sopgym.types import JSON
 if TYPE_CHECKING:
     from sopgym.core.tasks import Gold
     from sopgym.core.trajectory import Trajectory
-    from sopgym.evaluation.scoring import TaskScore
+    from sopgym.runs.records import TaskScore
 
 NAME = "sopbench"
 # The values the source reads as "no value" (after case folding and trimming)
@@ -58,29 +58,6 @@ NULL_LIKE = frozenset({"none", "null", "na", "n/a", "nan", "unknown", ""})
 # returns its last output there, which counts as a completed execution
 STEP_LIMIT = "StepLimitExceeded"
 UNKNOWN_TOOL = "unknown_tool"
-# Our ten SOP-Bench-style packs (domains/<name>); imports are ``sopbench/<name>``
-STYLE_DOMAINS = frozenset(
-    {
-        "aircraft_inspection",
-        "content_flagging",
-        "customer_service",
-        "dangerous_goods",
-        "email_intent",
-        "know_your_business",
-        "patient_intake",
-        "video_annotation",
-        "video_classification",
-        "warehouse_package_inspection",
-    }
-)
-IMPORT_PREFIX = "sopbench/"
-
-
-def applies(domain: str) -> bool:
-    """Whether ``domain`` is SOP-Bench-style: one of our ten packs, or an import."""
-    return domain in STYLE_DOMAINS or domain.startswith(IMPORT_PREFIX)
-
-
 def _text(value: Any) -> str:
     """A value as the source compares it: Python's ``str``, case folded and trimmed (``True``
     reads ``true``, ``None`` reads ``none``, ``5.0`` reads ``5.0``)."""

@@ -41,7 +41,7 @@ from sopgym.types import JSON
 if TYPE_CHECKING:
     from sopgym.core.tasks import Gold
     from sopgym.core.trajectory import CallRecord, Trajectory
-    from sopgym.evaluation.scoring import TaskScore
+    from sopgym.runs.records import TaskScore
 
 NAME = "teller"
 FAMILY = "banking/"
@@ -50,11 +50,6 @@ ALL = "all"
 SCHEMA_REFUSALS = (VALIDATION_CODES | TYPE_CODES) - {"invalid_value"}
 RUN_TIME_REFUSALS = frozenset({"invalid_value", "internal_error"})
 _CLOSE = 1e-9
-
-
-def applies(domain: str) -> bool:
-    """Stage 2 of the banking family (the scenario packs, not their ``_graph`` twins)."""
-    return domain.startswith(FAMILY) and not domain.endswith(GRAPH_SUFFIX)
 
 
 def _json_type(value: Any) -> str:

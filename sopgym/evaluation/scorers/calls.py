@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from sopgym.core.errors import TOOL_FAILURES, TYPE_CODES, VALIDATION_CODES
+from sopgym.core.normalized import normalize
 from sopgym.core.tasks import Gold, ToolCall
 from sopgym.core.trajectory import CallRecord, Trajectory
 from sopgym.evaluation.scorers.base import Case, Score, Scorer, f1, listed, ratio
-from sopgym.evaluation.scorers.fields import SCALARS, equal_is_matching, normalize
+from sopgym.evaluation.scorers.fields import SCALARS, equal_is_matching
 from sopgym.types import JSON
 
 _MALFORMED = VALIDATION_CODES | TYPE_CODES

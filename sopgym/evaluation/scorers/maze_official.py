@@ -15,9 +15,12 @@ and the same *set* of items, each item's top-level skipped keys dropped, compare
 with nested objects' keys sorted and nested lists sorted; anything else compares with ``==``
 (``1 == 1.0 == True``; a string and a number never match).
 
-Read with care: the reply is the answer object our one reader took from the text
-(:func:`~sopgym.evaluation.maze_protocol.parse_reply`); a reply holding several objects is
-read as its first, where the official scorer validates the list (and grades 0).
+What is graded is the reply read as the official scorer reads it
+(:func:`~sopgym.evaluation.maze_protocol.official_reading`: ``json-repair``'s value, whole)
+where the reply's text is known (``sopgym score``'s text answers, kept as the trajectory's
+``reply``), so a reply holding several objects is graded as the list ``json-repair`` makes of
+them (0 against an object schema), where our strict grade reads the first object. Where the
+answer came as an object (our agents, JSONL answers given as objects), that object is graded.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import re
 from typing import Any, Final
 
+from sopgym.evaluation.maze_protocol import NO_READING, official_reading
 from sopgym.evaluation.scorers.answers import EXACT, INVALID, VALID_BUT_WRONG, schema_errors
 from sopgym.evaluation.scorers.base import Case, Score, Scorer
 from sopgym.evaluation.scorers.fields import FREE_TEXT_KEYS
@@ -85,17 +89,29 @@ def official_match(reply: Any, target: Any, skipped: frozenset[str], key: str = 
     return bool(reply == target)
 
 
+def _graded(case: Case) -> Any:
+    """What the official grade validates: the reply's text read the official way when the text
+    is known, else the answer object; :data:`NO_READING` when there is neither."""
+    reply = case.trajectory.reply
+    if reply is not None:
+        return official_reading(reply)
+    return case.answer if case.completed else NO_READING
+
+
 def _answer_official(case: Case) -> Score:
     decisions = case.gold.decisions
     target = decisions.get(PUBLISHED_TARGET, case.gold.outputs)
     skip = decisions.get(PUBLISHED_SKIP)
     if skip is None:
         skip = case.output_schema.get(FREE_TEXT_KEYS) or []
-    if not case.completed:
-        return Score(INVALID, {}, "no final answer")
-    if schema_errors(case.answer, case.output_schema):
+    graded = _graded(case)
+    if graded is NO_READING:
+        unread = case.trajectory.reply is not None
+        why = "json-repair could not read the reply" if unread else "no final answer"
+        return Score(INVALID, {}, why)
+    if schema_errors(graded, case.output_schema):
         return Score(INVALID, {}, "answer invalid against the item's schema")
-    if official_match(case.answer, target, frozenset(skip)):
+    if official_match(graded, target, frozenset(skip)):
         return Score(EXACT, {}, "matches the published target (official comparison)")
     return Score(VALID_BUT_WRONG, {}, "valid, but differs from the published target")
 

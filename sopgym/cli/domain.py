@@ -12,10 +12,10 @@ import orjson
 from rich.markup import escape
 from rich.table import Column, Table
 
+from sopgym.cli.validation import DATA_ROOT
 from sopgym.core.domain import DomainPack
 from sopgym.core.registry import UnknownDomainError, load_domain
 from sopgym.terminal import stdout
-from sopgym.validation import DATA_ROOT
 
 KIND_LABELS = {"tool_use": "tool use", "json_answer": "answer-only", "dialogue": "dialogue",
                "graph": "graph"}  # fmt: skip

@@ -1,7 +1,7 @@
 """The ``baseline`` agent: the generic policy executed through the gateway.
 
-It drives an episode with :func:`sopgym.importers.policy.next_action` and nothing else, so it
-needs no model and no gold. It exists to prove the imported-benchmark path end to end and to
+It drives an episode with :func:`sopgym.agents.baseline_policy.next_action` and nothing else, so
+it needs no model and no gold. It exists to prove the imported-benchmark path end to end and to
 give a reference point that reads no SOP; its TSR is a baseline, never an oracle's.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from sopgym.agents.baseline_policy import Answer, Step, next_action
 from sopgym.core.exceptions import AgentError
-from sopgym.importers.policy import Answer, Step, next_action
 from sopgym.types import JSON
 
 if TYPE_CHECKING:

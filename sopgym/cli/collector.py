@@ -1,5 +1,5 @@
 """``sopgym collector``: the observability command (the evaluation commands live in
-:mod:`sopgym.evaluation.cli`)."""
+:mod:`sopgym.cli.evaluate`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from sopgym.validation import HOST, port_option
+from sopgym.cli.validation import HOST, port_option
 
 
 @click.command("collector")

@@ -22,9 +22,10 @@ from sopgym.core.jsonio import CorruptRow, write_atomic
 from sopgym.core.registry import UnknownDomainError, select_domains
 from sopgym.core.untrusted import csv_cell
 from sopgym.evaluation.explain import field_verdicts
-from sopgym.orchestration.runner import RunConfig, RunPaths
-from sopgym.orchestration.runs import RunFolder, episode_tokens, flat_row, list_runs, results
+from sopgym.orchestration.runs import RunReader, episode_tokens, flat_row, list_runs, results
 from sopgym.orchestration.show_why import print_why
+from sopgym.runs.folder import RunPaths
+from sopgym.runs.records import RunConfig
 from sopgym.terminal import console, print_table, stdout
 from sopgym.types import JSON
 
@@ -413,17 +414,17 @@ def export_command(run: str, fmt: str, out: Path | None, runs_dir: Path) -> None
 
 
 def _export_inspect(root: Path, out: Path | None) -> None:
-    """The run as an Inspect eval log (:mod:`sopgym.evaluation.inspect_log`)."""
+    """The run as an Inspect eval log (:mod:`sopgym.interop.inspect_log`)."""
     import importlib.util
 
     if importlib.util.find_spec("inspect_ai") is None:
         raise click.ClickException("--format inspect needs inspect-ai: pip install inspect-ai")
-    from sopgym.evaluation.inspect_log import write_inspect_log
+    from sopgym.interop.inspect_log import write_inspect_log
     from sopgym.viewer.traces import episode_traces
 
     config = orjson.loads((root / "config.json").read_bytes())
     rows = _rows(root)
-    traces = episode_traces(RunFolder(root))  # the captured model calls, when traced
+    traces = episode_traces(RunReader(root))  # the captured model calls, when traced
     target = write_inspect_log(rows, config, root.name, out or root / "export.eval", traces)
     console.print(f"wrote {len(rows)} samples to {target}")
     console.print(f"open it with: inspect view --log-dir {target.parent}")

@@ -1,4 +1,5 @@
-"""``sopgym eval | report | compare``: the evaluation commands.
+"""``sopgym eval | report | compare``: the evaluation commands (the scoring itself lives in
+:mod:`sopgym.evaluation`).
 
 They are registered on the main ``sopgym`` group; heavy imports happen inside each command so
 ``sopgym --help`` and the other commands stay fast.
@@ -7,15 +8,16 @@ They are registered on the main ``sopgym`` group; heavy imports happen inside ea
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from sopgym.cli.validation import DATA_ROOT
 from sopgym.terminal import console
-from sopgym.validation import DATA_ROOT
 
 RUNS_DIR = click.option(
     "--runs-dir",
@@ -78,22 +80,30 @@ def _evaluate(
     return scored(source, data_root, run_id)  # type: ignore[arg-type]
 
 
-def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dict:
-    """:func:`evaluate_path`, its input errors as one clear line (a usage error when nothing
-    is there, exit 1 when what is there is not trace data)."""
+@contextmanager
+def unreadable_as_usage_error() -> Iterator[None]:
+    """A run's input errors as one clear line: a usage error when nothing is there, exit 1 when
+    what is there is not a run's rows or trace data."""
     from sopgym.core.jsonio import CorruptRow
-    from sopgym.evaluation.evaluator import evaluate_path
-    from sopgym.evaluation.records import UnreadableConfig
     from sopgym.observability.otlp import TraceFormatError
+    from sopgym.runs.records import UnreadableConfig
 
     try:
-        return evaluate_path(path, data_root, run_id)
+        yield
     except FileNotFoundError as error:
         raise click.UsageError(str(error)) from None
     except (CorruptRow, UnreadableConfig) as error:
         raise click.ClickException(f"unreadable run: {error}") from None
     except TraceFormatError as error:
         raise click.ClickException(f"unreadable traces: {error}") from None
+
+
+def scored(path: Path, data_root: Path | None, run_id: str | None = None) -> dict:
+    """:func:`evaluate_path`, its input errors as one clear line."""
+    from sopgym.evaluation.evaluator import evaluate_path
+
+    with unreadable_as_usage_error():
+        return evaluate_path(path, data_root, run_id)
 
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
@@ -185,24 +195,13 @@ def report_command(
 
 
 def write_run_report(run_dir: Path, data_root: Path | None, jaeger_ui: str | None = None) -> None:
-    """Score the run's traces; write eval.json, report.md and report.html beside them, headed
-    by the run's whole config."""
-    from sopgym.core.jsonio import CorruptRow, dumps, write_atomic
-    from sopgym.evaluation.report import write_reports
-    from sopgym.evaluation.sources import is_run_dir
-    from sopgym.orchestration.runs import RunFolder
+    """:func:`sopgym.orchestration.run_report.write_run_report`, saying what it wrote; its input
+    errors as one clear line."""
+    from sopgym.orchestration.run_report import write_run_report as write_reports
 
-    result = scored(run_dir, data_root)
-    write_atomic(run_dir / "eval.json", dumps(result))
-    run = RunFolder(run_dir)
-    if is_run_dir(run_dir):  # pass^k / pass@k: the run's summary has them over its trials
-        result.setdefault("trials", run.summary().get("trials"))
-    try:
-        recorded = run.rows()  # the failed tasks' details
-    except CorruptRow as error:
-        raise click.ClickException(f"unreadable run: {error}") from None
-    config = run.describe() if is_run_dir(run_dir) else None  # a bare trace store has none
-    for path in write_reports(result, run_dir, jaeger_ui, recorded, config):
+    with unreadable_as_usage_error():
+        written = write_reports(run_dir, data_root, jaeger_ui)
+    for path in written:
         console.print(f"wrote {path}")
 
 

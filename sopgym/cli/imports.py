@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from sopgym.importers.index import HOME_ENV, ImportEntry, ImportIndexError, read_index, register
-from sopgym.importers.isolated import DEFAULT_TIMEOUT_S
-from sopgym.terminal import echo, printable
+from sopgym.core.import_index import HOME_ENV, ImportEntry, ImportIndexError, read_index, register
+from sopgym.core.isolated import DEFAULT_TIMEOUT_S
+from sopgym.core.untrusted import printable
+from sopgym.terminal import echo
 
 if TYPE_CHECKING:
     from sopgym.importers.layout import Benchmark
@@ -67,8 +68,8 @@ def _folders(path: Path) -> list[Path]:
 
 def _warn_uncallable(folder: Path, tool_names: list[str], timeout: float) -> None:
     """Load tools.py in a child with a time limit and warn about spec tools it cannot call."""
+    from sopgym.core.isolated import run_isolated
     from sopgym.importers.bridge import unimplemented
-    from sopgym.importers.isolated import run_isolated
 
     try:
         missing = run_isolated(unimplemented, (folder, tool_names), timeout, read_only=True)
@@ -341,8 +342,8 @@ def audit_sop_bench(
     Loads each benchmark's tools.py in a child process of its own, with a time limit, and
     calls every tool on every row.
     """
+    from sopgym.core.isolated import run_isolated
     from sopgym.importers.audit import AuditReport, audit_benchmark
-    from sopgym.importers.isolated import run_isolated
     from sopgym.importers.report import write_reports
 
     given = _columns(input_columns)

@@ -1,4 +1,5 @@
-"""The typed records that cross sopgym's process boundaries and live in its run folders.
+"""The typed records that cross sopgym's process boundaries and live in its run folders (the
+bottom of the run-folder layer, :mod:`sopgym.runs`: nothing here imports a package above it).
 
 Inspect AI's typed ``EvalSample``/``EvalLog`` is the model: every record is a
 :class:`msgspec.Struct` whose JSON is byte-for-byte what the dict it replaced wrote, so run
@@ -6,11 +7,10 @@ folders written before still read (a reader ignores keys it does not know).
 
 * :class:`RunConfig`: what ``sopgym run`` runs; ``runs/<id>/config.json`` (its fields, then
   ``created``, ``task_count`` and ``provenance``), the ``config`` of ``summary.json``, and
-  the argument of ``sopgym.run``. Re-exported by :mod:`sopgym.orchestration.runner`.
+  the argument of ``sopgym.run`` (importable from here, or as ``sopgym.RunConfig``).
 * :class:`Job`: one episode for an agent worker, built once for every driver (``sopgym
   run``, shard mode, the load test); on the wire it is the JSON line on the worker's stdin
-  (:meth:`Job.to_json`, read by :func:`sopgym.agents.worker.parse_job`). Re-exported by
-  :mod:`sopgym.orchestration.jobs` with :func:`trial_seed`.
+  (:meth:`Job.to_json`, read by :func:`sopgym.agents.worker.parse_job`).
 * :class:`WorkerReport`: the worker's answer, one JSON line per job on its stdout; in shard
   mode the ``report`` of each line of ``runs/<id>/shards/shard-*.jsonl``. An agent's error
   crosses as its text (``error``, which result rows keep) and as a typed
@@ -48,10 +48,48 @@ from msgspec import UNSET, UnsetType
 from sopgym.core.exceptions import DataError, ErrorRecord
 from sopgym.core.jsonio import read_jsonl_prefix
 from sopgym.core.tasks import Task
-from sopgym.evaluation.scoring import TaskScore
 from sopgym.types import JSON
 
 T = TypeVar("T")
+
+# The run folder's format: written as ``format_version`` in config.json and summary.json.
+# Folders written before the key existed read as format 0 (their files are the same shapes).
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass
+class TaskScore:
+    """One episode's score, the ``score`` of a results row (computed by
+    :func:`sopgym.evaluation.scoring.score_episode`)."""
+
+    task_id: str
+    domain: str
+    completed: bool
+    success: bool
+    fields: dict[str, bool] = dataclasses.field(default_factory=dict)
+    # None: not applicable, the task has no reference calls (an imported benchmark)
+    tool_precision: float | None = 0.0
+    tool_recall: float | None = 0.0
+    tool_f1: float | None = 0.0
+    calls: int = 0
+    gold_calls: int | None = 0
+    errors: dict[str, int] = dataclasses.field(default_factory=dict)
+    order_violations: int = 0
+    # every scorer's result by name: {"value", "metrics", "explanation", "gates"}
+    scores: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    infra_error: str | None = None  # the cause, when the infrastructure failed the episode
+    faults: int = 0  # calls answered by an injected fault (retried by the agent)
+    answered_without_tools: bool = False  # the model answered before any tool call
+    # gating scorers that apply but could not judge (no final state of an episode played
+    # elsewhere): such an episode is never a success; ``undecided`` when it passed every
+    # gate that could be judged (it might be one), and counted apart in the summary
+    unjudged: list[str] = dataclasses.field(default_factory=list)
+    undecided: bool = False
+    # the papers' own verdicts on the same episode, per profile (sopgym.evaluation.profiles)
+    paper: dict[str, JSON] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        return dataclasses.asdict(self)
 
 
 def given(value: T | UnsetType) -> T | None:
@@ -93,14 +131,6 @@ class RunConfig(msgspec.Struct):
     def in_flight(self) -> int:
         """How many episodes the run keeps in flight."""
         return self.concurrency if self.concurrency is not None else self.workers
-
-    def validate(self) -> RunConfig:
-        """This config with its domain patterns resolved, or :class:`UsageError` saying what
-        cannot run (:func:`sopgym.orchestration.api.validate`: domains, agent, model, SOP
-        variant, faults, prices). ``sopgym.run`` calls it first."""
-        from sopgym.orchestration.api import validate
-
-        return validate(self)
 
     def to_json(self) -> JSON:
         """The config's JSON object: every field, in order (as ``config.json`` holds it);
@@ -292,6 +322,8 @@ class RunSummary(msgspec.Struct, kw_only=True):
 
     run_id: str
     config: RunConfig
+    # the folder format it was written in (sopgym.runs.folder stamps it; 0: before the key)
+    format_version: int = 0
     # sopgym.evaluation.scoring.aggregate over every episode (task x trial)
     tasks: int
     scored: int
@@ -336,6 +368,8 @@ class RunSummary(msgspec.Struct, kw_only=True):
         for name in self.__struct_fields__:
             value = getattr(self, name)
             if name == "run_dir" or isinstance(value, UnsetType):
+                continue
+            if name == "format_version" and not value:  # not stamped: as before the key
                 continue
             data[name] = value.to_json() if isinstance(value, RunConfig) else value
         return data

@@ -7,9 +7,14 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from sopgym.core.exceptions import UsageError
+
+if TYPE_CHECKING:
+    from sopgym.core.plugins import Plugins
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
 
@@ -34,6 +39,26 @@ class Seconds(click.ParamType):
         if not math.isfinite(seconds) or seconds <= 0:
             self.fail(f"{value!r} must be a positive, finite number of seconds", param, ctx)
         return seconds
+
+
+class PluginName(click.ParamType):
+    """A name of one kind of plug-in (:class:`sopgym.core.plugins.Plugins`): a registered or
+    installed name, or ``module:attr``; checked by loading it, so a wrong one is one line
+    before anything starts. The value stays the text given (workers resolve it again)."""
+
+    def __init__(self, plugins: Plugins[Any]) -> None:
+        self.plugins = plugins
+        self.name = plugins.kind
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return f"[{'|'.join(self.plugins.registered)}|module:attr]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            self.plugins.resolve(str(value))
+        except UsageError as error:
+            self.fail(str(error), param, ctx)
+        return str(value)
 
 
 # Episodes one run, worker or load-test level keeps in flight at once (docs/concurrency.md)

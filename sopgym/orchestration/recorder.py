@@ -1,5 +1,6 @@
-"""A run folder for episodes played outside ``sopgym run``: through this SDK, the gateway's MCP
-door or the environment API (``sopgym env-serve --run-dir``).
+"""A run folder for episodes played outside ``sopgym run``: through the client SDK, the MCP
+door or the environment API (``sopgym env-serve --run-dir``), written through the runner's
+:class:`~sopgym.runs.folder.RunFolder` as ``sopgym run`` writes its own.
 
 A :class:`RunRecorder` writes what ``sopgym run`` writes (``config.json``, ``results.jsonl``,
 ``summary.json``): each episode's gateway record, scored by the one
@@ -22,16 +23,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from sopgym.core.jsonio import JsonlAppender, dumps, write_atomic
+from sopgym.orchestration.runner import Runner
+from sopgym.runs.records import RunConfig, RunSummary, WorkerReport
 from sopgym.types import JSON
 
 if TYPE_CHECKING:
     from sopgym.client import Episode
     from sopgym.client.transports import GatewayClientProtocol
     from sopgym.core.tasks import Task
-    from sopgym.evaluation.records import RunSummary
 
 
 class RunRecorder:
@@ -48,8 +47,6 @@ class RunRecorder:
         data_root: Path | None = None,
         source: str = "sdk",
     ) -> None:
-        from sopgym.orchestration.runner import RunConfig, Runner
-
         if (run_dir / "config.json").exists():
             raise FileExistsError(f"{run_dir} is a run already")
         config = RunConfig(domains=list(domains), agent=agent, model=model, workers=0, trace=False)
@@ -58,10 +55,8 @@ class RunRecorder:
         self.tasks = {
             (name, task.id): task for name, data in self.runner.data.items() for task in data.tasks
         }
-        recorded = orjson.loads(self.runner.paths.config.read_bytes())
-        write_atomic(self.runner.paths.config, dumps({**recorded, "source": {"kind": source}}))
+        self.runner.folder.update_config(source={"kind": source})
         self.played: dict[tuple[str, str], int] = {}  # (domain, task) -> episodes recorded
-        self._results = JsonlAppender(self.runner.paths.results)
         self._lock = threading.Lock()
         self.closed = False
 
@@ -99,8 +94,6 @@ class RunRecorder:
         if task is None:
             domains = ", ".join(self.runner.config.domains)
             raise KeyError(f"no task {key[1]!r} in {key[0]!r} (this run records {domains})")
-        from sopgym.evaluation.records import WorkerReport
-
         finished = bool(record.get("finished"))
         report = WorkerReport(
             task_id=task.id,
@@ -117,7 +110,7 @@ class RunRecorder:
             trial = self.played.get(key, 0)
             self.played[key] = trial + 1
             row: JSON = self.runner.result_row(task, report, record, trial)
-            self._results.append(row)
+            self.runner.folder.append_result(row)
         return row
 
     def close(self) -> RunSummary:
@@ -126,11 +119,9 @@ class RunRecorder:
         let go of the run; the summary."""
         with self._lock:
             if self.closed:
-                from sopgym.evaluation.records import RunSummary
-
                 return RunSummary.read(self.runner.paths.summary)
             self.closed = True
-            self._results.close()
+            self.runner.folder.close_results()
             tasks = [self.tasks[key] for key in self.played]
             trials = max(self.played.values(), default=1)
             self.runner.replan(

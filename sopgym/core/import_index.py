@@ -3,7 +3,9 @@
 It is one small JSON file, ``imports.json`` under ``$SOPGYM_HOME`` (default
 ``~/.config/sopgym``), mapping ``sopbench/<name>`` to the folder the user imported and, where
 the user named them, the input columns. Every sopgym process (runner, tool service, audit)
-resolves imported names through it, so a benchmark is never copied.
+resolves imported names through it, so a benchmark is never copied. It lives in core, beside
+the imported names' prefixes (:mod:`sopgym.core.imported`), because the domain registry, the
+generator and the readers of published outputs consult it, not only the importers.
 """
 
 from __future__ import annotations
