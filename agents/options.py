@@ -22,10 +22,10 @@ class AgentOption:
 
 
 # When a native-tools agent (fc, plan, mcp) asks the server to force a tool call
-# (``tool_choice: "required"``): never; on its first model turn only; or on every turn until
-# a call of the episode has succeeded (issue 48: a small model that answers with a guess
-# before any call makes calls once forced). An endpoint that refuses the option is asked
-# without it ("auto"), and the row says so (``tool_choice_refused``).
+# (``tool_choice: "required"``): never; on the episode's first turn that offers the tools; or
+# on every turn until a call of the episode has succeeded (issue 48: a small model that
+# answers with a guess before any call makes calls once forced). An endpoint that refuses the
+# option is asked without it ("auto"), and the row says so (``tool_choice_refused``).
 TOOL_CHOICES = ("auto", "required-first", "required-until-success")
 
 
@@ -67,8 +67,9 @@ AGENT_OPTIONS: dict[str, AgentOption] = {
         str,
         "required-first",
         "When fc, plan and mcp ask the server to force a tool call (tool_choice \"required\"): "
-        "auto (never), required-first (the first model turn), required-until-success (every "
-        "turn until a call succeeds). An endpoint that refuses it is asked without it.",
+        "auto (never), required-first (the first turn that offers the tools), "
+        "required-until-success (every turn until a call succeeds). An endpoint that refuses "
+        "it is asked without it.",
         choices=TOOL_CHOICES,
     ),
 }
