@@ -22,6 +22,7 @@ class AgentContext:
     answered_without_tools: bool = False  # the model answered before any tool call
     copied_example: bool = False  # a final answer repeated the prompt's example answer
     untagged_answer: bool = False  # the final answer came as the bare object, without its tags
+    tool_choice_refused: bool = False  # the endpoint refused a forced tool call (tool_choice)
 
 
 class Agent(Protocol):

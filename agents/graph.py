@@ -26,8 +26,8 @@ from langgraph.graph import END, StateGraph
 
 from sopgym.agents import llm as model_calls
 from sopgym.agents.base import JSON, AgentContext
-from sopgym.agents.llm import LLM, DeadlineExceeded
-from sopgym.agents.options import default
+from sopgym.agents.llm import LLM, REQUIRED, DeadlineExceeded
+from sopgym.agents.options import TOOL_CHOICES, default
 from sopgym.agents.prompts import (
     DIALOGUE_GUIDE,
     NEITHER_NOTE,
@@ -55,7 +55,7 @@ from sopgym.core.answers import (
     untagged_final_answer,
 )
 from sopgym.core.dialogue import DIALOGUE
-from sopgym.core.exceptions import AgentError
+from sopgym.core.exceptions import AgentError, UsageError
 from sopgym.core.tasks import Task
 from sopgym.evaluation.maze_protocol import paper_prompt, parse_reply
 from sopgym.observability.steps import log_step
@@ -141,6 +141,9 @@ class Run:
     tools: list[JSON] = field(default_factory=list)  # OpenAI-style function specs
     steps: int = 0
     tool_calls: int = 0  # calls made (refused ones included)
+    tool_successes: int = 0  # calls that succeeded
+    tool_choice: str = "auto"  # when a turn asks the server to force a call (TOOL_CHOICES)
+    tool_turns: int = 0  # model turns that offered the tools (plan's planning turns do not)
     corrections: int = 0  # "use the tools" turns given
     example_questioned: bool = False  # an answer equal to the prompt's example was sent back
     notes: list[str] = field(default_factory=list)  # warnings for the model's next turn
@@ -171,10 +174,13 @@ class Run:
         stop: list[str] | None = None,
         purpose: str = "act",
     ) -> AIMessage:
-        """One model turn, counted against the step limit."""
+        """One model turn, counted against the step limit; a turn with ``tools`` asks the
+        server to force a call when :meth:`forces_call` says so."""
         if self.steps >= self.limits.max_steps:
             raise StepLimitExceeded(f"step limit of {self.limits.max_steps} model turns reached")
+        forced = tools and self.forces_call()
         self.steps += 1
+        self.tool_turns += tools
         # through the module, so a wrapper installed on llm.invoke_model (tracing) applies
         recorded = len(self.context.usage)
         try:
@@ -185,10 +191,23 @@ class Run:
                 tools=self.tools if tools else None,
                 stop=stop,
                 purpose=purpose,
+                tool_choice=REQUIRED if forced else None,
             )
         finally:
             if len(self.context.usage) > recorded:  # the turn's record, failed calls included
                 log_step(self.task.id, self.steps, self.context.usage[-1])
+
+    def forces_call(self) -> bool:
+        """Whether this turn asks the server for a tool call (``tool_choice: "required"``):
+        ``required-first`` on the episode's first turn that offers the tools (plan's first
+        step, after its plan), ``required-until-success`` until one of its calls has
+        succeeded, ``auto`` never. A small model that answers with a guess before any call
+        (issue 48) then makes one; the turns after are the model's own."""
+        if self.tool_choice == "required-first":
+            return self.tool_turns == 0
+        if self.tool_choice == "required-until-success":
+            return self.tool_successes == 0
+        return False
 
     def watch_reply(self, text: str, why: str = "") -> None:
         """A reply that neither called a tool nor answered readably: the same one again is
@@ -234,6 +253,7 @@ class Run:
             else:
                 result = self.episode.call(request.name, request.arguments, request.id)
             self.tool_calls += 1
+            self.tool_successes += result.ok
             outcomes.append(ToolOutcome(request, result.ok, result.status, result.content))
             signature = orjson.dumps(
                 [request.name, request.arguments, result.content],
@@ -359,12 +379,18 @@ class GraphAgent:
         paper_protocol: int = default("paper_protocol"),
         text_tool_calls: int = default("text_tool_calls"),
         record_tokens: int = default("record_tokens"),
+        tool_choice: str = default("tool_choice"),
         **_: Any,
     ) -> None:
+        if tool_choice not in TOOL_CHOICES:  # the CLI and the API refuse it first
+            raise UsageError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, "
+                             f"got {tool_choice!r}")  # fmt: skip
+        self.tool_choice = tool_choice
         self.paper_protocol = bool(paper_protocol)  # SOP-Maze's protocol on prompt-only tasks
         self.text_tool_calls = bool(text_tool_calls)
         self.llm = LLM.from_spec(model, base_url, temperature, request_timeout, retries, max_tokens,
                                  bool(record_tokens))  # fmt: skip
+        self.llm.call_format = self.text_tool_calls  # a call as text is read only then
         self.limits = Limits(
             max_steps=max_steps,
             max_nudges=max_nudges,
@@ -401,7 +427,7 @@ class GraphAgent:
             if self.paper_protocol and paper_prompt(task.inputs) is not None:
                 return answer_as_published(self.llm, task, context)
             return answer_without_tools(self.llm, task, episode, context, self.limits.max_nudges)
-        run = Run(task, episode, context, self.llm, self.limits)
+        run = Run(task, episode, context, self.llm, self.limits, tool_choice=self.tool_choice)
         if self.native_tools:
             offered = self.offered(run)
             run.tools = [openai_tool(spec) for spec in offered]

@@ -8,6 +8,7 @@ all providers, and that tracing has exactly one function to wrap.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,13 @@ from langchain_core.runnables import RunnableBinding
 from langchain_core.runnables.config import ensure_config
 
 from sopgym.agents.base import JSON, AgentContext
-from sopgym.agents.models import ModelSpec, build_chat_model, openai_compatible, parse_model_spec
+from sopgym.agents.models import (
+    SCRIPTED,
+    ModelSpec,
+    build_chat_model,
+    openai_compatible,
+    parse_model_spec,
+)
 from sopgym.core.exceptions import AgentError
 from sopgym.core.outcomes import InfraFailure, observed
 from sopgym.observability.genai import traced_model_call
@@ -31,6 +38,13 @@ _TRANSIENT_NAMES = ("connect", "timeout", "throttl", "ratelimit", "unavailable",
 # An endpoint that refuses connections is down, not slow: one quick retry (a restart), then the
 # task is an infrastructure error at once instead of after the whole backoff budget.
 REFUSED_RETRIES = 1
+# The OpenAI wire value that asks a server to answer with a tool call; sent only where the
+# protocol is OpenAI's. OpenAI's API and vLLM hold the reply to it; llama-server's grammar for it
+# lets free text run before the call (measured, issue 48: the 1.5B wrote its answer, or text up
+# to the length limit), so to an OpenAI-compatible --base-url endpoint a forced turn also sends
+# a JSON-schema response format for one call object, which llama.cpp and vLLM enforce from the
+# first token, and which the agents read as a call written as text.
+REQUIRED = "required"
 
 
 class ModelCallError(AgentError, RuntimeError):
@@ -73,7 +87,14 @@ class LLM:
     backoff: float = 0.5
     request_timeout: float = 120.0
     record_tokens: bool = False  # each call's token ids and logprobs into its usage record
-    _bound: dict[int, Any] = field(default_factory=dict, repr=False)
+    # the endpoint answered a forced tool call (tool_choice) with 400 and the same request
+    # without it went through: it is never forced again (the worker's other episodes included)
+    tool_choice_refused: bool = False
+    # a forced turn to an OpenAI-compatible --base-url endpoint also sends the call's JSON
+    # schema as the response format (the reply is then a call written as text, which the
+    # agent reads only when it reads text calls: text_tool_calls)
+    call_format: bool = True
+    _bound: dict[tuple[int, str | None], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_spec(
@@ -92,18 +113,43 @@ class LLM:
             parsed, chat, retries, request_timeout=request_timeout, record_tokens=record_tokens
         )
 
-    def runnable(self, tools: list[JSON] | None) -> Any:
-        """The chat model, with ``tools`` bound natively when given (bindings are cached per
-        catalog, since every call of an episode offers the same tools)."""
+    def runnable(self, tools: list[JSON] | None, tool_choice: str | None = None) -> Any:
+        """The chat model, with ``tools`` bound natively when given, and ``tool_choice``
+        with them when given (bindings are cached per catalog and choice, since every call of
+        an episode offers the same tools)."""
         if not tools:
             return self.chat
-        key = id(tools)
+        key = (id(tools), tool_choice)
         bound = self._bound.get(key)
         if bound is None or bound[0] is not tools:
             if len(self._bound) > 8:
                 self._bound.clear()
-            bound = self._bound[key] = (tools, self.chat.bind_tools(tools))
+            forcing: dict[str, Any] = {"tool_choice": tool_choice} if tool_choice else {}
+            if tool_choice and self.call_format and self.spec.provider == "openai" and (
+                self.spec.base_url
+            ):  # in the body as it is (LangChain reads a response_format as its own parse)
+                forcing["extra_body"] = {"response_format": call_format(tools)}
+            bound = self._bound[key] = (tools, self.chat.bind_tools(tools, **forcing))
         return bound[1]
+
+    def forcing(self, tools: list[JSON] | None, tool_choice: str | None) -> str | None:
+        """The ``tool_choice`` a call sends: the one asked for, with tools, over the OpenAI
+        protocol (Anthropic and Bedrock spell it otherwise), until the endpoint refused it."""
+        if not tools or not tool_choice or self.tool_choice_refused:
+            return None
+        return tool_choice if self.spec.provider in (SCRIPTED, "openai") else None
+
+
+def call_format(tools: list[JSON]) -> JSON:
+    """The response format of a forced turn: one ``{"name", "arguments"}`` object naming an
+    offered tool (the bare form :mod:`sopgym.agents.textcalls` reads as a call)."""
+    names = [t.get("function", {}).get("name") for t in tools]
+    schema = {
+        "type": "object",
+        "properties": {"name": {"enum": names}, "arguments": {"type": "object"}},
+        "required": ["name", "arguments"],
+    }
+    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": schema}}
 
 
 @traced_model_call  # a GenAI `chat` span per call
@@ -115,17 +161,26 @@ def invoke_model(
     tools: list[JSON] | None = None,
     stop: list[str] | None = None,
     purpose: str = "step",
+    tool_choice: str | None = None,
 ) -> AIMessage:
     """Call the model once (retrying transient failures) and record the call in
     ``context.usage``: model, purpose, input/output tokens, latency and attempts. The trial's
-    seed goes along to the providers that take one."""
-    runnable = llm.runnable(tools)
+    seed goes along to the providers that take one.
+
+    ``tool_choice`` (``"required"``) asks the server to answer with a tool call. An endpoint
+    that refuses the option (a 4xx) is asked again at once without it; when that goes
+    through, the option is never sent to it again (:attr:`LLM.tool_choice_refused`), the
+    task's row says so (``tool_choice_refused``) and the worker's log has a line: the
+    endpoint's limit, never a failure of the agent."""
+    forced = llm.forcing(tools, tool_choice)
+    runnable = llm.runnable(tools, forced)
     kwargs: dict[str, Any] = {"stop": stop} if stop else {}
     if context.seed is not None and takes_seed(llm.spec):
         kwargs["seed"] = context.seed
     started = time.perf_counter()
     attempt = timeouts = 0
     last_error: Exception = TimeoutError("no attempt")
+    dropped: str | None = None  # the tool_choice a refusal made us leave off
     while True:
         if attempt and context.deadline is not None and time.monotonic() >= context.deadline:
             raise observed(deadline_waiting_for_model(context, last_error))  # out between retries
@@ -138,6 +193,10 @@ def invoke_model(
             break
         except Exception as error:
             last_error = error
+            if forced and is_client_error(error):  # perhaps the option: asked without it
+                dropped, forced = forced, None
+                runnable = llm.runnable(tools)
+                continue
             delay = llm.backoff * 2 ** (attempt - 1) * (0.5 + random.random())
             budget = REFUSED_RETRIES if is_refused(error) else llm.retries
             if (
@@ -163,8 +222,23 @@ def invoke_model(
                     f"{llm.spec.label}: {type(error).__name__}: {_first_line(error)}"
                 )) from error  # fmt: skip
             time.sleep(delay)
+    if dropped:  # the same request without it went through: the option was what it refused
+        refuse_tool_choice(llm, context, dropped, last_error)
     _record(llm, context, purpose, started, attempt, message, None)
     return message
+
+
+def refuse_tool_choice(llm: LLM, context: AgentContext, choice: str, error: Exception) -> None:
+    """The endpoint refused ``tool_choice`` (the request went through without it): never
+    sent again, the task flagged, one line in the worker's log."""
+    llm.tool_choice_refused = True
+    context.tool_choice_refused = True
+    print(
+        f"model {llm.spec.label} refused tool_choice={choice!r} ({_first_line(error)}); "
+        "its calls go on without it (auto)",
+        file=sys.stderr,  # a worker's stderr is its log
+        flush=True,
+    )
 
 
 def generate(runnable: Any, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
@@ -324,6 +398,15 @@ def is_retryable(error: BaseException) -> bool:
     return any(word in names for word in _TRANSIENT_NAMES) or any(
         isinstance(e, (ConnectionError, TimeoutError)) for e in chain
     )
+
+
+def is_client_error(error: BaseException) -> bool:
+    """A 4xx other than the retryable ones (408, 409, 429): the request itself was refused
+    (an option the endpoint does not take, a bad key, an unknown model)."""
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in RETRY_STATUSES
 
 
 def is_refused(error: BaseException) -> bool:

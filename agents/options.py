@@ -14,10 +14,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class AgentOption:
-    kind: type  # int or float
-    default: float | int | None
+    kind: type  # int, float, or str (then one of ``choices``)
+    default: float | int | str | None
     help: str
     low: float = 0.0
+    choices: tuple[str, ...] = ()
+
+
+# When a native-tools agent (fc, plan, mcp) asks the server to force a tool call
+# (``tool_choice: "required"``): never; on the episode's first turn that offers the tools; or
+# on every turn until a call of the episode has succeeded (issue 48: a small model that
+# answers with a guess before any call makes calls once forced). An endpoint that refuses the
+# option is asked without it ("auto"), and the row says so (``tool_choice_refused``).
+TOOL_CHOICES = ("auto", "required-first", "required-until-success")
 
 
 AGENT_OPTIONS: dict[str, AgentOption] = {
@@ -54,6 +63,15 @@ AGENT_OPTIONS: dict[str, AgentOption] = {
     "text_tool_calls": AgentOption(
         int, 1, "1: read tool calls a model writes as text (fenced JSON, <tool_call>) as calls."
     ),
+    "tool_choice": AgentOption(
+        str,
+        "required-first",
+        "When fc, plan and mcp ask the server to force a tool call (tool_choice \"required\"): "
+        "auto (never), required-first (the first turn that offers the tools), "
+        "required-until-success (every turn until a call succeeds). An endpoint that refuses "
+        "it is asked without it.",
+        choices=TOOL_CHOICES,
+    ),
 }
 
 
@@ -61,7 +79,7 @@ def default(name: str) -> Any:
     return AGENT_OPTIONS[name].default
 
 
-def parse_agent_option(text: str) -> tuple[str, float | int]:
+def parse_agent_option(text: str) -> tuple[str, float | int | str]:
     """``key=value`` → the option's name and typed value; :class:`ValueError` saying why."""
     key, sep, raw = text.partition("=")
     key = key.strip().replace("-", "_")
@@ -69,6 +87,11 @@ def parse_agent_option(text: str) -> tuple[str, float | int]:
         known = ", ".join(AGENT_OPTIONS)
         raise ValueError(f"{text!r}: use key=value with a key among {known}")
     option = AGENT_OPTIONS[key]
+    if option.choices:
+        if raw.strip() not in option.choices:
+            named = ", ".join(option.choices)
+            raise ValueError(f"{key} must be one of {named}, got {raw.strip()!r}")
+        return key, raw.strip()
     try:
         value = option.kind(raw.strip())
     except ValueError:

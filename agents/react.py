@@ -1,7 +1,8 @@
 """The ReAct agent, for models without native tool calling: the catalog is described in the
 prompt, the model writes Thought / Action / Action Input, and each tool result comes back as
 an Observation. A reply that cannot be read is answered with an observation saying why,
-never with a crash."""
+never with a crash; a reply that is only the answer's object, without its ``Final Answer:``,
+is the answer (flagged ``untagged_answer``, as under fc)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sopgym.core.answers import (
     ReactAction,
     ReactFinal,
     parse_react,
+    untagged_final_answer,
     without_invented_observation,
 )
 
@@ -54,8 +56,11 @@ class ReActAgent(GraphAgent):
             # records what the model asked for); its observation adds the tools' names
             request = ToolRequest(f"react_{run.steps}", step.tool, step.arguments)
             return {"messages": [turn], "pending": [request]}
-        if isinstance(step, ReactFinal):
-            update = self.conclude(state, step.text, run, reply)
+        if isinstance(step, ReactFinal) or untagged_final_answer(text, run.fields) is not None:
+            # an answer after 'Final Answer:', or its object alone without the marker: both
+            # read by the reader every agent shares (the latter flagged untagged_answer)
+            said = step.text if isinstance(step, ReactFinal) else text
+            update = self.conclude(state, said, run, reply)
             return {**update, "messages": [turn, *update.get("messages", [])]}
         run.watch_reply(text)
         message = f"{CUT_NOTE} {step.message}" if was_cut(reply) else step.message

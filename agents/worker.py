@@ -122,6 +122,8 @@ def _run_episode(
         report.copied_example = True
     if context.untagged_answer:
         report.untagged_answer = True
+    if context.tool_choice_refused:
+        report.tool_choice_refused = True
     return report
 
 

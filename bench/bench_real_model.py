@@ -41,6 +41,7 @@ docs/local-models.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -96,7 +97,7 @@ def run_cell(args: argparse.Namespace, cell: Cell, folder: Path) -> JSON:
         "--task-timeout", str(args.task_timeout),
         "--runs-dir", str(folder),
         "--run-id", run_id,
-        "--no-trace",
+        *(["--capture-messages"] if args.capture_messages else ["--no-trace"]),
         *[part for option in args.run_option for part in option.split()],
     ]  # fmt: skip
     environment = {**os.environ, "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "local")}
@@ -110,8 +111,47 @@ def run_cell(args: argparse.Namespace, cell: Cell, folder: Path) -> JSON:
     if not results.exists():
         raise SystemExit(f"{cell.key}: no results ({done.returncode}): {done.stderr[-2000:]}")
     rows = [orjson.loads(line) for line in results.read_bytes().splitlines()]
-    return {"family": cell.family, "domain": cell.domain, "agent": cell.agent,
-            **figures(rows, wall)}  # fmt: skip
+    row = {"family": cell.family, "domain": cell.domain, "agent": cell.agent,
+           **figures(rows, wall)}  # fmt: skip
+    if args.capture_messages:  # why each unsuccessful task ended, in the model's own words
+        replies = model_replies(folder / run_id / "traces")
+        failed = [r for r in rows if not (r.get("score") or {}).get("success")]
+        row["replies"] = {
+            r["task_id"]: [text[:EXCERPT] for text in replies.get(r.get("episode_id") or "", [])]
+            for r in failed
+        }
+    return row
+
+
+EXCERPT = 240  # characters of each model reply kept for a failed task
+
+
+def model_replies(traces: Path) -> dict[str, list[str]]:
+    """Each episode's model replies in order, from the ``chat`` spans a run with
+    ``--capture-messages`` records (``gen_ai.output.messages``): text parts as written, tool
+    calls as ``name(arguments)``."""
+    spans = []
+    for path in sorted(traces.glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            for resource in orjson.loads(line).get("resourceSpans", []):
+                for scope in resource.get("scopeSpans", []):
+                    spans += scope.get("spans", [])
+    by_episode: dict[str, list[tuple[int, str]]] = {}
+    for span in spans:
+        attributes = {a["key"]: a["value"] for a in span.get("attributes", [])}
+        output = attributes.get("gen_ai.output.messages", {}).get("stringValue")
+        episode = attributes.get("gen_ai.conversation.id", {}).get("stringValue")
+        if output is None or episode is None:
+            continue
+        parts = [p for m in orjson.loads(output) for p in m.get("parts", [])]
+        text = " ".join(
+            p.get("content", "") if p.get("type") == "text"
+            else f"{p.get('name')}({orjson.dumps(p.get('arguments')).decode()})"
+            for p in parts
+        )  # fmt: skip
+        started = int(span.get("startTimeUnixNano") or 0)
+        by_episode.setdefault(episode, []).append((started, text))
+    return {e: [text for _, text in sorted(turns)] for e, turns in by_episode.items()}
 
 
 def family_score(row: JSON) -> tuple[str, float] | None:
@@ -301,6 +341,10 @@ def first_reply_kind(message: JSON, offered: list[str], fields: list[str]) -> st
     return "other"
 
 
+# a --probe-tool-choice value ending so also sends the call's JSON schema as response format
+CALL_FORMAT = "+format"
+
+
 def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JSON]:
     """fc's first model turn only (system message, case, the domain's tools), under each
     prompt variant, on the first ``--limit`` tasks of each domain: one request a task and
@@ -309,6 +353,7 @@ def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JS
     import httpx
 
     from sopgym.agents.graph import openai_tool
+    from sopgym.agents.llm import call_format
     from sopgym.agents.prompts import case_message
     from sopgym.core import dataset
 
@@ -320,9 +365,10 @@ def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JS
             offered = [t["name"] for t in tools]
             fields = list(data.domain.output_schema.get("properties", {}))
             variants = prompt_variants(data.domain.output_schema, tools)
-            for variant, system in variants.items():
-                if args.probe_variants and variant not in args.probe_variants.split(","):
-                    continue
+            chosen = [(v, s) for v, s in variants.items()
+                      if not args.probe_variants or v in args.probe_variants.split(",")]
+            choices = [c.strip() for c in args.probe_tool_choice.split(",") if c.strip()]
+            for (variant, system), tool_choice in itertools.product(chosen, choices):
                 kinds: Counter[str] = Counter()
                 excerpts = []
                 for task in data.tasks[: args.limit]:
@@ -334,9 +380,12 @@ def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JS
                              "content": case_message(data.domain.sop(), task.inputs)},
                         ],
                         "tools": [openai_tool(t) for t in tools],
+                        "tool_choice": tool_choice.removesuffix(CALL_FORMAT),
                         "temperature": 0,
                         "max_tokens": args.probe_max_tokens,
                     }  # fmt: skip
+                    if tool_choice.endswith(CALL_FORMAT):  # what a forced fc turn sends
+                        body["response_format"] = call_format(body["tools"])
                     reply = http.post(f"{args.base_url}/chat/completions", json=body)
                     reply.raise_for_status()
                     message = reply.json()["choices"][0]["message"]
@@ -344,7 +393,8 @@ def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JS
                     kinds[kind] += 1
                     shown = message.get("content") or orjson.dumps(message.get("tool_calls"))
                     excerpts.append(f"{task.id}: {kind}: {str(shown)[:160]!r}")
-                row = {"domain": name, "variant": variant, "tasks": sum(kinds.values()),
+                row = {"domain": name, "variant": variant, "tool_choice": tool_choice,
+                       "tasks": sum(kinds.values()),
                        "kinds": dict(sorted(kinds.items())), "excerpts": excerpts}  # fmt: skip
                 print(orjson.dumps(row).decode(), file=sys.stderr, flush=True)
                 out.append(row)
@@ -352,10 +402,14 @@ def probe_first_replies(args: argparse.Namespace, domains: list[str]) -> list[JS
 
 
 def probe_table(rows: list[JSON]) -> str:
-    lines = ["| domain | prompt | tasks | first replies |", "|---|---|---|---|"]
+    lines = [
+        "| domain | prompt | tool_choice | tasks | first replies |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         kinds = ", ".join(f"{k} {v}" for k, v in row["kinds"].items())
-        lines.append(f"| {row['domain']} | {row['variant']} | {row['tasks']} | {kinds} |")
+        lines.append(f"| {row['domain']} | {row['variant']} | {row['tool_choice']} "
+                     f"| {row['tasks']} | {kinds} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -376,6 +430,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the figures (JSON)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="keep the runs here")
     parser.add_argument(
+        "--no-capture-messages",
+        dest="capture_messages",
+        action="store_false",
+        help="run the cells with --no-trace instead of keeping each model turn's messages "
+        "(--capture-messages: their trace, under --runs-dir, says why each task failed)",
+    )
+    parser.add_argument(
         "--probe-first-reply",
         default="",
         help="instead of the matrix: fc's first reply under each prompt variant, on these "
@@ -384,6 +445,13 @@ def main() -> None:
     parser.add_argument("--probe-max-tokens", type=int, default=384)
     parser.add_argument(
         "--probe-variants", default="", help="only these variants (names, comma-separated)"
+    )
+    parser.add_argument(
+        "--probe-tool-choice",
+        default="auto",
+        help="the tool_choice values each variant is probed with (comma-separated: auto, "
+        f"required, none; required{CALL_FORMAT}: with the call's JSON schema as response format, "
+        "as a forced fc turn sends it to an OpenAI-compatible endpoint)",
     )
     args = parser.parse_args()
     if args.probe_first_reply:

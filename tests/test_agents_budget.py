@@ -115,7 +115,7 @@ class SlowChat:
     def __init__(self) -> None:
         self.timeouts: list[float] = []
 
-    def bind_tools(self, tools: list[dict]) -> SlowChat:
+    def bind_tools(self, tools: list[dict], tool_choice: str | None = None) -> SlowChat:
         return self
 
     def invoke(self, messages: Any, **kwargs: Any) -> AIMessage:
@@ -147,6 +147,9 @@ def test_agent_options_parse_and_refuse_clearly() -> None:
         parse_agent_option("steps=3")
     with pytest.raises(ValueError, match="must be int"):
         parse_agent_option("max_steps=many")
+    assert parse_agent_option("tool_choice=auto") == ("tool_choice", "auto")
+    with pytest.raises(ValueError, match="one of auto, required-first"):
+        parse_agent_option("tool_choice=always")
     flags = {"agent_option": ("max_repeats=2", "max_steps=9"), "max_steps": 5, "retries": None}
     assert collect_agent_options(flags) == {"max_repeats": 2, "max_steps": 5}
     with pytest.raises(click.BadParameter):

@@ -3,20 +3,22 @@ unreadable replies, failed plan steps, retries and limits are handled."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from typing import Any
 
 import httpx
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
-from sopgym.agents.graph import GraphAgent, StepLimitExceeded
-from sopgym.agents.llm import LLM, ModelCallError
-from sopgym.agents.models import parse_model_spec
+from sopgym.agents.graph import GraphAgent, StepLimitExceeded, openai_tool
+from sopgym.agents.llm import LLM, ModelCallError, invoke_model
+from sopgym.agents.models import PlainChatCompletions, parse_model_spec
 from sopgym.client import ToolResult
+from sopgym.core.exceptions import UsageError
 from sopgym.core.tasks import Task
 
 ANSWER = '<final_answer>{"status": "ok"}</final_answer>'
@@ -30,13 +32,18 @@ class FakeChat:
         self.replies = list(replies)
         self.seen: list[list[BaseMessage]] = []
         self.tools: list[dict] | None = None
+        self.tool_choice: str | None = None  # what this binding asks the server for
+        self.tool_choices: list[str | None] = []  # each call's, in order
 
-    def bind_tools(self, tools: list[dict]) -> FakeChat:
-        self.tools = tools
-        return self
+    def bind_tools(self, tools: list[dict], tool_choice: str | None = None) -> FakeChat:
+        self.tools = tools  # the catalog last bound, for the tests to read
+        bound = copy.copy(self)  # the replies and the logs shared, the choice its own
+        bound.tool_choice = tool_choice
+        return bound
 
     def invoke(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         self.seen.append(list(messages))
+        self.tool_choices.append(self.tool_choice)
         reply = (
             self.replies.pop(0) if self.replies else AIMessage("Action: lookup\nAction Input: {}")
         )
@@ -173,3 +180,97 @@ def test_agents_never_import_tools_or_domain_packs() -> None:
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# ---- issue 48: forcing a tool call (tool_choice) ----
+@pytest.mark.parametrize(
+    ("tool_choice", "sent"),
+    [
+        ("required-first", ["required", None, None]),
+        ("required-until-success", ["required", "required", None]),
+        ("auto", [None, None, None]),
+    ],
+)
+def test_tool_choice_forces_the_turns_its_policy_names(tool_choice: str, sent: list) -> None:
+    """The first call is refused, the second succeeds: ``required-first`` forces the first
+    turn only, ``required-until-success`` every turn until a call has succeeded."""
+    replies = [_call("lookup", {}), _call("lookup", {"id": "R1"}, "c2"), AIMessage(ANSWER)]
+    agent, chat = _agent("fc", replies, tool_choice=tool_choice)
+    final, _ = _solve(agent, FakeEpisode([ToolResult(422, ERROR)]))
+    assert final == {"status": "ok"} and chat.tool_choices == sent
+
+
+class BadRequest(Exception):
+    status_code = 400  # what the OpenAI client's BadRequestError carries
+
+
+class RefusingChat(FakeChat):
+    """An endpoint that answers any request with ``tool_choice`` by a 400."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        super().__init__(replies)
+        self.refusals: list[str] = []  # shared with its bindings, as the replies are
+
+    def invoke(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        if self.tool_choice:
+            self.refusals.append(self.tool_choice)
+            raise BadRequest("Error code: 400 - tool_choice 'required' is not supported")
+        return super().invoke(messages, **kwargs)
+
+
+def test_an_endpoint_refusing_tool_choice_is_asked_without_it_once_and_noted() -> None:
+    """Not the agent's mistake and no infrastructure error: the same request goes again
+    without the option, the episode runs on, the row is flagged ``tool_choice_refused``, and
+    the endpoint is not asked with it again (the next episode included)."""
+    agent, _ = _agent("fc", [])
+    chat = RefusingChat([_call("lookup", {"id": "R1"}), AIMessage(ANSWER)] * 2)
+    agent.llm = LLM(parse_model_spec("scripted"), chat, retries=2, backoff=0.0)
+    final, context = _solve(agent, FakeEpisode([]))
+    assert final == {"status": "ok"} and context.tool_choice_refused
+    assert chat.refusals == ["required"] and context.usage[0]["error"] is None
+    final, context = _solve(agent, FakeEpisode([]))  # the worker's next episode
+    assert final == {"status": "ok"} and chat.refusals == ["required"]
+
+
+def test_a_400_that_is_not_the_option_still_fails_and_is_not_blamed_on_it() -> None:
+    """A request refused with or without ``tool_choice`` (a bad key, too long a prompt) is the
+    call's failure, as before; the endpoint is not marked as refusing the option."""
+    agent, _ = _agent("fc", [BadRequest("context too long")] * 2)
+    with pytest.raises(ModelCallError):
+        _solve(agent, FakeEpisode([]))
+    assert not agent.llm.tool_choice_refused
+
+
+def test_an_unknown_tool_choice_is_refused_up_front() -> None:
+    with pytest.raises(UsageError, match="tool_choice must be one of"):
+        _agent("fc", [], tool_choice="always")
+
+
+def test_a_forced_turn_to_an_openai_compatible_endpoint_sends_the_calls_schema(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama-server's grammar for ``tool_choice: "required"`` lets text come before the call,
+    so a forced turn to a ``--base-url`` endpoint also asks for one call object by JSON
+    schema (in the body as it is); an unforced turn, or an agent that reads no text calls,
+    sends neither."""
+    sent: list[dict] = []
+
+    def create(self: Any, **payload: Any) -> Any:
+        sent.append(payload)
+        raise RuntimeError("recorded")
+
+    monkeypatch.setattr(PlainChatCompletions, "create", create)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    tools = [openai_tool(FakeEpisode([]).tools[0])]
+    for forced, call_format in [("required", True), (None, True), ("required", False)]:
+        llm = LLM.from_spec("openai:m", "http://127.0.0.1:9/v1", retries=0)
+        llm.call_format = call_format
+        with pytest.raises(ModelCallError):
+            invoke_model(llm, [HumanMessage("hi")], AgentContext(), tools=tools,
+                         tool_choice=forced)  # fmt: skip
+    schema = sent[0]["extra_body"]["response_format"]["json_schema"]["schema"]
+    assert sent[0]["tool_choice"] == "required" and schema["properties"]["name"] == {
+        "enum": ["lookup"]
+    }
+    assert "tool_choice" not in sent[1] and "extra_body" not in sent[1]
+    assert sent[2]["tool_choice"] == "required" and "extra_body" not in sent[2]

@@ -100,7 +100,9 @@ def test_each_provider_client_classifies_a_noisy_models_errors(
 
 @pytest.mark.slow
 def test_a_guessing_model_is_corrected_and_flagged(tmp_path: Path) -> None:
-    result = _run(tmp_path, "--agent", "fc", "--model", "scripted:guesser", "--limit", "4")
+    # not forced to call (the default forces the first tool turn): the corrective turn's case
+    args = ["--agent", "fc", "--model", "scripted:guesser", "--limit", "4", "--tool-choice", "auto"]
+    result = _run(tmp_path, *args)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = _summary(tmp_path)
     assert summary["tsr"] == 1.0 and summary["answered_without_tools"] == 4, summary

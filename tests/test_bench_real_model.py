@@ -9,6 +9,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sopgym.orchestration.processes import ProcessGroup, free_port, sopgym_command
@@ -103,7 +104,7 @@ def test_two_cells_against_the_scripted_model_server(tmp_path: Path) -> None:
     )  # fmt: skip
     args = argparse.Namespace(
         python=sys.executable, model="scripted", base_url=f"http://127.0.0.1:{port}/v1",
-        limit=2, task_timeout=60.0, run_option=[],
+        limit=2, task_timeout=60.0, run_option=[], capture_messages=True,
     )  # fmt: skip
     with ProcessGroup() as group:
         group.start(
@@ -121,6 +122,30 @@ def test_two_cells_against_the_scripted_model_server(tmp_path: Path) -> None:
     assert tools["first_step_s_task1"] is not None and tools["later_step_s"] is not None
     assert 0 <= tools["harness_share"] <= 1
     assert len(bench.table(rows).splitlines()) == 4
+    assert maze["replies"] == {} and tools["replies"] == {}  # kept for failed tasks only
+
+
+def test_model_replies_are_read_back_from_captured_messages(tmp_path: Path) -> None:
+    """A cell's chat spans (``--capture-messages``) give each episode's replies in the order
+    they were made: text as written, a native call as ``name(arguments)``."""
+
+    def span(episode: str, start: int, parts: list[dict]) -> dict:
+        output = orjson.dumps([{"role": "assistant", "parts": parts}]).decode()
+        attributes = [
+            {"key": "gen_ai.conversation.id", "value": {"stringValue": episode}},
+            {"key": "gen_ai.output.messages", "value": {"stringValue": output}},
+        ]
+        return {"name": "chat m", "startTimeUnixNano": str(start), "attributes": attributes}
+
+    spans = [
+        span("ep-1", 20, [{"type": "text", "content": "<final_answer>{}</final_answer>"}]),
+        span("ep-1", 10, [{"type": "tool_call", "name": "lookup", "arguments": {"id": "R1"}}]),
+        {"name": "GET /v1/tools", "attributes": []},
+    ]
+    line = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    (tmp_path / "otlp-1.jsonl").write_bytes(orjson.dumps(line) + b"\n")
+    replies = bench.model_replies(tmp_path)
+    assert replies == {"ep-1": ['lookup({"id":"R1"})', "<final_answer>{}</final_answer>"]}
 
 
 def test_first_replies_are_told_apart_and_the_prompts_differ_as_named() -> None:

@@ -26,7 +26,7 @@ class SilentAfter:
     def __init__(self, replies: list[AIMessage]) -> None:
         self.replies = list(replies)
 
-    def bind_tools(self, tools: list[dict]) -> SilentAfter:
+    def bind_tools(self, tools: list[dict], tool_choice: str | None = None) -> SilentAfter:
         return self
 
     def invoke(self, messages: Any, **kwargs: Any) -> AIMessage:

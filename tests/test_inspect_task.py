@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -84,3 +85,23 @@ def test_a_wrong_argument_is_refused_in_one_line(
     text = done.stdout + done.stderr
     assert said in text.replace("\n", " ") and "Traceback" not in text
     assert not list(tmp_path.glob("*.eval"))  # nothing ran
+
+
+def test_the_inspect_bridge_passes_tool_choice_in_openai_words() -> None:
+    """A solver that forces a call (Inspect's ``"any"``, or a named function) reaches the
+    scripted model as OpenAI's ``tool_choice``, which it obeys (issue 48)."""
+    from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig
+    from inspect_ai.tool import ToolFunction, ToolInfo, ToolParams
+
+    from sopgym.interop.inspect_model import completion_body
+
+    tools = [ToolInfo(name="lookup", description="Look a record up.", parameters=ToolParams())]
+    messages: list[ChatMessage] = [ChatMessageUser(content="hi")]
+
+    def choice(given: Any) -> object:
+        return completion_body("m", messages, tools, GenerateConfig(), given)["tool_choice"]
+
+    assert choice("any") == "required" and choice("auto") == "auto"
+    named = {"type": "function", "function": {"name": "lookup"}}
+    assert choice(ToolFunction(name="lookup")) == named
+    assert "tool_choice" not in completion_body("m", messages, [], GenerateConfig(), "any")

@@ -23,11 +23,11 @@ from langchain_openai.chat_models.base import _convert_dict_to_message, _convert
 
 from sopgym.agents import make_agent
 from sopgym.agents.base import AgentContext
-from sopgym.agents.graph import GraphAgent, NoFinalAnswer, answer_without_tools
+from sopgym.agents.graph import GraphAgent, NoFinalAnswer, answer_without_tools, openai_tool
 from sopgym.agents.llm import LLM
 from sopgym.agents.metrics import WorkerMetrics, episode_facts
 from sopgym.agents.models import PlainChatCompletions, parse_model_spec
-from sopgym.agents.prompts import answer_contract, example_answer, system_prompt
+from sopgym.agents.prompts import answer_contract, case_message, example_answer, system_prompt
 from sopgym.agents.textcalls import read_text_calls
 from sopgym.client import ToolResult
 from sopgym.core.answers import ReactAction, parse_react
@@ -55,13 +55,19 @@ class ScriptedChat:
     """The scripted model in-process, as a chat model: LangChain messages in, the Chat
     Completions body the OpenAI client would send, the server's reply, an AIMessage out."""
 
-    def __init__(self, model: ScriptedModel, name: str, tools: list[dict] | None = None) -> None:
-        self.model, self.name, self.tools = model, name, tools
+    def __init__(
+        self,
+        model: ScriptedModel,
+        name: str,
+        tools: list[dict] | None = None,
+        tool_choice: str | None = None,
+    ) -> None:
+        self.model, self.name, self.tools, self.tool_choice = model, name, tools, tool_choice
         self.bodies: list[dict] = []
         self.replies: list[dict] = []
 
-    def bind_tools(self, tools: list[dict]) -> ScriptedChat:
-        bound = ScriptedChat(self.model, self.name, tools)
+    def bind_tools(self, tools: list[dict], tool_choice: str | None = None) -> ScriptedChat:
+        bound = ScriptedChat(self.model, self.name, tools, tool_choice)
         bound.bodies, bound.replies = self.bodies, self.replies  # one log per episode
         return bound
 
@@ -72,6 +78,8 @@ class ScriptedChat:
         }
         if self.tools:
             body["tools"] = self.tools
+        if self.tool_choice:
+            body["tool_choice"] = self.tool_choice
         if kwargs.get("stop"):
             body["stop"] = kwargs["stop"]
         reply = behaviours.play(self.model, body)
@@ -496,8 +504,11 @@ def test_a_model_that_answers_first_calls_tools_from_the_first_reply(agent: str)
         final, context, episode, chat, task = _work(agent, TOOL_USE, "answers_first=1", index)
         assert final == _gold(TOOL_USE, task) and episode.calls
         assert not context.answered_without_tools, chat.texts()[:2]
-    # the same model given no example call (text calls off) guesses through the corrective turn
-    final, context, episode, _, task = _work("fc", TOOL_USE, "answers_first=1", text_tool_calls=0)
+    # the same model given no example call (text calls off), and not forced to call, guesses
+    # through the corrective turn
+    final, context, episode, _, task = _work(
+        "fc", TOOL_USE, "answers_first=1", text_tool_calls=0, tool_choice="auto"
+    )
     assert not episode.calls and context.answered_without_tools
 
 
@@ -563,6 +574,61 @@ def test_answer_shaped_replies_never_end_repeated_action() -> None:
     _solve(agent, TwoFieldEpisode([]))
     warning = str(chat.seen[3][-1].content)
     assert "2 times in a row" in warning and "not inside <final_answer>" in warning, warning
+
+
+@pytest.mark.parametrize("agent", ["fc", "plan"])
+def test_a_forced_first_turn_makes_a_model_that_answers_first_call_tools(agent: str) -> None:
+    """``answers_unforced`` guesses the answer, in the tags, until it has made a call, whatever
+    the prompt (the 1.5B on content flagging, issue 48). The default ``required-first`` asks
+    the server for a call on the episode's first tool turn: the model calls, then follows the
+    procedure to the gold. Left to ``auto`` it guesses through the corrective turn."""
+    for index in range(3):
+        final, context, episode, chat, task = _work(agent, TOOL_USE, "answers_unforced=1", index)
+        assert final == _gold(TOOL_USE, task) and episode.calls, chat.texts()[:2]
+        assert not context.answered_without_tools
+        choices = [b.get("tool_choice") for b in chat.bodies if b.get("tools")]
+        assert choices[0] == "required" and set(choices[1:]) == {None}, choices
+    final, context, episode, chat, task = _work(
+        agent, TOOL_USE, "answers_unforced=1", tool_choice="auto"
+    )
+    assert not episode.calls and context.answered_without_tools
+    assert all("tool_choice" not in b for b in chat.bodies)
+
+
+def test_the_scripted_model_answers_a_required_tool_choice_with_a_call() -> None:
+    """As a grammar-constrained server does: a reply that would be an answer, or a call
+    written as text, is a native call when the body says ``tool_choice: "required"``."""
+    data = domain_data(TOOL_USE)
+    model = ScriptedModel([data], parse_profile("perfect"))
+    task = data.tasks[0]
+    tools = [openai_tool(t.spec.rendered()) for t in data.domain.tools]
+    body = {
+        "model": "scripted:answers_unforced=1,fenced_calls=1",
+        "messages": [
+            {"role": "system", "content": system_prompt(data.domain.output_schema, tools=[])},
+            {"role": "user", "content": case_message(data.domain.sop(), task.inputs)},
+        ],
+        "tools": tools,
+    }
+    unforced = behaviours.play(model, body)["choices"][0]["message"]
+    assert not unforced.get("tool_calls") and "<final_answer>" in unforced["content"]
+    forced = behaviours.play(model, {**body, "tool_choice": "required"})["choices"][0]["message"]
+    assert forced["tool_calls"], forced
+    named = {"type": "function", "function": {"name": tools[-1]["function"]["name"]}}
+    picked = behaviours.play(model, {**body, "tool_choice": named})["choices"][0]["message"]
+    assert picked["tool_calls"][0]["function"]["name"] == tools[-1]["function"]["name"]
+
+
+def test_react_takes_an_answer_written_without_its_marker_and_flags_it() -> None:
+    """``untagged_answers`` under ReAct: the final answer as its fenced object alone, with no
+    ``Final Answer:``, is the answer (flagged), read by the reader fc uses, never a loop of
+    unreadable replies ending ``RepeatedAction``."""
+    for index in range(3):
+        final, context, episode, chat, task = _work("react", TOOL_USE, "untagged_answers=1", index)
+        assert chat.texts()[-1].startswith("```json") and "Final Answer" not in chat.texts()[-1]
+        assert final == _gold(TOOL_USE, task) and context.untagged_answer and episode.calls
+    final, context, *_ = _work("react", TOOL_USE, "perfect")
+    assert not context.untagged_answer
 
 
 @pytest.mark.slow

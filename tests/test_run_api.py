@@ -66,6 +66,8 @@ def test_run_resolves_domain_patterns() -> None:
         ({"limit": 1, "sample": 1}, "give one"),
         ({"faults": "no_such_tool:503=0.5"}, "no_such_tool"),
         ({"agent": "react", "agent_options": {"tool_retrieval": "bm25:3"}}, "fc and mcp"),
+        ({"agent": "react", "agent_options": {"tool_choice": "auto"}}, "not of react"),
+        ({"agent": "fc", "agent_options": {"tool_choice": "always"}}, "tool_choice must be"),
     ],
 )
 def test_a_bad_config_raises_usage_error_and_writes_nothing(
@@ -76,6 +78,16 @@ def test_a_bad_config_raises_usage_error_and_writes_nothing(
         sopgym.run(config, runs_dir=tmp_path, run_id="bad")
     assert says in str(refused.value)
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_tool_choice_a_native_tools_agent_uses_is_recorded() -> None:
+    """config.json says which ``tool_choice`` forced calls, the default included."""
+    config = validate(RunConfig(domains=["patient_intake"], agent="fc"))
+    assert config.agent_options["tool_choice"] == "required-first"
+    given = {"tool_choice": "auto"}
+    assert validate(RunConfig(domains=["patient_intake"], agent="plan", agent_options=given)
+                    ).agent_options == given  # fmt: skip
+    assert "tool_choice" not in validate(RunConfig(domains=["patient_intake"])).agent_options
 
 
 def test_an_existing_run_is_refused(oracle_run: tuple[RunSummary, Path]) -> None:

@@ -51,9 +51,29 @@ def play(model: ScriptedModel, body: JSON, size: int = 0) -> JSON:
     (every API door of the server answers through here, and the tests in-process)."""
     reply = model.respond(body, size)
     played = profile_for_model(body.get("model"), model.default_profile)
-    if not behaves(played):
-        return reply
-    return apply(played, body, reply, model.guess)
+    rewritten = apply(played, body, reply, model.guess) if behaves(played) else reply
+    return obeying_tool_choice(body, rewritten, reply)
+
+
+def obeying_tool_choice(body: JSON, played: JSON, engine: JSON) -> JSON:
+    """``played`` as a server that constrains replies to the body's ``tool_choice`` gives it
+    (llama-server ``--jinja`` and vLLM hold ``"required"`` or a named function to a grammar):
+    a reply without a native call becomes the engine's own call, or, where the engine would
+    answer, a call to the first offered tool (the named one) with no arguments, since a
+    grammar lets the model write nothing else. A habit's calls written as text are native
+    calls there."""
+    choice = body.get("tool_choice")
+    named = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    if not body.get("tools") or (choice != "required" and not named):
+        return played
+    if _message(played).get("tool_calls") and not named:
+        return played
+    if _message(engine).get("tool_calls") and not named:
+        return engine
+    first = named or body["tools"][0].get("function", {}).get("name", "")
+    call = ToolCall(first, {})
+    return replies.completion(str(body.get("model") or "scripted"), None, [call],
+                              _prompt_tokens(engine))  # fmt: skip
 
 
 def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
@@ -77,7 +97,10 @@ def apply(profile: ErrorProfile, body: JSON, reply: JSON, guess: Guess) -> JSON:
         return reply
     if acting and drawn("tools_late") and first:
         return _guess(body, guess, model, reply)
-    if acting and not convo.calls and drawn("answers_first") and _leads_with_answer(convo.system):
+    answers_now = drawn("answers_unforced") or (
+        drawn("answers_first") and _leads_with_answer(convo.system)
+    )
+    if acting and not convo.calls and answers_now:
         answer = guess(body)
         if answer is not None:
             text = f"<{FINAL_TAG}>{orjson.dumps(answer).decode()}</{FINAL_TAG}>"

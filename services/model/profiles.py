@@ -48,8 +48,11 @@ else, it goes on); ``echoes_format`` goes on after its
 ReAct action, echoing the prompt's instructions (what stop sequences must cut).
 Under ``fc`` (issue 48): ``answers_first`` answers in the tags with a guess, turn after turn
 until it has made a call, when the system prompt's first example is the answer's (no example
-call before it); ``untagged_answers`` writes each final answer as its object alone in a JSON
-code fence, without the tags.
+call before it); ``answers_unforced`` does so whatever the prompt shows (the 1.5B on
+content flagging under every prompt measured): only a forced call (``tool_choice:
+"required"``, which the scripted model obeys as a grammar-constrained server does) makes it
+call; ``untagged_answers`` writes each final answer as its object alone in a JSON code fence,
+without the tags.
 
 Latency knobs (:mod:`.latency`, docs/model-latency.md) say how long a reply takes and join any
 profile: ``latency=2`` (seconds a call), the ``gpu`` preset (a batching GPU server) anywhere
@@ -104,6 +107,7 @@ BEHAVIOUR_KINDS = (
     # what it did under fc (issue 48): answers first, and answers without the tags
     "answers_first",
     "untagged_answers",
+    "answers_unforced",
 )
 # dependency-graph answers only (stage 1): select a wrong API in place of a true one
 GRAPH_KINDS = ("wrong_node",)

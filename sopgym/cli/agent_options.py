@@ -9,13 +9,14 @@ from typing import Any
 
 import click
 
-from sopgym.agents.options import AGENT_OPTIONS, parse_agent_option
+from sopgym.agents.options import AGENT_OPTIONS, TOOL_CHOICES, default, parse_agent_option
 from sopgym.types import JSON
 
 
 def agent_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--max-steps`` ... ``--max-tokens`` and the repeatable ``--agent-option key=value``
-    (any option of :data:`AGENT_OPTIONS`); the command reads them back with
+    """``--max-steps`` ... ``--max-tokens``, ``--tool-choice`` and the repeatable
+    ``--agent-option key=value`` (any option of :data:`AGENT_OPTIONS`); the command reads them
+    back with
     :func:`collect_agent_options`."""
     flags = [
         click.option(
@@ -48,6 +49,15 @@ def agent_option_flags(command: Callable[..., Any]) -> Callable[..., Any]:
             help="How prompt-only tasks (SOP-Maze imports) are sent and read: ours (default), "
             "or the paper's (the prompt as published, no system prompt, the reply repaired "
             "as the official scorer does). Recorded in the run's agent_options.",
+        )
+    )
+    flags.append(
+        click.option(
+            "--tool-choice",
+            "tool_choice",
+            type=click.Choice(list(TOOL_CHOICES)),
+            default=None,
+            help=f"{AGENT_OPTIONS['tool_choice'].help} [default: {default('tool_choice')}]",
         )
     )
     flags.append(

@@ -26,7 +26,7 @@ from inspect_ai.model import (
     ModelUsage,
     modelapi,
 )
-from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
+from inspect_ai.tool import ToolCall, ToolChoice, ToolFunction, ToolInfo
 
 from sopgym.core.exceptions import UsageError
 from sopgym.types import JSON
@@ -85,17 +85,30 @@ def _openai_tool(tool: ToolInfo) -> JSON:
 
 
 def completion_body(
-    model: str, messages: list[ChatMessage], tools: list[ToolInfo], config: GenerateConfig
+    model: str,
+    messages: list[ChatMessage],
+    tools: list[ToolInfo],
+    config: GenerateConfig,
+    tool_choice: ToolChoice = "auto",
 ) -> JSON:
-    """The Chat Completions request an OpenAI-compatible client would send."""
+    """The Chat Completions request an OpenAI-compatible client would send, with Inspect's
+    ``tool_choice`` in OpenAI's words (``"any"`` is ``"required"``, a named function forces
+    that one), so the scripted model calls a tool when the solver forces one."""
     body: JSON = {"model": model, "messages": [_openai_message(m) for m in messages]}
     if tools:
         body["tools"] = [_openai_tool(t) for t in tools]
+        body["tool_choice"] = _openai_tool_choice(tool_choice)
     if config.seed is not None:
         body["seed"] = config.seed
     if config.stop_seqs:
         body["stop"] = list(config.stop_seqs)
     return body
+
+
+def _openai_tool_choice(choice: ToolChoice) -> JSON | str:
+    if isinstance(choice, ToolFunction):
+        return {"type": "function", "function": {"name": choice.name}}
+    return "required" if choice == "any" else choice
 
 
 def model_output(model: str, reply: JSON) -> ModelOutput:
@@ -189,7 +202,7 @@ class ScriptedModelAPI(ModelAPI):
 
         from sopgym.services.model.behaviours import play
 
-        body = completion_body(self.model_name, input, tools, config)
+        body = completion_body(self.model_name, input, tools, config, tool_choice)
         engine = await anyio.to_thread.run_sync(self._scripted)
         reply = play(engine, body, len(orjson.dumps(body)))
         return model_output(self.model_name, reply)

@@ -31,6 +31,9 @@ from sopgym.runs.records import RunConfig, RunSummary
 
 # The agents whose catalog ``tool_retrieval`` narrows (the others are not given a catalog).
 RETRIEVAL_AGENTS = ("fc", "mcp")
+# The agents that offer tools natively, whose turns ``tool_choice`` may force (react writes its
+# calls as text; the oracle calls no model).
+TOOL_CHOICE_AGENTS = ("fc", "plan", "mcp")
 
 
 def validate(config: RunConfig) -> RunConfig:
@@ -77,11 +80,30 @@ def validate(config: RunConfig) -> RunConfig:
     if config.agent_options.get("tool_retrieval") and config.agent not in RETRIEVAL_AGENTS:
         raise UsageError("--tool-retrieval narrows the catalog of the fc and mcp "
                          f"agents, not of {config.agent}")  # fmt: skip
+    options = tool_choice_options(config.agent, config.agent_options)
     if config.prices is not None:
         from sopgym.evaluation.llm_usage import read_prices
 
         read_prices(Path(config.prices))  # a PriceTableError: a UsageError
-    return msgspec.structs.replace(config, domains=names)
+    return msgspec.structs.replace(config, domains=names, agent_options=options)
+
+
+def tool_choice_options(agent: str, options: Any) -> Any:
+    """``options`` with the ``tool_choice`` a native-tools agent will use written in (its
+    default when none was given), so the run's config.json says which it was; a value that is
+    not one of :data:`TOOL_CHOICES`, or given to an agent that offers no native tools, is a
+    :class:`UsageError`."""
+    from sopgym.agents.options import TOOL_CHOICES, default
+
+    choice = options.get("tool_choice")
+    if agent not in TOOL_CHOICE_AGENTS:
+        if choice is not None:
+            raise UsageError(f"--tool-choice forces the native tool calls of "
+                             f"{', '.join(TOOL_CHOICE_AGENTS)}, not of {agent}")  # fmt: skip
+        return options
+    if choice is not None and choice not in TOOL_CHOICES:
+        raise UsageError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)}, got {choice!r}")
+    return {**options, "tool_choice": choice or default("tool_choice")}
 
 
 def new_run_dir(runs_dir: Path, run_id: str | None = None) -> Path:

@@ -435,6 +435,8 @@ class Runner:
             row["copied_example"] = True
         if report.untagged_answer is True:  # the answer was its bare object, tags left off
             row["untagged_answer"] = True
+        if report.tool_choice_refused is True:  # the endpoint's limit, not the agent's doing
+            row["tool_choice_refused"] = True
         if report.claimed_infra is True:  # the agent raised an infrastructure error itself
             row["claimed_infra"] = True
         return row

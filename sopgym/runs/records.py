@@ -246,6 +246,7 @@ class WorkerReport(msgspec.Struct, kw_only=True):
     answered_without_tools: bool = False
     copied_example: bool | UnsetType = UNSET  # set (True) only when it happened
     untagged_answer: bool | UnsetType = UNSET  # the answer came without its tags (True only)
+    tool_choice_refused: bool | UnsetType = UNSET  # the endpoint refused tool_choice (True only)
     trace_flushed: bool | UnsetType = UNSET  # None in a result row: not traced
     record_error: str | UnsetType = UNSET
     # the driver's name for the job, echoed: a report is taken only for a job still awaited
