@@ -142,7 +142,7 @@ class ScriptedModel:
                 for n, call in enumerate(book.plan(profile, task, convo.calls))
             ]
             return replies.completion(model, replies.plan_text(steps), None, tokens, stop)
-        move = book.play(profile, task, convo.calls)
+        move = book.play(profile, task, convo.calls, forces_a_call(body))
         if move.call is not None and not self._can_take(convo, body, move.call, move):
             # a step it cannot take here (no tools, or a narrowed catalog without it), nor its
             # mistake: the model says so and never answers, so the task fails as the agent's
@@ -463,3 +463,12 @@ def _content_parts(content: Any) -> bool:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def forces_a_call(body: JSON) -> bool:
+    """Whether the request holds the reply to a tool call: tools offered with ``tool_choice``
+    ``"required"`` or a named function (a server's grammar then lets the model write nothing
+    else; :func:`sopgym.services.model.behaviours.obeying_tool_choice`)."""
+    choice = body.get("tool_choice")
+    named = isinstance(choice, dict) and bool(choice.get("function", {}).get("name"))
+    return bool(body.get("tools")) and (choice == "required" or named)

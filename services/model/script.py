@@ -81,10 +81,15 @@ class Playbook:
         self._mistakes: dict[tuple[Any, ...], Mistake | None] = {}
 
     # ---- playing ----
-    def play(self, profile: ErrorProfile, task: Task, made: list[MadeCall]) -> Move:
-        """The next move on ``task`` given the calls ``made`` in the conversation."""
+    def play(
+        self, profile: ErrorProfile, task: Task, made: list[MadeCall], forced: bool = False
+    ) -> Move:
+        """The next move on ``task`` given the calls ``made`` in the conversation. ``forced``:
+        the request holds the reply to a tool call (``tool_choice``), so the model cannot
+        answer at once: the profile's blank answer is not drawn on this episode (it is an
+        answer before any call, and a call is made now)."""
         draws = self._final_draws(profile, task)
-        if draws.blank and self._needs_calls(task):
+        if draws.blank and not forced and not made and self._needs_calls(task):
             return self._blank(task, random.Random(draws.rng_seed))
         run = self._observed(task, made, partial(self._mistake_at, profile, task))
         try:
