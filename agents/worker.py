@@ -226,12 +226,17 @@ class EpisodePool:
         self._end(future, report)
 
     def _end(self, future: Future[WorkerReport], report: WorkerReport) -> None:
-        """The job's one answer: the first of its episode's and the watchdog's counts."""
+        """The job's one answer: the first of its episode's and the watchdog's counts. The
+        slot frees only after the answer was handed on (the future's callbacks, which write
+        the report, run inside ``set_result``): a driver that waits for every slot before it
+        exits must find every report written, never a last wave lost with the process."""
         with self._lock:
             if self._running.pop(id(future), None) is None:
                 return  # answered already (timed out): a late result is dropped
-        self._slots.release()
-        future.set_result(report)
+        try:
+            future.set_result(report)
+        finally:
+            self._slots.release()
 
     def _watch(self) -> None:
         while True:

@@ -309,3 +309,41 @@ def test_the_pools_threads_serve_episode_after_episode_and_a_stuck_one_is_replac
     stuck_threads[0].join(10)
     assert not stuck_threads[0].is_alive()  # it ended once its episode returned
     pool.close()
+
+
+def test_serve_returns_only_once_every_report_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hand-fed worker whose stdin ends exits once the episodes in flight are over: every
+    one's report must be written by then. A slot freed before its report left would let the
+    last wave's reports go down with the process (a slow reader of stdout widens the gap)."""
+    import io
+    import time
+
+    from sopgym.agents import worker as worker_module
+    from sopgym.runs.records import WorkerReport
+
+    def fake_run_job(agent: object, client: object, job: dict, *_: object) -> WorkerReport:
+        time.sleep(0.2)  # all eight in flight before the first ends
+        return WorkerReport(task_id=job["task"]["id"], domain="d", trial=0, status="finished")
+
+    class Client:
+        def close(self) -> None:
+            pass
+
+    class Entry:
+        factory = staticmethod(lambda **options: object())
+
+    class SlowOut(io.StringIO):
+        def write(self, text: str) -> int:
+            time.sleep(0.05)  # a reader that takes its time
+            return super().write(text)
+
+    monkeypatch.setattr(worker_module, "run_job", fake_run_job)
+    monkeypatch.setattr(worker_module, "resolve_agent", lambda spec: Entry())
+    monkeypatch.setattr(worker_module, "connect", lambda *a, **k: Client())
+    jobs = "".join(orjson.dumps({"task": {"id": f"t{i}", "domain": "d"}}).decode() + "\n"
+                   for i in range(8))  # fmt: skip
+    out = SlowOut()
+    worker_module.serve("any", "http://127.0.0.1:9", 5, {}, jobs=io.StringIO(jobs), out=out,
+                        concurrency=8)  # fmt: skip
+    written = [orjson.loads(line)["task_id"] for line in out.getvalue().splitlines()]
+    assert sorted(written) == sorted(f"t{i}" for i in range(8))
