@@ -29,7 +29,13 @@ from urllib.parse import urlsplit
 import httptools
 import httpx
 
-from sopgym.client.keepalive import Answer, Connections, read_answer
+from sopgym.client.keepalive import (
+    Answer,
+    Connections,
+    read_answer,
+    send_all,
+    set_timeout,
+)
 
 
 class KeepAliveTransport(httpx.BaseTransport):
@@ -101,7 +107,7 @@ class KeepAliveTransport(httpx.BaseTransport):
         request: Callable[[], httpx.Request],
     ) -> Answer:
         try:
-            sock.settimeout(timeouts.get("read"))
+            set_timeout(sock, timeouts.get("read"))
             return _exchange(sock, data, request)
         except BaseException:
             self._connections.drop(host, port, sock)  # its state is unknown: the next opens anew
@@ -143,7 +149,7 @@ def _exchange(sock: socket.socket, data: bytes, request: Callable[[], httpx.Requ
     """Send ``data`` in one write and read its answer. Failures raise the httpx error the
     default transport would, the socket's own error kept as the cause."""
     try:
-        sock.sendall(data)
+        send_all(sock, data)
     except TimeoutError as error:
         raise httpx.WriteTimeout(str(error) or "write timed out", request=request()) from error
     except OSError as error:

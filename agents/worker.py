@@ -26,6 +26,7 @@ log (standard error), so nothing an agent writes can pass for a report.
 
 from __future__ import annotations
 
+import gc
 import os
 import queue
 import sys
@@ -273,6 +274,20 @@ class EpisodePool:
         self.client.close()
 
 
+def freeze_start_up_heap() -> None:
+    """Leave what start-up built out of the garbage collector's full passes (``gc.freeze``).
+
+    A worker that has built its agent holds about a million objects from its imports
+    (LangChain, LangGraph, the OpenAI SDK's types, pydantic's schemas) that live as long as
+    the process; every full collection walked all of them again, ~75 ms each, about a tenth of
+    the worker's CPU per model call in steady state (0.09 of 1.0 ms at 10 in flight, 384
+    episodes). Frozen, a full pass walks only what episodes made since (~1 ms). Called once by
+    the worker commands after their pool is built; objects made later are collected as
+    before."""
+    gc.collect()
+    gc.freeze()
+
+
 def forget_converted_messages() -> None:
     """Drop this thread's converted messages (:mod:`sopgym.agents.chat_completions`): a
     thread that runs one episode after another must not keep the last one's conversation."""
@@ -385,15 +400,19 @@ def serve(
     transport: str = "http",
     observe: Callable[[WorkerReport, JSON | None], None] | None = None,
     concurrency: int = 1,
+    freeze_heap: bool = False,
 ) -> None:
     """Work jobs until stdin closes, up to ``concurrency`` at once; a report line per job, in
     the order they end (``job_id`` names the job when the driver gave one);
     ``observe(report, None)`` sees each report (metrics). By default the reports go to the
     process's own standard output, which agents can no longer write
-    (:func:`keep_stdout_for_reports`)."""
+    (:func:`keep_stdout_for_reports`). ``freeze_heap``: the command's own process, whose
+    start-up heap is then frozen (:func:`freeze_start_up_heap`)."""
     jobs = sys.stdin if jobs is None else jobs
     out = keep_stdout_for_reports() if out is None else out
     pool = EpisodePool(agent_name, gateway_url, task_timeout, agent_options, transport, concurrency)
+    if freeze_heap:  # the worker process's own loop (the command), not a caller's thread
+        freeze_start_up_heap()
     writing = threading.Lock()
 
     def write(report: WorkerReport) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 import sys
 from collections.abc import Callable
@@ -101,6 +102,14 @@ class NotifyingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None] | None) -> None:
         super().__init__(config)
         self._on_shutdown = on_shutdown
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        # What start-up built (imports, the datasets, the app) lives as long as the server:
+        # frozen, the collector's full passes stop walking it on every pass (as an agent
+        # worker's: sopgym.agents.worker.freeze_start_up_heap).
+        gc.collect()
+        gc.freeze()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         if self._on_shutdown is not None:

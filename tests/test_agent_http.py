@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pytest
 
 from sopgym.asgi import Receive, Scope, Send, read_body, respond
 from sopgym.client import Episode, GatewayClient, GatewayError
-from sopgym.client.keepalive import HttpTransport, TransportError
+from sopgym.client.keepalive import KERNEL_TIMEOUTS, HttpTransport, TransportError
 from sopgym.orchestration.processes import free_port
 from tests.test_gateway_server import running
 
@@ -85,6 +86,21 @@ def test_a_timed_out_call_costs_its_connection_not_the_calls_after_it() -> None:
             reply = transport.request("POST", f"/after{n}", {}, {})
             assert reply.status == 200 and reply.json()["path"] == f"/after{n}"
         assert [s["path"] for s in SEEN] == ["/first", "/slow", "/after0", "/after1", "/after2"]
+        transport.close()
+
+
+@pytest.mark.skipif(not KERNEL_TIMEOUTS, reason="the kernel keeps the limits on Linux only")
+def test_a_plain_connection_blocks_with_its_limit_kept_by_the_kernel() -> None:
+    """One system call per send or receive (no ``poll`` before each, as a Python timeout
+    makes), the same limit: the kernel's receive and send timeouts hold the transport's."""
+    with running(recording_app) as server:
+        transport = HttpTransport(f"http://127.0.0.1:{server.port}", timeout=0.4)
+        transport.request("GET", "/first", {})
+        (connection,) = transport._connections._kept.values()
+        assert connection.gettimeout() is None  # blocking: no poll before each call
+        for option in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+            raw = connection.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("ll"))
+            assert struct.unpack("ll", raw) == (0, 400_000)
         transport.close()
 
 

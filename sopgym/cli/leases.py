@@ -42,7 +42,7 @@ def run_lease_command(
     """``sopgym agent-worker --leases URL``: work the run's leases until the run is done;
     exits with :mod:`sopgym.orchestration.leases`' statuses."""
     from sopgym.agents import uses_model
-    from sopgym.agents.worker import EpisodePool
+    from sopgym.agents.worker import EpisodePool, freeze_start_up_heap
     from sopgym.core.stopping import SIGTERM_STATUS, exit_on_sigterm, leave_now
     from sopgym.orchestration.lease_worker import LeaseSettings, LeaseWorker
     from sopgym.orchestration.shards import ShardError, default_owner, model_ready, wait_until
@@ -60,6 +60,7 @@ def run_lease_command(
     if base_url:
         options["base_url"] = base_url
     pool = EpisodePool(agent, gateway, task_timeout, options, transport, concurrency)
+    freeze_start_up_heap()
     worker = LeaseWorker(settings, pool, console.print, observe)
     console.print(f"lease worker {settings.worker}: {concurrency} episode(s) at once from "
                   f"{service}")  # fmt: skip

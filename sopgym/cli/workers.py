@@ -159,6 +159,7 @@ def agent_worker(
             transport=transport,
             observe=observe,
             concurrency=concurrency,
+            freeze_heap=True,
         )
     except ModelUnavailable as error:
         model_unavailable(error)
