@@ -11,7 +11,7 @@ parse, and an agent step makes one such call.
 Only ``http://`` endpoints that no proxy is configured for are served here (the scripted model,
 local or compose/k8s OpenAI-compatible servers); ``https://`` providers and proxied URLs keep
 httpx's own transport, with its TLS, proxy and HTTP/2 handling. Connections and reading are
-:mod:`sopgym.client.keepalive`'s (the agents' client to the gateway): each thread keeps one
+:mod:`sopgym.core.keepalive`'s (the agents' client to the gateway): each thread keeps one
 connection per origin, checked before reuse for a close the server sent while it sat idle. A
 request is never resent here: an exchange that fails closes its connection and raises the httpx
 error the default transport would (connect errors and timeouts, read/write timeouts, protocol
@@ -22,16 +22,16 @@ always saw, the socket's own error (``ConnectionRefusedError``, say) kept as the
 from __future__ import annotations
 
 import socket
-import urllib.request
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httptools
 import httpx
 
-from sopgym.client.keepalive import (
+from sopgym.core.keepalive import (
     Answer,
     Connections,
+    direct_http,
     read_answer,
     send_all,
     set_timeout,
@@ -173,11 +173,6 @@ def keep_alive_mounts(base_url: str | None) -> dict[str, httpx.BaseTransport]:
     """httpx ``mounts`` that send requests to ``base_url``'s origin through
     :class:`KeepAliveTransport`: for a plain ``http://`` URL that no proxy is configured for;
     none otherwise (httpx's default transport serves everything)."""
-    if not base_url:
+    if not base_url or not direct_http(base_url):
         return {}
-    parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
-        return {}
-    if urllib.request.getproxies().get("http") and not urllib.request.proxy_bypass(parts.hostname):
-        return {}
-    return {f"http://{parts.netloc}": KeepAliveTransport()}
+    return {f"http://{urlsplit(base_url).netloc}": KeepAliveTransport()}

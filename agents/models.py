@@ -19,8 +19,8 @@ import httpx
 import orjson
 
 from sopgym.agents.model_http import KeepAliveTransport, keep_alive_mounts
-from sopgym.client.keepalive import Answer
 from sopgym.core.exceptions import UsageError
+from sopgym.core.keepalive import Answer
 from sopgym.observability.genai import inject_trace_context, traced_http_client
 
 PROVIDERS = ("scripted", "openai", "anthropic", "bedrock")

@@ -43,9 +43,9 @@ from opentelemetry import trace
 from sopgym.agents import resolve_agent
 from sopgym.agents.base import Agent, AgentContext
 from sopgym.client import connect
-from sopgym.client.keepalive import Connections
 from sopgym.client.transports import GatewayClientProtocol
 from sopgym.core.exceptions import error_record
+from sopgym.core.keepalive import Connections
 from sopgym.core.outcomes import INFRA_ERROR, InfraFailure, harness_observed, observing
 from sopgym.core.tasks import ONE_SHOT_KINDS, Task
 from sopgym.observability import genai, tracing

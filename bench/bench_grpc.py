@@ -4,7 +4,7 @@ Starts the patient-intake tool service and the gateway (serving both transports 
 core) as real processes on 127.0.0.1 and measures, in one run and on one episode:
   * raw transport: median / p99 over N sequential calls with a raw keep-alive socket (HTTP)
     and a reused gRPC channel with a prebuilt request (gRPC);
-  * the agents' clients: Episode.call over GatewayClient (sopgym/client/keepalive.py) and
+  * the agents' clients: Episode.call over GatewayClient (sopgym/core/keepalive.py) and
     GrpcGatewayClient, and the CPU each spends per call beside the raw socket's;
   * calls/s with T threads, each with its own agent client, for D seconds per transport.
 

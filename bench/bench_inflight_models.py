@@ -6,7 +6,7 @@ seconds (an asyncio server: it costs no CPU while it waits), each making ``--cal
 requests in turn, in two shapes:
 
 * ``threads``: a thread per episode, each request through sopgym's own keep-alive client
-  (:class:`sopgym.client.keepalive.HttpTransport`: what the agents' gateway and model calls
+  (:class:`sopgym.core.keepalive.HttpTransport`: what the agents' gateway and model calls
   use in a worker's episode threads);
 * ``asyncio``: a task per episode on one event loop, each request through
   ``httpx.AsyncClient`` (what an asynchronous rewrite of the agents would use: LangChain's
@@ -33,7 +33,7 @@ import time
 
 import httpx
 
-from sopgym.client.keepalive import HttpTransport
+from sopgym.core.keepalive import HttpTransport
 from sopgym.orchestration.processes import free_port
 
 SERVER = """

@@ -1,4 +1,4 @@
-"""The agents' HTTP transport to the gateway (sopgym/client/keepalive.py), against a real server."""
+"""The agents' HTTP transport to the gateway (sopgym/core/keepalive.py), against a real server."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from sopgym.asgi import Receive, Scope, Send, read_body, respond
 from sopgym.client import Episode, GatewayClient, GatewayError
-from sopgym.client.keepalive import KERNEL_TIMEOUTS, HttpTransport, TransportError
+from sopgym.core.keepalive import KERNEL_TIMEOUTS, HttpTransport, TransportError
 from sopgym.orchestration.processes import free_port
 from tests.test_gateway_server import running
 

@@ -219,7 +219,7 @@ def test_a_kept_connection_above_fd_1023_is_checked_and_an_episode_thread_closes
     import socket
     import threading
 
-    from sopgym.client.keepalive import Connections, _spoken_to_while_idle
+    from sopgym.core.keepalive import Connections, _spoken_to_while_idle
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1200:

@@ -22,7 +22,7 @@ import pytest
 
 from sopgym.cli.summary import print_summary
 from sopgym.client import GatewayClient, InfraError
-from sopgym.client.keepalive import Reply
+from sopgym.core.keepalive import Reply
 from sopgym.core.outcomes import INFRA_ERROR
 from sopgym.core.registry import load_domain
 from sopgym.evaluation.explain import coverage_line

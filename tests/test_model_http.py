@@ -202,7 +202,7 @@ def test_a_kept_connection_the_server_closed_as_the_request_left_is_replaced_onc
     request goes out on it, before the client could see the close: the request goes once
     more on a new connection. (Seen as a rare reset in CI; forced here by handing out the
     closed connection.)"""
-    import sopgym.client.keepalive as keepalive
+    import sopgym.core.keepalive as keepalive
 
     kept_ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
     fresh = b'HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n{"n": 2}'

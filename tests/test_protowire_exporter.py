@@ -33,14 +33,20 @@ def finished_spans(count: int = 3) -> list[ReadableSpan]:
 
 
 @contextmanager
-def receiver(statuses: list[int]) -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
-    """An OTLP/HTTP receiver answering the n-th POST with ``statuses[n]`` (then 200)."""
+def receiver(
+    statuses: list[int], keep_alive: bool = False
+) -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
+    """An OTLP/HTTP receiver answering the n-th POST with ``statuses[n]`` (then 200); each
+    request's headers get the client's port as ``x-client-port``."""
     seen: list[tuple[dict[str, str], bytes]] = []
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["content-length"]))
-            seen.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            seen.append(({**headers, "x-client-port": str(self.client_address[1])}, body))
             status = statuses[len(seen) - 1] if len(seen) <= len(statuses) else 200
             self.send_response(status)
             self.send_header("content-length", "0")
@@ -112,6 +118,33 @@ def test_a_transient_refusal_is_retried_a_bad_request_is_not() -> None:
         exporter = OTLPSpanExporter(endpoint=url, timeout=30)
         assert exporter.export(finished_spans(1)) == SpanExportResult.FAILURE
     assert len(seen) == 1
+
+
+def test_exports_from_any_thread_share_one_kept_connection() -> None:
+    """The span processor's thread and a flushing thread export in turn on one connection
+    (no httpx request per export, no connection per thread)."""
+    with receiver([], keep_alive=True) as (url, seen):
+        exporter = OTLPSpanExporter(endpoint=url)
+        assert exporter.export(finished_spans(1)) == SpanExportResult.SUCCESS
+        other = threading.Thread(target=lambda: exporter.export(finished_spans(2)))
+        other.start()
+        other.join()
+        assert exporter.export(finished_spans(1)) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+    assert len(seen) == 3 and len({headers["x-client-port"] for headers, _ in seen}) == 1
+
+
+def test_a_receiver_behind_a_proxy_is_reached_through_httpx(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy configured for the receiver's host: httpx (which honours it) sends the export,
+    as it does for https receivers."""
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    monkeypatch.setenv("no_proxy", "")
+    assert OTLPSpanExporter(endpoint="http://collector:4318/v1/traces")._direct is None
+    assert OTLPSpanExporter(endpoint="https://collector:4318/v1/traces")._direct is None
+    monkeypatch.setenv("no_proxy", "collector")
+    assert OTLPSpanExporter(endpoint="http://collector:4318/v1/traces")._direct is not None
 
 
 def test_the_endpoint_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,7 +27,6 @@ from urllib.parse import quote
 
 from opentelemetry.propagate import inject
 
-from sopgym.client.keepalive import HttpTransport, Reply, TransportError
 from sopgym.client.retry import RetryPolicy
 from sopgym.client.transports import TRANSPORTS as TRANSPORTS
 from sopgym.client.transports import GatewayClientProtocol
@@ -35,6 +34,7 @@ from sopgym.client.transports import transport as transport_named
 from sopgym.core.answers import MESSAGE_ACTION
 from sopgym.core.errors import TOOL_FAILURES
 from sopgym.core.exceptions import SopgymError
+from sopgym.core.keepalive import HttpTransport, Reply, TransportError
 from sopgym.core.outcomes import InfraFailure, observed
 from sopgym.observability.genai import end_tool, tool_span
 from sopgym.types import JSON

@@ -1,5 +1,7 @@
-"""Keep-alive HTTP/1.1 from an agent to the gateway: a socket per thread, the request written
-in one send, the answer read by httptools (llhttp, the parser the gateway's own server uses).
+"""Keep-alive HTTP/1.1 on the hot paths (an agent's calls to the gateway and to the model, a
+worker's span exports): a socket per thread (or one, shared, where calls are serialised), the
+request written in one send, the answer read by httptools (llhttp, the parser the gateway's
+own server uses).
 
 Agents call the gateway once or more per step, so the client's own cost is part of every step.
 Through httpx a call cost ~2.2 ms of client time. bench/bench_grpc.py's "client CPU per call"
@@ -16,13 +18,16 @@ the server's close; a server that asks to close (``Connection: close``, HTTP/1.0
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import ssl
 import struct
 import sys
 import threading
+import urllib.request
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -38,6 +43,17 @@ _READ_SIZE = 65536
 # Linux takes SO_RCVTIMEO / SO_SNDTIMEO as a struct timeval of two longs.
 KERNEL_TIMEOUTS = sys.platform == "linux"
 _NO_LIMIT = struct.pack("ll", 0, 0)
+
+
+def direct_http(url: str) -> bool:
+    """Whether ``url`` is a plain ``http://`` address that no proxy is configured for, which
+    these clients may speak to themselves; anything else goes through httpx, which honours
+    proxies and TLS settings."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return False
+    proxied = urllib.request.getproxies().get("http")
+    return not proxied or bool(urllib.request.proxy_bypass(parts.hostname))
 
 
 def _timeval(seconds: float | None) -> bytes:
@@ -148,20 +164,26 @@ def read_answer(connection: socket.socket) -> Answer:
     return answer
 
 
+def _SHARED() -> int:
+    return 0  # the owner of a shared connection: never a thread's ident
+
+
 class Connections:
     """Kept connections, one per thread and origin (a connection is never shared between
     threads). A kept connection the server spoke to while it sat idle (its close, mostly) is
     not handed out again. A thread that ends its work closes its own with
     :meth:`close_thread` (an agent worker's pool threads keep theirs from one episode to the
     next and close them when they end: without it, every thread gone would leave its sockets
-    open)."""
+    open). With ``per_thread=False`` there is one connection per origin for all threads: the
+    caller serialises its requests (:class:`HttpTransport` does)."""
 
     _all: ClassVar[weakref.WeakSet[Connections]] = weakref.WeakSet()
     _all_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, per_thread: bool = True) -> None:
         self._kept: dict[tuple[int, str, int], socket.socket] = {}
         self._lock = threading.Lock()
+        self._owner: Callable[[], int] = threading.get_ident if per_thread else _SHARED
         with Connections._all_lock:
             Connections._all.add(self)
 
@@ -180,7 +202,7 @@ class Connections:
 
     def kept(self, host: str, port: int) -> socket.socket | None:
         """This thread's connection to ``host:port`` if it can carry a request, else None."""
-        connection = self._kept.get((threading.get_ident(), host, port))
+        connection = self._kept.get((self._owner(), host, port))
         if connection is not None and _spoken_to_while_idle(connection):
             self.drop(host, port, connection)
             return None
@@ -189,14 +211,14 @@ class Connections:
     def keep(self, host: str, port: int, connection: socket.socket) -> None:
         """Keep ``connection`` as this thread's to ``host:port``, closing the one it replaces."""
         with self._lock:
-            previous = self._kept.get((threading.get_ident(), host, port))
-            self._kept[(threading.get_ident(), host, port)] = connection
+            previous = self._kept.get((self._owner(), host, port))
+            self._kept[(self._owner(), host, port)] = connection
         if previous is not None and previous is not connection:
             previous.close()
 
     def drop(self, host: str, port: int, connection: socket.socket) -> None:
         """Close ``connection``; this thread's next request to ``host:port`` opens another."""
-        key = (threading.get_ident(), host, port)
+        key = (self._owner(), host, port)
         with self._lock:
             if self._kept.get(key) is connection:
                 del self._kept[key]
@@ -205,7 +227,7 @@ class Connections:
     def release(self, host: str, port: int) -> None:
         """Close this thread's connection to ``host:port``, if any."""
         with self._lock:
-            connection = self._kept.pop((threading.get_ident(), host, port), None)
+            connection = self._kept.pop((self._owner(), host, port), None)
         if connection is not None:
             connection.close()
 
@@ -217,9 +239,11 @@ class Connections:
 
 
 class HttpTransport:
-    """Requests to one base URL (``http://`` or ``https://``, optionally with a path prefix)."""
+    """Requests to one base URL (``http://`` or ``https://``, optionally with a path prefix):
+    a kept connection per thread, or with ``per_thread=False`` one for all, its requests taking
+    turns."""
 
-    def __init__(self, base_url: str, timeout: float) -> None:
+    def __init__(self, base_url: str, timeout: float, per_thread: bool = True) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
@@ -229,31 +253,48 @@ class HttpTransport:
         self._prefix = parts.path.rstrip("/")
         authority = parts.netloc.rpartition("@")[2]  # without any user:password@
         self._head = f"Host: {authority}\r\nAccept-Encoding: identity\r\n"
-        self._connections = Connections()
+        self._connections = Connections(per_thread)
+        self._turns = contextlib.nullcontext() if per_thread else threading.Lock()
 
-    def request(self, method: str, path: str, headers: dict[str, str], json: Any = None) -> Reply:
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        json: Any = None,
+        *,
+        content: bytes | None = None,
+        timeout: float | None = None,
+    ) -> Reply:
         """One exchange; raises one of :data:`TransportError` when it fails. ``path`` must be
-        URL-encoded already (a name from a model goes through :func:`urllib.parse.quote`)."""
-        body = b"" if json is None else orjson.dumps(json)
+        URL-encoded already (a name from a model goes through :func:`urllib.parse.quote`).
+        The body is ``json`` (sent as JSON) or ``content`` (bytes, its type in ``headers``);
+        ``timeout``: this exchange's limit instead of the transport's."""
+        body = orjson.dumps(json) if json is not None else content or b""
         head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._head}"
         for name, value in headers.items():
             head += f"{name}: {value}\r\n"
         if json is not None:
             head += "Content-Type: application/json\r\n"
-        if json is not None or method != "GET":
+        if json is not None or content is not None or method != "GET":
             head += f"Content-Length: {len(body)}\r\n"
         given = f"{method}{path}{''.join(headers)}{''.join(headers.values())}"
         if "\r" in given or "\n" in given or " " in path:  # nothing may add or split a line
             raise ValueError(f"{method} {path!r}: a space or line break in the request head")
-        connection = self._connections.kept(self._host, self._port) or self._open()
-        try:
-            send_all(connection, (head + "\r\n").encode("latin-1") + body)
-            answer = read_answer(connection)
-        except BaseException:
-            self._connections.drop(self._host, self._port, connection)  # its state is unknown
-            raise
-        if not answer.reusable:
-            self._connections.drop(self._host, self._port, connection)
+        with self._turns:
+            connection = self._connections.kept(self._host, self._port) or self._open()
+            try:
+                if timeout is not None:
+                    set_timeout(connection, timeout)
+                send_all(connection, (head + "\r\n").encode("latin-1") + body)
+                answer = read_answer(connection)
+            except BaseException:
+                self._connections.drop(self._host, self._port, connection)  # state unknown
+                raise
+            if not answer.reusable:
+                self._connections.drop(self._host, self._port, connection)
+            elif timeout is not None:
+                set_timeout(connection, self._timeout)
         return Reply(answer.status, b"".join(answer.body))
 
     def _open(self) -> socket.socket:
