@@ -283,9 +283,12 @@ def freeze_start_up_heap() -> None:
     the worker's CPU per model call in steady state (0.09 of 1.0 ms at 10 in flight, 384
     episodes). Frozen, a full pass walks only what episodes made since (~1 ms). Called once by
     the worker commands after their pool is built; objects made later are collected as
-    before."""
+    before. The youngest generation is collected after 10,000 new objects instead of 700: a
+    model call's LangGraph and LangChain objects outlive a few young collections each, and
+    those passes cost 0.022 ms a call, 0.007 at the higher threshold."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])
 
 
 def forget_converted_messages() -> None:

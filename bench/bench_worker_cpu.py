@@ -11,6 +11,7 @@ LangChain, the model and gateway clients, the OpenTelemetry spans, the report).
     python bench/bench_worker_cpu.py                       # traces on and off
     python bench/bench_worker_cpu.py --before ../base/.venv/bin/python   # another checkout beside
     python bench/bench_worker_cpu.py --model scripted:latency=0.3 --concurrency 10
+    python bench/bench_worker_cpu.py --concurrency 1,10,50   # episodes in flight: each level
 
 ``--before PYTHON`` runs the same with another checkout's interpreter (its own venv) first;
 the stack is this checkout's for both. Figures vary with the machine's load (the CPU a call
@@ -67,7 +68,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", default="react")
     parser.add_argument("--model", default="scripted", help="a scripted model spec")
-    parser.add_argument("--concurrency", type=int, default=10, help="episodes in flight")
+    parser.add_argument("--concurrency", default="1,10",
+                        help="episodes in flight, comma-separated levels")  # fmt: skip
     parser.add_argument("--trials", type=int, default=3, help="trials of the long run")
     parser.add_argument("--short", type=int, default=20, help="jobs of the short run")
     parser.add_argument("--before", default=None, metavar="PYTHON",
@@ -82,10 +84,12 @@ def main() -> None:
         for trial in range(args.trials)
         for i, t in enumerate(data.tasks)
     ]  # fmt: skip
+    levels = [int(level) for level in args.concurrency.split(",")]
     sides = [(args.before, "before"), (sys.executable, "after")] if args.before else [
         (sys.executable, "")]  # fmt: skip
-    print(f"{DOMAIN}, {args.agent}, {args.model}, {args.concurrency} in flight; marginal CPU "
-          f"per model call of the agent worker ({len(jobs) - args.short} jobs)")  # fmt: skip
+    print(f"{DOMAIN}, {args.agent}, {args.model}; marginal CPU per model call of the agent "
+          f"worker ({len(jobs) - args.short} jobs), at {args.concurrency} in flight")  # fmt: skip
+    medians: list[str] = []
     for trace in (True, False):
         with tempfile.TemporaryDirectory(prefix="bench-worker-cpu-") as folder:
             where = Path(folder)
@@ -94,25 +98,31 @@ def main() -> None:
                                 model=args.model, injection_log=where / "injections.jsonl",
                                 ) as stack:  # fmt: skip
                 options = orjson.dumps({"model": args.model, "base_url": stack.model_url})
-                argv = ["--gateway", stack.gateway_url, "--agent", args.agent, "--model",
-                        args.model, "--options", options.decode(), "--concurrency",
-                        str(args.concurrency)]  # fmt: skip
-                figures: dict[str, list[float]] = {label: [] for _, label in sides}
-                for _ in range(args.repeat):
-                    for python, label in sides:
-                        short_cpu, short_calls = worker_cpu(python, stack.env, argv,
-                                                            jobs[: args.short])  # fmt: skip
-                        long_cpu, long_calls = worker_cpu(python, stack.env, argv, jobs)
-                        per_call = 1000 * (long_cpu - short_cpu) / max(1, long_calls - short_calls)
-                        figures[label].append(per_call)
-                        print(f"  {label:>6} traces {'on ' if trace else 'off'}: {per_call:.2f} "
-                              f"ms a call over {long_calls - short_calls} calls (the short run, "
-                              f"start-up included: {1000 * short_cpu / max(1, short_calls):.1f} "
-                              "ms a call)")  # fmt: skip
-                if args.repeat > 1:
+                for level in levels:
+                    argv = ["--gateway", stack.gateway_url, "--agent", args.agent, "--model",
+                            args.model, "--options", options.decode(), "--concurrency",
+                            str(level)]  # fmt: skip
+                    case = f"{level:>4} in flight, traces {'on ' if trace else 'off'}"
+                    figures: dict[str, list[float]] = {label: [] for _, label in sides}
+                    for _ in range(args.repeat):
+                        for python, label in sides:
+                            short_cpu, short_calls = worker_cpu(python, stack.env, argv,
+                                                                jobs[: args.short])  # fmt: skip
+                            long_cpu, long_calls = worker_cpu(python, stack.env, argv, jobs)
+                            extra = max(1, long_calls - short_calls)
+                            per_call = 1000 * (long_cpu - short_cpu) / extra
+                            figures[label].append(per_call)
+                            print(f"  {label:>6} {case}: {per_call:.2f} ms a call over "
+                                  f"{long_calls - short_calls} calls (the short run, start-up "
+                                  f"included: {1000 * short_cpu / max(1, short_calls):.1f} ms "
+                                  "a call)", flush=True)  # fmt: skip
                     for label, values in figures.items():
-                        print(f"  {label:>6} traces {'on ' if trace else 'off'}: median "
-                              f"{statistics.median(values):.2f} ms of {len(values)}")  # fmt: skip
+                        middle = statistics.median(values)
+                        medians.append(f"  {label:>6} {case}: median {middle:.2f} ms of "
+                                       f"{len(values)}")  # fmt: skip
+    if args.repeat > 1:
+        print("\n".join(medians))
+
 
 if __name__ == "__main__":
     main()
