@@ -92,7 +92,9 @@ class ProcessSampler:
                 self.rss_peak[pid] = max(self.rss_peak.get(pid, 0), rss)
                 self.cpu[pid] = (int(stat[11]) + int(stat[12])) / tick
                 words = {w.decode(errors="replace") for w in argv}
-                if pid not in self.kind and any(words):  # an exiting process has no argv
+                # an exiting process has no argv, and a child seen between its fork and its
+                # exec still has its parent's: a "runner" is looked at again until it is not
+                if any(words) and self.kind.get(pid, "runner") == "runner":
                     self.kind[pid] = next((k for k in KINDS if k in words), "runner")
             self.total_rss_peak = max(self.total_rss_peak, total)
             self.timeline.append((time.time(), dict(self.cpu)))
