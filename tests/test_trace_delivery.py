@@ -50,7 +50,12 @@ def test_a_stuck_receiver_costs_one_wait_then_none_until_it_answers(
     monkeypatch.setattr(TraceDelivery, "timeout_s", 0.2)
     delivered: list[WorkerReport] = []
     arrived = threading.Event()
-    delivery = TraceDelivery(lambda r: (delivered.append(r), arrived.set()))
+
+    def deliver(one: WorkerReport) -> None:
+        delivered.append(one)
+        arrived.set()
+
+    delivery = TraceDelivery(deliver)
     started = time.monotonic()
     delivery.send(report("stuck"))
     assert arrived.wait(5)
