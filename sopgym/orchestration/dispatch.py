@@ -69,6 +69,9 @@ class WorkerLink:
         self._spawn, self._build_job, self._record = spawn, build_job, record
         self._lock = threading.Condition()
         self.in_flight: dict[str, InFlight] = {}
+        # reports taken off in_flight that the reader is still recording: the link is not done
+        # until they are (the run closes its results file once every link returned)
+        self._recording = 0
         self.worker: ManagedProcess | None = None
         self._reader: threading.Thread | None = None
         self._exited = False  # the current worker's report stream ended
@@ -102,7 +105,7 @@ class WorkerLink:
                     self._start_worker()
                 with self._lock:
                     full = len(self.in_flight) >= self.capacity
-                    idle = not self.in_flight
+                    idle = not self.in_flight and not self._recording
                 if ended:
                     if idle:
                         break
@@ -203,21 +206,27 @@ class WorkerLink:
         job_id = report.job_id if isinstance(report.job_id, str) else None
         with self._lock:
             job = self.in_flight.pop(job_id, None) if job_id else None
-            self._lock.notify_all()
+            self._recording += job is not None
+            self._lock.notify_all()  # its slot is free
         if job is None:
             worker.note(f"runner: dropped a report for no awaited job: {line[:200]!r}")
             return
-        task, trial = job.attempt
-        if report.task_id != task.id or report.trial != trial:
-            why = f"the worker's report named task {report.task_id!r} trial {report.trial}"
-            report = WorkerReport(task_id=task.id, domain=task.domain, trial=trial, error=why)
-        self._record(job.attempt, report, job.handle)
+        try:
+            task, trial = job.attempt
+            if report.task_id != task.id or report.trial != trial:
+                why = f"the worker's report named task {report.task_id!r} trial {report.trial}"
+                report = WorkerReport(task_id=task.id, domain=task.domain, trial=trial, error=why)
+            self._record(job.attempt, report, job.handle)
+        finally:
+            with self._lock:
+                self._recording -= 1
+                self._lock.notify_all()
 
     def drain(self, within: float) -> None:
         """Wait up to ``within`` seconds for the jobs in flight to be recorded."""
         deadline = time.monotonic() + within
         with self._lock:
-            while self.in_flight and time.monotonic() < deadline:
+            while (self.in_flight or self._recording) and time.monotonic() < deadline:
                 self._lock.wait(min(self.POLL_S, max(0.0, deadline - time.monotonic())))
 
     def abandon(self) -> list[Attempt]:
