@@ -371,9 +371,13 @@ class TraceDelivery:
 
     def _flush_loop(self) -> None:
         while self._asked.get():
-            self._delivered = tracing.flush()
-            self._flushing = False
-            self._flushed.set()
+            try:
+                self._delivered = tracing.flush()
+            except Exception:  # an exporter's own failure: unconfirmed, and the next may try
+                self._delivered = False
+            finally:
+                self._flushing = False
+                self._flushed.set()
 
 
 def parse_job(line: str) -> JSON:

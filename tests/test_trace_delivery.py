@@ -74,3 +74,23 @@ def test_a_stuck_receiver_costs_one_wait_then_none_until_it_answers(
     assert [(r.task_id, r.trace_flushed) for r in delivered] == [
         ("stuck", False), ("meanwhile", False), ("after", True)]  # fmt: skip
     assert len(calls) == 2
+
+
+def test_a_flush_that_raises_leaves_the_next_free_to_try(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def flush(timeout_ms: int = 5000) -> bool:
+        calls.append(timeout_ms)
+        if len(calls) == 1:
+            raise RuntimeError("exporter broke")
+        return True
+
+    monkeypatch.setattr(worker_module.tracing, "flush", flush)
+    delivered: list[WorkerReport] = []
+    delivery = TraceDelivery(delivered.append)
+    delivery.send(report("first"))
+    time.sleep(0.1)
+    delivery.send(report("second"))
+    delivery.close()
+    assert [(r.task_id, r.trace_flushed) for r in delivered] == [
+        ("first", False), ("second", True)]  # fmt: skip
